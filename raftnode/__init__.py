@@ -1,0 +1,8 @@
+"""Raft layer of RaftConnect: pysyncobj transport and the replicated cluster state.
+
+Imports nothing from Django or ``webapp``.
+"""
+from .node import CommandRejected, RaftConfig, RaftNode, RaftUnavailable
+from .state import ClusterStateMachine
+
+__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "ClusterStateMachine"]

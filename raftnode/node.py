@@ -1,0 +1,206 @@
+"""RaftNode: one pysyncobj ``SyncObj`` plus the cluster state machine.
+
+Owns the Raft transport and its tuning (timeouts, journal, snapshots, password),
+proposing commands and waiting for their result, and reporting Raft status.
+Does not decide anything about connectors: callers (the coordinator, the Herder
+and the Raft metadata store) compute every non-deterministic input first and
+then propose.
+
+Must not import Django or anything from ``webapp``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.syncobj import SyncObjException
+
+from .state import ClusterStateMachine
+
+__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected"]
+
+log = logging.getLogger(__name__)
+
+_RAFT_STATES = {0: "FOLLOWER", 1: "CANDIDATE", 2: "LEADER"}
+
+
+class RaftUnavailable(Exception):
+    """The command could not be committed in time (no leader, no quorum, timeout)."""
+
+
+class CommandRejected(Exception):
+    """The state machine refused the command (fencing, missing connector, ...).
+
+    Attributes:
+        reason: operator-readable text.
+        code: the HTTP status that best describes it (404, 409, ...).
+    """
+
+    def __init__(self, reason: str, code: int = 409):
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+@dataclass
+class RaftConfig:
+    """Settings of a Raft member.
+
+    Attributes:
+        self_address: ``host:port`` this member binds and is known by.
+        peers: the other voting members' ``host:port``.
+        data_dir: directory for the journal and the snapshot (created).
+        password: shared secret; pysyncobj encrypts and authenticates its
+            pickle wire format with it. Required when there are peers.
+        leader_fallback_timeout: seconds after which a leader that cannot reach a
+            quorum steps down (pysyncobj's default of 30 s is far too long for
+            a 99.95% target).
+        raft_min_timeout, raft_max_timeout: election timeout range, seconds.
+        append_entries_period: leader heartbeat period, seconds.
+        connection_timeout: seconds before a silent peer connection is dropped.
+        tick_period: seconds the Raft thread waits for socket events per tick; a
+            synchronous proposal costs about two ticks on a single member, so the
+            pysyncobj default (50 ms) would make every REST write take 100 ms.
+    """
+
+    self_address: str
+    peers: list[str] = field(default_factory=list)
+    data_dir: str = "var/raft"
+    password: str | None = None
+    leader_fallback_timeout: float = 2.5
+    raft_min_timeout: float = 0.4
+    raft_max_timeout: float = 1.2
+    append_entries_period: float = 0.05
+    connection_timeout: float = 1.5
+    tick_period: float = 0.005
+    log_compaction_min_entries: int = 20000
+    log_compaction_min_time: float = 120.0
+
+
+class RaftNode:
+    """A Raft member holding a :class:`ClusterStateMachine`.
+
+    ``propose(name, *args)`` calls the replicated method ``name`` of the state
+    machine, waits for it to be committed and applied, and returns its result;
+    it raises :class:`CommandRejected` when apply refused it and
+    :class:`RaftUnavailable` on timeout or when no leader could take it.
+    pysyncobj forwards a follower's proposal to the leader itself.
+    """
+
+    def __init__(self, config: RaftConfig, on_leader_change: Callable[[bool, int], None] | None = None):
+        if config.peers and not config.password:
+            raise ValueError(
+                "A multi-member Raft cluster needs a cluster secret (RAFTCONNECT_CLUSTER_SECRET): "
+                "pysyncobj's wire format is pickle and must never run unauthenticated."
+            )
+        os.makedirs(config.data_dir, exist_ok=True)
+        self.config = config
+        self.state = ClusterStateMachine()
+        self._on_leader_change = on_leader_change
+        self._was_leader = False
+        self._lock = threading.Lock()
+        host = config.self_address.rsplit(":", 1)[0]
+        conf = SyncObjConf(
+            password=config.password,
+            journalFile=os.path.join(config.data_dir, "raft.journal"),
+            fullDumpFile=os.path.join(config.data_dir, "raft.snapshot"),
+            bindAddress=config.self_address if host else None,
+            dynamicMembershipChange=True,
+            leaderFallbackTimeout=config.leader_fallback_timeout,
+            raftMinTimeout=config.raft_min_timeout,
+            raftMaxTimeout=config.raft_max_timeout,
+            appendEntriesPeriod=config.append_entries_period,
+            connectionTimeout=config.connection_timeout,
+            connectionRetryTime=1.0,
+            logCompactionMinEntries=config.log_compaction_min_entries,
+            logCompactionMinTime=config.log_compaction_min_time,
+            commandsWaitLeader=True,
+            autoTickPeriod=config.tick_period,
+            onStateChanged=self._state_changed,
+        )
+        self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+
+    # ------------------------------------------------------------------ status
+    @property
+    def is_leader(self) -> bool:
+        """Whether this member believes it is the leader (may be briefly stale)."""
+        return bool(self.syncobj._isLeader())
+
+    @property
+    def leader(self) -> str | None:
+        """Raft address of the last known leader, or ``None``."""
+        node = self.syncobj._getLeader()
+        return getattr(node, "address", None) if node is not None else None
+
+    @property
+    def term(self) -> int:
+        """Current Raft term."""
+        return int(self.syncobj.raftCurrentTerm)
+
+    def status(self) -> dict[str, Any]:
+        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum"}``."""
+        s = self.syncobj.getStatus()
+        return {
+            "state": _RAFT_STATES.get(s["state"], str(s["state"])),
+            "term": s["raft_term"],
+            "leader": getattr(s["leader"], "address", None) if s["leader"] is not None else None,
+            "commit_index": s["commit_idx"],
+            "applied_index": s["last_applied"],
+            "log_size": s["log_len"],
+            "has_quorum": bool(s["has_quorum"]),
+            "ready": bool(self.syncobj.isReady()),
+        }
+
+    def wait_ready(self, timeout: float = 30.0) -> bool:
+        """Wait until this member has applied the log it found at start and a leader exists.
+
+        Returns ``True`` when ready, ``False`` on timeout (seconds).
+        """
+        ev = threading.Event()
+        deadline_step = 0.02
+        waited = 0.0
+        while waited < timeout:
+            if self.syncobj.isReady() and self.leader is not None:
+                return True
+            ev.wait(deadline_step)
+            waited += deadline_step
+        return False
+
+    # ---------------------------------------------------------------- commands
+    def propose(self, name: str, *args: Any, timeout: float = 10.0) -> dict[str, Any]:
+        """Commit the replicated command ``name(*args)`` and return its result.
+
+        Errors: :class:`CommandRejected` (apply refused; has ``code``),
+        :class:`RaftUnavailable` (not committed within ``timeout`` seconds).
+        """
+        method = getattr(self.state, name)
+        try:
+            result = method(*args, sync=True, timeout=timeout)
+        except SyncObjException as exc:
+            raise RaftUnavailable(f"Raft command {name} not committed: {exc.errorCode}") from exc
+        if isinstance(result, dict) and "rejected" in result:
+            raise CommandRejected(result["rejected"], int(result.get("code", 409)))
+        return result
+
+    def propose_async(self, name: str, *args: Any, callback: Callable[[Any, Any], None]) -> None:
+        """Propose without waiting; ``callback(result, error)`` runs on the Raft thread."""
+        getattr(self.state, name)(*args, callback=callback)
+
+    def destroy(self) -> None:
+        """Stop the Raft thread and close the journal."""
+        self.syncobj.destroy()
+
+    def _state_changed(self, old: int, new: int) -> None:
+        is_leader = new == 2
+        if is_leader != self._was_leader:
+            self._was_leader = is_leader
+            log.info("raft: %s (term %s)", "became leader" if is_leader else "lost leadership", self.term)
+            if self._on_leader_change:
+                try:
+                    self._on_leader_change(is_leader, self.term)
+                except Exception:  # a callback must never kill the Raft thread
+                    log.exception("leader change callback failed")

@@ -1,0 +1,246 @@
+"""The replicated state machine of a RaftConnect cluster.
+
+Owns the state every Raft member holds identically: cluster members, the
+coordinator epoch, the current assignment and its generation, the active metadata
+store, and — while the active store is ``raft`` — the connector metadata itself
+(configs, target states, task configs, statuses, offsets).
+
+Every replicated method here is private, deterministic and apply-only: it reads
+only its arguments and the current state (no clocks, no randomness, no I/O), so
+every member computes the same result. Callers compute timestamps, ids and epochs
+before proposing (see :class:`raftnode.node.RaftNode`). Fencing is checked inside
+apply, so a check and its write are one atomic step of the log.
+
+Must not import Django or anything from ``webapp``.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pysyncobj import SyncObjConsumer, replicated
+
+__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT"]
+
+STORE_RAFT = "raft"
+
+
+class Rejected(dict):
+    """Result of a command refused by apply: ``{"rejected": reason, "code": http status}``.
+
+    Returned (not raised) because pysyncobj hands apply results to the proposer.
+    """
+
+    def __init__(self, reason: str, code: int = 409):
+        super().__init__(rejected=reason, code=code)
+
+
+def _task_key(connector: str, task: int) -> str:
+    return f"{connector}-{task}"
+
+
+class ClusterStateMachine(SyncObjConsumer):
+    """Replicated cluster state (a pysyncobj ``SyncObjConsumer``).
+
+    Public methods are local reads of this member's applied state (they may lag
+    the leader by the replication delay). Private ``_``-prefixed methods are
+    replicated commands; call them only through :class:`raftnode.node.RaftNode`.
+
+    Shapes (all JSON-compatible):
+        members: ``{node_id: {"roles": [..], "rest_address": "h:p",
+            "raft_address": "h:p" | None, "weight": float}}``
+        assignment: ``{"generation": int, "epoch": int, "leader": node_id | None,
+            "connectors": {name: worker_id}, "tasks": {"name-i": worker_id},
+            "assigned_at": {"name-i": generation}}``
+        connectors: ``{name: {"config": {..}, "target_state": "STARTED"|"PAUSED"|"STOPPED",
+            "tasks": [task config, ..], "created": int}}``
+        statuses: ``{name: {"connector": status, "tasks": {"i": status}}}`` where a status is
+            ``{"state": .., "worker_id": .., "trace": str|None, "generation": int}``
+        offsets: ``{name: {partition_key: [partition, offset]}}``
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.members: dict[str, dict[str, Any]] = {}
+        self.epoch = 0
+        self.assignment: dict[str, Any] = {
+            "generation": 0, "epoch": 0, "leader": None,
+            "connectors": {}, "tasks": {}, "assigned_at": {},
+        }
+        self.active_store = STORE_RAFT
+        self.connectors: dict[str, dict[str, Any]] = {}
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.offsets: dict[str, dict[str, list]] = {}
+        self.config_seq = 0
+
+    # ------------------------------------------------------------------ reads
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the whole state, for views that need a consistent read."""
+        return copy.deepcopy(self._serialize())
+
+    def connector_names(self) -> list[str]:
+        """Names of the configured connectors, sorted."""
+        return sorted(self.connectors)
+
+    def connector(self, name: str) -> dict[str, Any] | None:
+        """A deep copy of one connector's record, or ``None``."""
+        rec = self.connectors.get(name)
+        return copy.deepcopy(rec) if rec is not None else None
+
+    def status(self, name: str) -> dict[str, Any]:
+        """A deep copy of one connector's statuses (empty shape when none)."""
+        return copy.deepcopy(self.statuses.get(name, {"connector": None, "tasks": {}}))
+
+    def connector_offsets(self, name: str) -> dict[str, list]:
+        """``{partition_key: [partition, offset]}`` committed for ``name``."""
+        return copy.deepcopy(self.offsets.get(name, {}))
+
+    def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
+        """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.
+
+        A task write is current only if the assignment still gives the task to
+        that worker and ``generation`` is not older than the generation at which
+        the worker got it. ``task=None`` checks the connector instance instead.
+        """
+        a = self.assignment
+        if task is None:
+            owner = a["connectors"].get(connector)
+            at = a["assigned_at"].get(connector, 0)
+            what = f"connector {connector}"
+        else:
+            key = _task_key(connector, task)
+            owner = a["tasks"].get(key)
+            at = a["assigned_at"].get(key, 0)
+            what = f"task {key}"
+        if owner != worker_id:
+            return f"{what} is not assigned to worker {worker_id} (owner: {owner})"
+        if generation < at:
+            return f"stale generation {generation} for {what} (assigned at generation {at})"
+        return None
+
+    # --------------------------------------------------------- replicated: cluster
+    @replicated
+    def _register_member(self, node_id: str, info: dict[str, Any]) -> dict[str, Any]:
+        self.members[node_id] = dict(info)
+        return {"ok": True}
+
+    @replicated
+    def _remove_member(self, node_id: str) -> dict[str, Any]:
+        self.members.pop(node_id, None)
+        return {"ok": True}
+
+    @replicated
+    def _become_coordinator(self, epoch: int, leader: str) -> dict[str, Any]:
+        if epoch < self.epoch:
+            return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
+        self.epoch = epoch
+        self.assignment["leader"] = leader
+        return {"ok": True, "epoch": epoch}
+
+    @replicated
+    def _set_assignment(self, epoch: int, generation: int, connectors: dict[str, str],
+                        tasks: dict[str, str]) -> dict[str, Any]:
+        if epoch < self.epoch:
+            return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
+        if generation <= self.assignment["generation"]:
+            return Rejected(f"stale generation {generation} <= {self.assignment['generation']}")
+        old = self.assignment
+        assigned_at = {}
+        for key, owner in list(connectors.items()) + list(tasks.items()):
+            prev_owner = old["connectors"].get(key) if key in connectors else old["tasks"].get(key)
+            assigned_at[key] = old["assigned_at"].get(key, generation) if prev_owner == owner else generation
+        self.assignment = {
+            "generation": generation, "epoch": epoch, "leader": old.get("leader"),
+            "connectors": dict(connectors), "tasks": dict(tasks), "assigned_at": assigned_at,
+        }
+        return {"ok": True, "generation": generation}
+
+    # -------------------------------------------------------- replicated: metadata
+    @replicated
+    def _put_connector_config(self, name: str, config: dict[str, str], target_state: str | None,
+                              create_only: bool) -> dict[str, Any]:
+        rec = self.connectors.get(name)
+        if rec is not None and create_only:
+            return Rejected(f"Connector {name} already exists", 409)
+        self.config_seq += 1
+        if rec is None:
+            rec = {"config": {}, "target_state": target_state or "STARTED", "tasks": [], "created": self.config_seq}
+            self.connectors[name] = rec
+            created = True
+        else:
+            created = False
+            if target_state:
+                rec["target_state"] = target_state
+        rec["config"] = dict(config)
+        rec["config_seq"] = self.config_seq
+        return {"ok": True, "created": created}
+
+    @replicated
+    def _delete_connector(self, name: str) -> dict[str, Any]:
+        if name not in self.connectors:
+            return Rejected(f"Connector {name} not found", 404)
+        del self.connectors[name]
+        self.statuses.pop(name, None)
+        # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
+        return {"ok": True}
+
+    @replicated
+    def _put_target_state(self, name: str, target_state: str) -> dict[str, Any]:
+        rec = self.connectors.get(name)
+        if rec is None:
+            return Rejected(f"Connector {name} not found", 404)
+        rec["target_state"] = target_state
+        return {"ok": True}
+
+    @replicated
+    def _put_task_configs(self, name: str, worker_id: str, generation: int,
+                          task_configs: list[dict[str, str]]) -> dict[str, Any]:
+        rec = self.connectors.get(name)
+        if rec is None:
+            return Rejected(f"Connector {name} not found", 404)
+        why = self.check_fence(name, None, worker_id, generation)
+        if why:
+            return Rejected(why)
+        if rec["tasks"] != task_configs:
+            rec["tasks"] = [dict(t) for t in task_configs]
+            # Statuses of tasks that no longer exist are dropped.
+            st = self.statuses.get(name)
+            if st:
+                st["tasks"] = {k: v for k, v in st["tasks"].items() if int(k) < len(task_configs)}
+        return {"ok": True, "tasks": len(task_configs)}
+
+    @replicated
+    def _put_status(self, name: str, task: int | None, worker_id: str, generation: int,
+                    status: dict[str, Any]) -> dict[str, Any]:
+        if name not in self.connectors:
+            return Rejected(f"Connector {name} not found", 404)
+        why = self.check_fence(name, task, worker_id, generation)
+        if why:
+            return Rejected(why)
+        st = self.statuses.setdefault(name, {"connector": None, "tasks": {}})
+        entry = dict(status, worker_id=worker_id, generation=generation)
+        if task is None:
+            st["connector"] = entry
+        else:
+            st["tasks"][str(task)] = entry
+        return {"ok": True}
+
+    @replicated
+    def _commit_offsets(self, name: str, task: int | None, worker_id: str, generation: int,
+                        entries: list[list]) -> dict[str, Any]:
+        if task is not None:
+            why = self.check_fence(name, task, worker_id, generation)
+            if why:
+                return Rejected(why)
+        offs = self.offsets.setdefault(name, {})
+        for key, partition, offset in entries:
+            if offset is None:
+                offs.pop(key, None)
+            else:
+                offs[key] = [partition, offset]
+        return {"ok": True, "committed": len(entries)}
+
+    @replicated
+    def _reset_offsets(self, name: str) -> dict[str, Any]:
+        self.offsets.pop(name, None)
+        return {"ok": True}

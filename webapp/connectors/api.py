@@ -1,0 +1,243 @@
+"""The connector plugin API: what a connector and its tasks must implement.
+
+Owns the contract between the task runtime (``webapp.runtime``) and connector
+plugins (``webapp.connectors.*``). Mirrors Kafka Connect's ``Connector`` /
+``SourceTask`` / ``SinkTask`` split, with one difference that follows from
+running on Spark: a task does not return records one by one from ``poll()`` /
+take them in ``put()``; it runs one whole **micro-batch** per call to
+:meth:`Task.run_batch` (read → convert → transform → write, as Spark jobs) and
+returns the offsets that the batch made durable. The runtime commits those
+offsets through the leader only after ``run_batch`` returned, so a batch whose
+output was not acknowledged is never marked done.
+
+This module must not import Django, Spark or Kafka clients: it is imported by
+the REST layer (validation, plugin listing) on nodes that run no tasks.
+"""
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Mapping
+
+__all__ = [
+    "ConnectorTaskId",
+    "ConfigKey",
+    "ConfigDef",
+    "Connector",
+    "SourceConnector",
+    "SinkConnector",
+    "Task",
+    "TaskContext",
+    "BatchResult",
+    "SourceOffset",
+    "partition_key",
+    "ConnectException",
+]
+
+
+class ConnectException(Exception):
+    """A connector or task error with a message meant for the operator."""
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorTaskId:
+    """Identity of one task: connector name and task number (0-based), as in Connect."""
+
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+def partition_key(partition: Mapping[str, Any]) -> str:
+    """Canonical JSON for a source partition map, used as the offset store key.
+
+    Two equal maps always give the same string (sorted keys, no spaces).
+    """
+    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One offset entry as Kafka Connect models it: a partition map and an offset map.
+
+    For sink tasks the partition is ``{"kafka_topic": t, "kafka_partition": p}`` and
+    the offset ``{"kafka_offset": next_offset_to_read}``, exactly as Connect's
+    ``GET /connectors/{name}/offsets`` shows sink offsets.
+    """
+
+    partition: Mapping[str, Any]
+    offset: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key of a connector (Connect's ``ConfigDef.ConfigKey``).
+
+    ``type`` is one of Connect's type names: STRING, INT, LONG, DOUBLE, BOOLEAN,
+    LIST, PASSWORD, CLASS. ``default`` of ``None`` with ``required`` means the
+    user must set it.
+    """
+
+    name: str
+    type: str = "STRING"
+    default: str | None = None
+    required: bool = False
+    importance: Literal["HIGH", "MEDIUM", "LOW"] = "MEDIUM"
+    documentation: str = ""
+    allowed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """An ordered set of :class:`ConfigKey` with validation of a raw string map."""
+
+    keys: tuple[ConfigKey, ...] = ()
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Check ``config`` against the keys.
+
+        Returns ``{key: [error messages]}`` for every declared key (empty list when
+        valid). Checks presence of required keys, numeric types and allowed values.
+        """
+        errors: dict[str, list[str]] = {}
+        for key in self.keys:
+            errs: list[str] = []
+            raw = config.get(key.name, key.default)
+            if raw is None or raw == "":
+                if key.required:
+                    errs.append(f"Missing required configuration \"{key.name}\" which has no default value.")
+            else:
+                raw = str(raw)
+                if key.type in ("INT", "LONG"):
+                    try:
+                        int(raw)
+                    except ValueError:
+                        errs.append(f"Invalid value {raw} for configuration {key.name}: Not a number of type {key.type}")
+                elif key.type == "DOUBLE":
+                    try:
+                        float(raw)
+                    except ValueError:
+                        errs.append(f"Invalid value {raw} for configuration {key.name}: Not a number of type DOUBLE")
+                elif key.type == "BOOLEAN" and raw.lower() not in ("true", "false"):
+                    errs.append(f"Invalid value {raw} for configuration {key.name}: Expected value to be either true or false")
+                if key.allowed and raw not in key.allowed:
+                    errs.append(
+                        f"Invalid value {raw} for configuration {key.name}: String must be one of: {', '.join(key.allowed)}"
+                    )
+            errors[key.name] = errs
+        return errors
+
+    def get(self, config: Mapping[str, str], name: str) -> str | None:
+        """The value of ``name`` in ``config``, or the key's default."""
+        for key in self.keys:
+            if key.name == name:
+                return config.get(name, key.default)
+        return config.get(name)
+
+
+@dataclass
+class TaskContext:
+    """Everything the runtime hands a task when it starts.
+
+    Attributes:
+        task_id: which task this is.
+        spark: the agent's ``pyspark.sql.SparkSession`` (one per agent, shared by tasks).
+        kafka_config: librdkafka settings for producers/consumers, at least
+            ``bootstrap.servers``.
+        work_dir: a private directory for this task's scratch files (exists).
+        offsets: the committed offsets of this connector, as
+            ``{partition_key(partition): SourceOffset}``; empty on first start.
+    """
+
+    task_id: ConnectorTaskId
+    spark: Any
+    kafka_config: dict[str, str]
+    work_dir: str
+    offsets: dict[str, SourceOffset] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one micro-batch achieved.
+
+    Attributes:
+        records: records read from the source (source tasks: produced to Kafka and
+            acknowledged; sink tasks: written and committed), >= 0.
+        offsets: the offsets made durable by this batch, to be committed; only
+            partitions that moved.
+    """
+
+    records: int
+    offsets: tuple[SourceOffset, ...] = ()
+
+
+class Task(ABC):
+    """One running task; constructed by the runtime with its context and config.
+
+    Lifecycle: ``start()`` once, then ``run_batch()`` repeatedly from one thread,
+    then ``stop()`` once (also after a failure). ``run_batch`` must return within
+    about ``batch.max.ms`` so that pause and stop are honoured promptly.
+    """
+
+    def __init__(self, context: TaskContext, config: Mapping[str, str]):
+        self.context = context
+        self.config = dict(config)
+
+    def start(self) -> None:
+        """Prepare resources (clients, schemas); resume from ``context.offsets``."""
+
+    @abstractmethod
+    def run_batch(self) -> BatchResult | None:
+        """Run one micro-batch and return what it made durable.
+
+        Returns ``None`` when there was nothing to do (the runtime then backs off
+        briefly). Raises any exception to fail the task; the runtime records the
+        trace in the task's status.
+        """
+
+    def stop(self) -> None:
+        """Release resources. Must not raise."""
+
+
+class Connector(ABC):
+    """A connector plugin (Connect's ``Connector``): validates config and splits work.
+
+    Subclasses set :attr:`config_def`, :attr:`task_class`, :attr:`version` and
+    implement :meth:`task_configs`. The connector instance runs on the worker
+    assigned to it; its task configs are sent to the leader and stored.
+    """
+
+    type: ClassVar[Literal["source", "sink"]]
+    version: ClassVar[str] = "0.1.0"
+    config_def: ClassVar[ConfigDef] = ConfigDef()
+    task_class: ClassVar[type[Task]]
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Per-key errors for ``config`` (see :meth:`ConfigDef.validate`); override to add checks."""
+        return self.config_def.validate(config)
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Keep the config; called on the assigned worker before :meth:`task_configs`."""
+        self.config = dict(config)
+
+    @abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Split the work into at most ``max_tasks`` task configs (>= 1 unless no work)."""
+
+    def stop(self) -> None:
+        """Release resources. Must not raise."""
+
+
+class SourceConnector(Connector, ABC):
+    """A connector that reads an external system and produces to Kafka."""
+
+    type: ClassVar[Literal["source", "sink"]] = "source"
+
+
+class SinkConnector(Connector, ABC):
+    """A connector that consumes Kafka topics and writes to an external system."""
+
+    type: ClassVar[Literal["source", "sink"]] = "sink"
