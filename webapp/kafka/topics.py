@@ -1,0 +1,138 @@
+"""Topic helpers on confluent-kafka's AdminClient: create-if-missing and partition count.
+
+All functions take a librdkafka config mapping (at least ``bootstrap.servers``);
+only admin-relevant keys are passed on (consumer/producer-only keys would make
+librdkafka warn).
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+__all__ = ["ensure_topic", "partition_count", "admin_client", "TopicError"]
+
+# Keys that mean something to an AdminClient; everything else (producer/consumer
+# tuning) is dropped so that one shared kafka_config can be passed everywhere.
+_ADMIN_KEY_PREFIXES = (
+    "bootstrap.servers",
+    "security.",
+    "sasl.",
+    "ssl.",
+    "client.id",
+    "socket.",
+    "broker.",
+    "metadata.",
+    "reconnect.",
+    "api.version",
+    "client.dns.lookup",
+    "log_level",
+    "debug",
+)
+
+
+class TopicError(RuntimeError):
+    """A topic could not be created or described (message says which and why)."""
+
+
+def _admin_config(kafka_config: Mapping[str, object]) -> dict[str, object]:
+    conf = {k: v for k, v in kafka_config.items() if k.startswith(_ADMIN_KEY_PREFIXES)}
+    if "bootstrap.servers" not in conf:
+        raise TopicError("kafka config has no bootstrap.servers")
+    return conf
+
+
+def admin_client(kafka_config: Mapping[str, object]):
+    """A ``confluent_kafka.admin.AdminClient`` built from the admin-relevant keys of ``kafka_config``."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(_admin_config(kafka_config))
+
+
+def partition_count(kafka_config: Mapping[str, object], topic: str, timeout: float = 10.0, *, admin=None) -> int | None:
+    """Number of partitions of ``topic``, or ``None`` if the topic does not exist.
+
+    Args:
+        kafka_config: librdkafka settings (``bootstrap.servers`` required).
+        topic: topic name.
+        timeout: seconds for the metadata request.
+        admin: an existing AdminClient to reuse (optional).
+
+    Raises:
+        TopicError: the broker did not answer within ``timeout`` or reported an error
+            other than "unknown topic".
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = admin or admin_client(kafka_config)
+    try:
+        md = admin.list_topics(topic=topic, timeout=timeout)
+    except KafkaException as e:
+        raise TopicError(f"cannot describe topic {topic!r}: {e}") from e
+    tmd = md.topics.get(topic)
+    if tmd is None:
+        return None
+    if tmd.error is not None:
+        if tmd.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+            return None
+        raise TopicError(f"cannot describe topic {topic!r}: {tmd.error}")
+    return len(tmd.partitions) or None
+
+
+def ensure_topic(
+    kafka_config: Mapping[str, object],
+    topic: str,
+    partitions: int,
+    replication_factor: int = -1,
+    *,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> int:
+    """Create ``topic`` with ``partitions`` partitions unless it exists; return its partition count.
+
+    An existing topic is left as it is (its partition count may differ from
+    ``partitions``; the actual count is returned). Concurrent creation by another
+    task is fine. Waits until the topic's metadata lists its partitions.
+
+    Args:
+        kafka_config: librdkafka settings (``bootstrap.servers`` required).
+        topic: topic name.
+        partitions: partitions for a new topic, >= 1.
+        replication_factor: replicas for a new topic; -1 uses the broker default.
+        config: topic configs for a new topic (e.g. ``{"retention.ms": "-1"}``).
+        timeout: overall seconds to wait.
+
+    Raises:
+        TopicError: invalid arguments, creation refused by the broker, or the topic
+            did not appear within ``timeout``.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    if partitions < 1:
+        raise TopicError(f"partitions must be >= 1 for topic {topic!r}, got {partitions}")
+    admin = admin_client(kafka_config)
+    deadline = time.monotonic() + timeout
+    n = partition_count(kafka_config, topic, timeout=timeout, admin=admin)
+    if n is not None:
+        return n
+    new = NewTopic(topic, num_partitions=int(partitions), replication_factor=int(replication_factor),
+                   config=dict(config or {}))
+    fut = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)[topic]
+    try:
+        fut.result(timeout=timeout)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+            raise TopicError(f"cannot create topic {topic!r} with {partitions} partitions: {e}") from e
+    except Exception as e:  # concurrent.futures.TimeoutError and friends
+        raise TopicError(f"cannot create topic {topic!r}: {e!r}") from e
+    # Metadata can lag creation: wait until the partitions are visible.
+    delay = 0.01
+    while True:
+        n = partition_count(kafka_config, topic, timeout=max(0.5, deadline - time.monotonic()), admin=admin)
+        if n is not None:
+            return n
+        if time.monotonic() >= deadline:
+            raise TopicError(f"topic {topic!r} was created but is not visible after {timeout:.0f}s")
+        time.sleep(delay)  # polling metadata: there is no event to await
+        delay = min(delay * 2, 0.5)

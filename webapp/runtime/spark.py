@@ -1,0 +1,107 @@
+"""The process-wide SparkSession used by the agent's tasks.
+
+One SparkSession per process (a JVM gateway does not survive a fork, and Spark
+allows one active SparkContext per JVM). :func:`get_spark_session` creates it on
+first use and returns the same object afterwards; :func:`stop_spark_session`
+stops it so a later call creates a fresh one.
+
+Spark's Python workers run this interpreter (``PYSPARK_PYTHON`` =
+``sys.executable``) and find this project on ``PYTHONPATH``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Mapping
+
+__all__ = ["get_spark_session", "stop_spark_session", "DEFAULT_SPARK_CONF"]
+
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: Settings applied unless the caller's ``conf`` overrides them.
+DEFAULT_SPARK_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.python.worker.reuse": "true",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+_lock = threading.Lock()
+_session: Any = None
+
+
+def _prepare_environment() -> None:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers must run this interpreter and import this project.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PROJECT_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
+
+
+def get_spark_session(
+    master: str = "local[*]",
+    app_name: str = "raftconnect",
+    conf: Mapping[str, Any] | None = None,
+):
+    """The process's SparkSession, created on first call.
+
+    Args:
+        master: ``spark.master`` (``local[*]`` by default; a cluster URL in deployments).
+        app_name: Spark application name.
+        conf: extra Spark settings (string values), applied over
+            :data:`DEFAULT_SPARK_CONF`. Only honoured when the session is created;
+            a later call with different arguments returns the existing session.
+
+    Returns:
+        ``pyspark.sql.SparkSession`` with log level WARN.
+
+    Raises:
+        Whatever pyspark raises if the JVM cannot start (e.g. no Java).
+    """
+    global _session
+    with _lock:
+        if _session is not None and not _is_stopped(_session):
+            return _session
+        _prepare_environment()
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.master(master).appName(app_name)
+        settings = dict(DEFAULT_SPARK_CONF)
+        settings.update({k: str(v) for k, v in (conf or {}).items()})
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("WARN")
+        _session = session
+        return session
+
+
+def _is_stopped(session: Any) -> bool:
+    try:
+        sc = session.sparkContext
+        return sc._jsc is None or sc._jsc.sc().isStopped()
+    except Exception:
+        return True
+
+
+def stop_spark_session() -> None:
+    """Stop the process's SparkSession if any (idempotent; never raises)."""
+    global _session
+    with _lock:
+        session, _session = _session, None
+        if session is not None:
+            try:
+                session.stop()
+            except Exception:
+                pass
