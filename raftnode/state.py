@@ -198,9 +198,10 @@ class ClusterStateMachine(SyncObjConsumer):
         rec = self.connectors.get(name)
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
-        why = self.check_fence(name, None, worker_id, generation)
-        if why:
-            return Rejected(why)
+        if worker_id is not None:  # None: the coordinator's own decision (e.g. stop clears tasks)
+            why = self.check_fence(name, None, worker_id, generation)
+            if why:
+                return Rejected(why)
         if rec["tasks"] != task_configs:
             rec["tasks"] = [dict(t) for t in task_configs]
             # Statuses of tasks that no longer exist are dropped.

@@ -1,0 +1,142 @@
+"""Internal endpoints used by worker agents: heartbeat, leave, task configs, status, offsets.
+
+Only HMAC-signed requests from cluster members are accepted (see
+``webapp.coordinator.signing``). Writes carry the sender's worker id and the
+generation of its assignment; stale ones are refused with 409 (fencing).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.connect.herder import BadRequest, ConnectRestError
+from webapp.connect.node import NodeNotReady, current
+from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.coordinator.coordinator import NotCoordinator
+from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+
+__all__ = ["ClusterMemberAuthentication", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
+           "OffsetsCommitView"]
+
+
+class ClusterMember:
+    """The authenticated principal of a signed internal request."""
+
+    is_authenticated = True
+
+    def __str__(self) -> str:
+        return "cluster-member"
+
+
+class ClusterMemberAuthentication(BaseAuthentication):
+    """Accepts a request only with a valid HMAC signature by the cluster secret."""
+
+    def authenticate(self, request: Request):
+        try:
+            secret = current().secret
+        except NodeNotReady as exc:
+            raise AuthenticationFailed("Node is starting") from exc
+        raw = request._request
+        why = verify(secret, raw.method, raw.get_full_path(), raw.body,
+                     raw.headers.get(TS_HEADER), raw.headers.get(SIG_HEADER))
+        if why:
+            raise AuthenticationFailed(why)
+        return ClusterMember(), None
+
+    def authenticate_header(self, request: Request) -> str:
+        return "HMAC-SHA256"
+
+
+class IsClusterMember(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, ClusterMember)
+
+
+class InternalView(APIView):
+    authentication_classes = [ClusterMemberAuthentication]
+    permission_classes = [IsClusterMember]
+
+    @staticmethod
+    def field(body: dict[str, Any], name: str, kind: type | tuple, optional: bool = False):
+        value = body.get(name)
+        if value is None and optional:
+            return None
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+            raise BadRequest(f"Field {name} is missing or has the wrong type")
+        return value
+
+
+def _coordinator():
+    node = current()
+    return node.coordinator
+
+
+class HeartbeatView(InternalView):
+    """``POST /raftconnect/v1/internal/heartbeat``: join/heartbeat; returns the worker's view."""
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        worker_id = self.field(body, "worker_id", str)
+        try:
+            view = _coordinator().heartbeat(worker_id, body.get("member") or {}, body.get("running") or {})
+        except NotCoordinator as exc:
+            raise ConnectRestError(str(exc), 421) from exc
+        return Response(view)
+
+
+class LeaveView(InternalView):
+    """``POST /raftconnect/v1/internal/leave``: a worker leaves the group."""
+
+    def post(self, request: Request) -> Response:
+        _coordinator().leave(self.field(request.data, "worker_id", str))
+        return Response(status=204)
+
+
+class TaskConfigsView(InternalView):
+    """``POST /raftconnect/v1/internal/connectors/{name}/tasks``: store task configs (fenced)."""
+
+    def post(self, request: Request, name: str) -> Response:
+        body = request.data
+        configs = self.field(body, "configs", list)
+        current().store.put_task_configs(name, configs, worker_id=self.field(body, "worker_id", str),
+                                         generation=self.field(body, "generation", int))
+        _coordinator().poke()
+        return Response(status=204)
+
+
+class StatusReportView(InternalView):
+    """``POST /raftconnect/v1/internal/connectors/{name}/status``: report a connector or task state (fenced)."""
+
+    STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
+
+    def post(self, request: Request, name: str) -> Response:
+        body = request.data
+        state = self.field(body, "state", str)
+        if state not in self.STATES:
+            raise BadRequest(f"Unknown state {state}")
+        current().store.put_status(name, self.field(body, "task", int, optional=True),
+                                   {"state": state, "trace": body.get("trace")},
+                                   worker_id=self.field(body, "worker_id", str),
+                                   generation=self.field(body, "generation", int))
+        return Response(status=204)
+
+
+class OffsetsCommitView(InternalView):
+    """``GET|POST /raftconnect/v1/internal/connectors/{name}/offsets``: read or commit (fenced) offsets."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response({"offsets": [[dict(o.partition), dict(o.offset)] for o in current().store.get_offsets(name)]})
+
+    def post(self, request: Request, name: str) -> Response:
+        body = request.data
+        entries = [SourceOffset(p, o) for p, o in self.field(body, "offsets", list)]
+        current().store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
+                                       worker_id=self.field(body, "worker_id", str),
+                                       generation=self.field(body, "generation", int))
+        return Response(status=204)

@@ -1,0 +1,28 @@
+"""URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
+from django.urls import path
+
+from . import internal, views
+
+__all__ = ["urlpatterns"]
+
+urlpatterns = [
+    path("", views.RootView.as_view()),
+    path("health", views.HealthView.as_view()),
+    path("connectors", views.ConnectorsView.as_view()),
+    path("connectors/<str:name>", views.ConnectorView.as_view()),
+    path("connectors/<str:name>/config", views.ConnectorConfigView.as_view()),
+    path("connectors/<str:name>/status", views.ConnectorStatusView.as_view()),
+    path("connectors/<str:name>/tasks", views.ConnectorTasksView.as_view()),
+    path("connectors/<str:name>/offsets", views.ConnectorOffsetsView.as_view()),
+    path("connectors/<str:name>/pause", views.ConnectorTargetStateView.as_view(target_state="PAUSED", status_code=202)),
+    path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state="STARTED", status_code=202)),
+    path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state="STOPPED", status_code=204)),
+    path("connector-plugins", views.ConnectorPluginsView.as_view()),
+    path("raftconnect/v1/cluster", views.ClusterView.as_view()),
+    path("raftconnect/v1/assignment", views.AssignmentView.as_view()),
+    path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
+    path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
+    path("raftconnect/v1/internal/connectors/<str:name>/tasks", internal.TaskConfigsView.as_view()),
+    path("raftconnect/v1/internal/connectors/<str:name>/status", internal.StatusReportView.as_view()),
+    path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),
+]

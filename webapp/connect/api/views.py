@@ -1,0 +1,187 @@
+"""Kafka Connect's public REST resources (ConnectorsResource, ConnectorPluginsResource, root).
+
+Thin: parse the request, call the Herder, shape the response with Kafka
+Connect's status codes. Every view but ``/`` and ``/health`` requires an
+authenticated user (settings' DEFAULT_PERMISSION_CLASSES).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.connect.herder import BadRequest, Herder
+from webapp.connect.node import NodeNotReady, current
+from webapp.connectors import registry
+
+__all__ = [
+    "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
+    "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
+    "ConnectorPluginsView", "ClusterView", "AssignmentView",
+]
+
+VERSION = "3.9.0-raftconnect-0.1.0"
+
+
+def herder() -> Herder:
+    """The Herder of the node in this process (503 while it starts)."""
+    try:
+        return current().herder
+    except NodeNotReady as exc:
+        from webapp.connect.herder import ConnectRestError
+
+        raise ConnectRestError(str(exc), 503) from exc
+
+
+def _json_object(request: Request) -> dict[str, Any]:
+    data = request.data
+    if not isinstance(data, dict):
+        raise BadRequest("Request body must be a JSON object")
+    return data
+
+
+class RootView(APIView):
+    """``GET /``: version information (no authentication), as Connect's root resource."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        cluster = None
+        try:
+            cluster = current().options.bootstrap_servers and "raftconnect"
+        except NodeNotReady:
+            pass
+        return Response({"version": VERSION, "commit": "raftconnect", "kafka_cluster_id": cluster})
+
+
+class HealthView(APIView):
+    """``GET /health``: 200 when the node can serve requests, 503 otherwise (no authentication)."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    def get(self, request: Request) -> Response:
+        try:
+            node = current()
+            status = node.raft.status()
+        except NodeNotReady:
+            return Response({"status": "starting", "message": "Worker is still starting up."}, status=503)
+        if status["leader"] is None:
+            return Response({"status": "unhealthy", "message": "No Raft leader is known; the control plane is electing one."},
+                            status=503)
+        return Response({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
+
+
+class ConnectorsView(APIView):
+    """``GET /connectors[?expand=status&expand=info]`` and ``POST /connectors``."""
+
+    def get(self, request: Request) -> Response:
+        h = herder()
+        names = h.connector_names()
+        expand = request.query_params.getlist("expand")
+        if not expand:
+            return Response(names)
+        for e in expand:
+            if e not in ("status", "info"):
+                raise BadRequest(f"Unknown expand option {e}: use status or info")
+        out: dict[str, Any] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = h.connector_status(name)
+            if "info" in expand:
+                entry["info"] = h.connector_info(name)
+            out[name] = entry
+        return Response(out)
+
+    def post(self, request: Request) -> Response:
+        body = _json_object(request)
+        info = herder().connector_create(name=body.get("name"), config=body.get("config"),
+                                         initial_state=body.get("initial_state"))
+        resp = Response(info, status=201)
+        resp["Location"] = request.build_absolute_uri(f"/connectors/{info['name']}")
+        return resp
+
+
+class ConnectorView(APIView):
+    """``GET /connectors/{name}`` and ``DELETE /connectors/{name}``."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_info(name))
+
+    def delete(self, request: Request, name: str) -> Response:
+        herder().connector_delete(name=name)
+        return Response(status=204)
+
+
+class ConnectorConfigView(APIView):
+    """``GET|PUT /connectors/{name}/config`` (PUT: 201 on create, 200 on update)."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_config(name))
+
+    def put(self, request: Request, name: str) -> Response:
+        created, info = herder().connector_put_config(name=name, config=_json_object(request))
+        resp = Response(info, status=201 if created else 200)
+        if created:
+            resp["Location"] = request.build_absolute_uri(f"/connectors/{name}")
+        return resp
+
+
+class ConnectorStatusView(APIView):
+    """``GET /connectors/{name}/status``."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_status(name))
+
+
+class ConnectorTasksView(APIView):
+    """``GET /connectors/{name}/tasks``."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_tasks(name))
+
+
+class ConnectorTargetStateView(APIView):
+    """``PUT /connectors/{name}/pause|resume|stop`` (202, 202, 204 as in Connect)."""
+
+    target_state = "STARTED"
+    status_code = 202
+
+    def put(self, request: Request, name: str) -> Response:
+        herder().connector_set_target_state(name=name, target_state=self.target_state)
+        return Response(status=self.status_code)
+
+
+class ConnectorOffsetsView(APIView):
+    """``GET /connectors/{name}/offsets``."""
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_offsets(name))
+
+
+class ConnectorPluginsView(APIView):
+    """``GET /connector-plugins``: installed connector plugins."""
+
+    def get(self, request: Request) -> Response:
+        return Response([p.as_json() for p in registry.plugins()])
+
+
+class ClusterView(APIView):
+    """``GET /raftconnect/v1/cluster``: nodes, Raft state, assignment per worker."""
+
+    def get(self, request: Request) -> Response:
+        return Response(current().cluster_view())
+
+
+class AssignmentView(APIView):
+    """``GET /raftconnect/v1/assignment``: the committed assignment and its generation."""
+
+    def get(self, request: Request) -> Response:
+        a = current().raft.state.assignment
+        return Response({"generation": a["generation"], "epoch": a["epoch"],
+                         "connectors": a["connectors"], "tasks": a["tasks"]})

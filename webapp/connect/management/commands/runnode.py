@@ -1,0 +1,94 @@
+"""``python manage.py runnode``: start one RaftConnect node in the foreground.
+
+Runs until SIGTERM or Ctrl-C, then stops the agent (tasks commit and stop),
+the coordinator and Raft, in that order, and exits 0.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.connect.node import ConnectNode, NodeOptions
+from webapp.connect.nodeargs import add_node_arguments, with_default_port
+
+log = logging.getLogger("raftconnect.node")
+
+
+def ensure_admin_user() -> None:
+    """Create or update the admin user named by RAFTCONNECT_ADMIN_USER / _PASSWORD, if set."""
+    user = os.environ.get("RAFTCONNECT_ADMIN_USER")
+    password = os.environ.get("RAFTCONNECT_ADMIN_PASSWORD")
+    if not user or not password:
+        return
+    model = get_user_model()
+    obj, _ = model.objects.get_or_create(username=user)
+    obj.is_staff = obj.is_superuser = True
+    obj.set_password(password)
+    obj.save()
+
+
+class Command(BaseCommand):
+    help = "Start a RaftConnect node (REST API, Raft member and/or worker agent)."
+
+    def add_arguments(self, parser) -> None:
+        add_node_arguments(parser)
+
+    def handle(self, *args, **o) -> None:
+        from waitress import create_server
+
+        from webapp.wsgi import application
+
+        data_dir = os.environ["RAFTCONNECT_DATA_DIR"]
+        options = NodeOptions(
+            node_id=o["node_id"], roles=o["roles"],
+            rest_address=with_default_port(o["rest_address"], 8083),
+            raft_address=with_default_port(o["raft_address"], 7001),
+            raft_peers=[with_default_port(p.strip(), 7001) for p in o["raft_peers"].split(",") if p.strip()],
+            data_dir=data_dir, bootstrap_servers=o["bootstrap_servers"], weight=o["weight"],
+            cluster_secret=os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or None,
+            session_timeout_ms=o["session_timeout_ms"], heartbeat_interval_ms=o["heartbeat_interval_ms"],
+            spark_master=o["spark_master"], celery_broker=os.environ.get("RAFTCONNECT_CELERY_BROKER"),
+        )
+        if o["weight"] <= 0:
+            raise CommandError("--weight must be positive")
+        call_command("migrate", verbosity=0, interactive=False)
+        ensure_admin_user()
+        try:
+            node = ConnectNode(options)
+            node.start_control_plane()
+        except (ValueError, RuntimeError, NotImplementedError, OSError) as exc:
+            raise CommandError(str(exc)) from exc
+        host, port = options.rest_address.rsplit(":", 1)
+        server = create_server(application, host=host, port=int(port), threads=o["rest_threads"],
+                               ident="raftconnect", clear_untrusted_proxy_headers=True)
+        stopped = threading.Event()
+
+        def shutdown(signum, frame):
+            if stopped.is_set():
+                return
+            stopped.set()
+            log.warning("node %s: stopping (signal %s)", options.node_id, signum)
+
+            def finish():
+                node.stop()
+                server.close()
+            threading.Thread(target=finish, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, shutdown)
+        signal.signal(signal.SIGINT, shutdown)
+        node.start_agent()
+        log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s", options.node_id,
+                    options.rest_address, options.raft_address, ",".join(options.roles), data_dir)
+        try:
+            server.run()
+        except (OSError, ValueError):
+            # server.close() from the shutdown thread ends run() with a closed socket error.
+            if not stopped.is_set():
+                raise
+        log.warning("node %s: stopped", options.node_id)

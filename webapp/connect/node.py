@@ -1,0 +1,239 @@
+"""Assembly of one RaftConnect node: Raft member, metadata store, coordinator, Herder, agent.
+
+Owns starting and stopping a node's parts in order and the process-wide handle
+(:func:`current`) that REST views use. ``runnode`` builds a :class:`ConnectNode`
+from its flags; tests build one in-process.
+
+Start order: Raft (journal replay, election) → store → coordinator → REST (by
+the caller) → agent subprocess. Stop order is the reverse, so an agent can still
+commit its last offsets through this node while it shuts down.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from raftnode import RaftConfig, RaftNode
+from webapp.celery import app as celery_app, configure_broker, worker_queue
+from webapp.coordinator.coordinator import GroupCoordinator
+from webapp.storage.raft import RaftMetadataStore
+
+from .herder import Herder
+
+__all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
+
+log = logging.getLogger(__name__)
+
+_current: "ConnectNode | None" = None
+_current_lock = threading.Lock()
+
+
+class NodeNotReady(Exception):
+    """No node is running in this process (or it has not finished starting)."""
+
+
+def current() -> "ConnectNode":
+    """The node running in this process. Raises :class:`NodeNotReady`."""
+    if _current is None:
+        raise NodeNotReady("This node has not finished starting")
+    return _current
+
+
+def set_current(node: "ConnectNode | None") -> None:
+    """Install (or clear) the process-wide node."""
+    global _current
+    with _current_lock:
+        _current = node
+
+
+@dataclass
+class NodeOptions:
+    """A node's settings (``runnode`` flags).
+
+    Attributes:
+        node_id: unique id of the node (also its worker id).
+        roles: subset of ``{"raft", "worker"}``.
+        rest_address: ``host:port`` the REST API listens on (default port 8083).
+        raft_address: ``host:port`` of this Raft member (default port 7001).
+        raft_peers: other Raft members' ``host:port``.
+        data_dir: journal, snapshot, node database, broker folder.
+        bootstrap_servers: Kafka bootstrap servers for tasks.
+        weight: the worker's assignment weight (> 0).
+        cluster_secret: shared secret (Raft password, HMAC key); generated and
+            kept in ``data_dir`` for a single-member cluster when not given.
+        session_timeout_ms: group session timeout.
+        heartbeat_interval_ms: agent heartbeat period.
+        spark_master: Spark master URL for the agent.
+        celery_broker: Celery broker URL (``None``: filesystem transport in data_dir).
+    """
+
+    node_id: str
+    roles: tuple[str, ...] = ("raft", "worker")
+    rest_address: str = "127.0.0.1:8083"
+    raft_address: str = "127.0.0.1:7001"
+    raft_peers: list[str] = field(default_factory=list)
+    data_dir: str = "var/default"
+    bootstrap_servers: str = "127.0.0.1:9092"
+    weight: float = 1.0
+    cluster_secret: str | None = None
+    session_timeout_ms: int = 5000
+    heartbeat_interval_ms: int = 1000
+    leader_weight_cap: float = 0.5
+    spark_master: str = "local[*]"
+    celery_broker: str | None = None
+    agent_concurrency: int = 8
+
+
+def _load_or_create_secret(data_dir: str) -> str:
+    path = os.path.join(data_dir, "cluster.secret")
+    if os.path.exists(path):
+        with open(path) as fh:
+            return fh.read().strip()
+    value = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    return value
+
+
+class ConnectNode:
+    """One running node (see module docstring)."""
+
+    def __init__(self, options: NodeOptions):
+        self.options = options
+        os.makedirs(options.data_dir, exist_ok=True)
+        if options.raft_peers and not options.cluster_secret:
+            raise ValueError("A multi-member cluster needs RAFTCONNECT_CLUSTER_SECRET")
+        self.secret = options.cluster_secret or _load_or_create_secret(options.data_dir)
+        self.raft: RaftNode | None = None
+        self.store: RaftMetadataStore | None = None
+        self.coordinator: GroupCoordinator | None = None
+        self.herder: Herder | None = None
+        self.agent: subprocess.Popen | None = None
+        celery_app.conf.update(**configure_broker(options.celery_broker, options.data_dir))
+
+    # ------------------------------------------------------------- lifecycle
+    def start_control_plane(self, ready_timeout: float = 30.0) -> None:
+        """Start Raft, the store, the coordinator and the Herder; wait for a leader."""
+        o = self.options
+        if "raft" not in o.roles:
+            raise NotImplementedError("worker-only nodes join an existing cluster (not available yet)")
+        self.raft = RaftNode(
+            RaftConfig(self_address=o.raft_address, peers=list(o.raft_peers),
+                       data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
+            on_leader_change=self._on_leader_change,
+        )
+        self.store = RaftMetadataStore(self.raft)
+        self.coordinator = GroupCoordinator(raft=self.raft, store=self.store, node_id=o.node_id,
+                                            dispatcher=CeleryDispatcher(),
+                                            session_timeout_ms=o.session_timeout_ms,
+                                            leader_weight_cap=o.leader_weight_cap)
+        self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
+                             assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke)
+        if not self.raft.wait_ready(ready_timeout):
+            raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
+        if self.raft.is_leader:
+            self.coordinator.on_leader_change(True, self.raft.term)
+        self.coordinator.start()
+        set_current(self)
+
+    def _on_leader_change(self, is_leader: bool, term: int) -> None:
+        if self.coordinator is not None:
+            self.coordinator.on_leader_change(is_leader, term)
+
+    def agent_env(self) -> dict[str, str]:
+        """Environment of the agent subprocess (who it is and where the cluster is)."""
+        o = self.options
+        env = dict(os.environ)
+        env.update({
+            "RAFTCONNECT_NODE_ID": o.node_id,
+            "RAFTCONNECT_DATA_DIR": os.path.abspath(o.data_dir),
+            "RAFTCONNECT_CLUSTER": o.rest_address,
+            "RAFTCONNECT_CLUSTER_SECRET": self.secret,
+            "RAFTCONNECT_BOOTSTRAP_SERVERS": o.bootstrap_servers,
+            "RAFTCONNECT_WEIGHT": str(o.weight),
+            "RAFTCONNECT_ROLES": ",".join(o.roles),
+            "RAFTCONNECT_RAFT_ADDRESS": o.raft_address if "raft" in o.roles else "",
+            "RAFTCONNECT_HEARTBEAT_INTERVAL_MS": str(o.heartbeat_interval_ms),
+            "RAFTCONNECT_SPARK_MASTER": o.spark_master,
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        })
+        if o.celery_broker:
+            env["RAFTCONNECT_CELERY_BROKER"] = o.celery_broker
+        return env
+
+    def start_agent(self) -> None:
+        """Start the Celery worker agent as a child process (dies with this process)."""
+        if "worker" not in self.options.roles:
+            return
+        cmd = [sys.executable, "-m", "celery", "-A", "webapp", "worker",
+               "-Q", worker_queue(self.options.node_id), "-P", "threads",
+               "-c", str(self.options.agent_concurrency), "-n", f"{self.options.node_id}@raftconnect",
+               "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "WARNING"]
+        log_path = os.path.join(self.options.data_dir, "agent.log")
+        self._agent_log = open(log_path, "ab")
+        self.agent = subprocess.Popen(cmd, env=self.agent_env(), stdout=self._agent_log, stderr=subprocess.STDOUT,
+                                      preexec_fn=_die_with_parent)
+        log.info("agent started (pid %s), log: %s", self.agent.pid, log_path)
+
+    def stop(self, graceful_timeout: float = 30.0) -> None:
+        """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+        if self.agent and self.agent.poll() is None:
+            self.agent.send_signal(signal.SIGTERM)
+            try:
+                self.agent.wait(graceful_timeout)
+            except subprocess.TimeoutExpired:
+                self.agent.kill()
+                self.agent.wait(5)
+        if self.coordinator:
+            self.coordinator.stop()
+        if self.raft:
+            self.raft.destroy()
+        set_current(None)
+
+    # ------------------------------------------------------------ selectors
+    def cluster_view(self) -> dict[str, Any]:
+        """``GET /raftconnect/v1/cluster``: nodes, Raft status, assignment per worker."""
+        st = self.raft.state
+        raft_status = self.raft.status()
+        assignment = st.assignment
+        live = self.coordinator.live_workers() if self.coordinator and self.coordinator.active else {}
+        nodes = []
+        for node_id, m in sorted(st.members.items()):
+            nodes.append({
+                "id": node_id, "roles": m.get("roles"), "rest_address": m.get("rest_address"),
+                "raft_address": m.get("raft_address"), "weight": m.get("weight"),
+                "alive": node_id in live,
+                "connectors": sorted(c for c, w in assignment["connectors"].items() if w == node_id),
+                "tasks": sorted(t for t, w in assignment["tasks"].items() if w == node_id),
+            })
+        return {"node_id": self.options.node_id, "raft": raft_status, "leader": raft_status["leader"],
+                "generation": assignment["generation"], "epoch": assignment["epoch"],
+                "metadata_store": st.active_store, "nodes": nodes}
+
+
+class CeleryDispatcher:
+    """Sends assignment views to agents as Celery messages on their own queues."""
+
+    def send(self, worker_id: str, view: dict[str, Any]) -> None:
+        """Queue ``raftconnect.apply_assignment(view)`` for ``worker_id``; expires after 30 s."""
+        celery_app.send_task("raftconnect.apply_assignment", args=[view], queue=worker_queue(worker_id),
+                             expires=30)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask Linux to SIGKILL the agent when the node process dies (even by kill -9)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass

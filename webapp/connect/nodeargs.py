@@ -1,0 +1,59 @@
+"""The ``runnode`` command line: one definition shared by the command and ``manage.py``.
+
+``manage.py`` must know a node's data directory before Django reads its
+settings (the node's own database lives there), so it parses the same flags
+early with :func:`data_dir_from_argv`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+__all__ = ["add_node_arguments", "data_dir_from_argv", "with_default_port"]
+
+ROLES = ("raft", "worker")
+
+
+def with_default_port(address: str, port: int) -> str:
+    """``host`` → ``host:port``; ``host:p`` unchanged."""
+    return address if ":" in address else f"{address}:{port}"
+
+
+def _roles(value: str) -> tuple[str, ...]:
+    roles = tuple(sorted({r.strip() for r in value.split(",") if r.strip()}))
+    if not roles or any(r not in ROLES for r in roles):
+        raise argparse.ArgumentTypeError(f"--roles must be raft, worker or raft,worker (got {value!r})")
+    return roles
+
+
+def add_node_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add runnode's flags to ``parser``."""
+    env = os.environ.get
+    parser.add_argument("--node-id", default=env("RAFTCONNECT_NODE_ID", "node-1"), help="unique node id (default node-1)")
+    parser.add_argument("--roles", type=_roles, default=_roles(env("RAFTCONNECT_ROLES", "raft,worker")),
+                        help="raft, worker or raft,worker (default raft,worker)")
+    parser.add_argument("--rest-address", default=env("RAFTCONNECT_REST_ADDRESS", "127.0.0.1:8083"),
+                        help="HOST:PORT of the REST API (default 127.0.0.1:8083)")
+    parser.add_argument("--raft-address", default=env("RAFTCONNECT_RAFT_ADDRESS", "127.0.0.1:7001"),
+                        help="HOST:PORT this Raft member binds, a private address (default 127.0.0.1:7001)")
+    parser.add_argument("--raft-peers", default=env("RAFTCONNECT_RAFT_PEERS", ""),
+                        help="comma-separated HOST:PORT of the other Raft members")
+    parser.add_argument("--cluster", default=env("RAFTCONNECT_CLUSTER", ""),
+                        help="comma-separated REST HOST:PORT of cluster nodes (worker-only nodes)")
+    parser.add_argument("--data-dir", default=None, help="data directory (default var/<node-id>)")
+    parser.add_argument("--bootstrap-servers", default=env("RAFTCONNECT_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+                        help="Kafka bootstrap servers for tasks")
+    parser.add_argument("--weight", type=float, default=float(env("RAFTCONNECT_WEIGHT", "1.0")),
+                        help="assignment weight of this worker (default 1.0)")
+    parser.add_argument("--session-timeout-ms", type=int, default=int(env("RAFTCONNECT_SESSION_TIMEOUT_MS", "5000")))
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=int(env("RAFTCONNECT_HEARTBEAT_INTERVAL_MS", "1000")))
+    parser.add_argument("--spark-master", default=env("RAFTCONNECT_SPARK_MASTER", "local[*]"))
+    parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
+
+
+def data_dir_from_argv(argv: list[str]) -> str:
+    """The data directory ``runnode`` will use for ``argv`` (its flags only)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_node_arguments(parser)
+    ns, _ = parser.parse_known_args(argv)
+    return ns.data_dir or os.path.join("var", ns.node_id)

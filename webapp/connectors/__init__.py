@@ -1,0 +1,1 @@
+"""Connector plugins and the plugin API (see ``api``) and registry (see ``registry``)."""

@@ -1,0 +1,73 @@
+"""Connector plugin discovery: resolves ``connector.class`` to a plugin class.
+
+Plugins are found through the entry-point group ``raftconnect.connectors``
+(name = the full class name users put in ``connector.class``). As Kafka Connect
+does, a connector may also be named by its simple class name
+(``FileSourceConnector``) or that name without the ``Connector`` suffix
+(``FileSource``).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from .api import Connector
+
+__all__ = ["PluginDesc", "plugins", "resolve", "UnknownPlugin"]
+
+GROUP = "raftconnect.connectors"
+log = logging.getLogger(__name__)
+
+
+class UnknownPlugin(LookupError):
+    """No installed plugin matches the given ``connector.class``."""
+
+
+@dataclass(frozen=True)
+class PluginDesc:
+    """An installed plugin as ``GET /connector-plugins`` lists it."""
+
+    class_name: str
+    type: str
+    version: str
+    cls: type[Connector]
+
+    def as_json(self) -> dict[str, str]:
+        """``{"class", "type", "version"}`` as in Kafka Connect."""
+        return {"class": self.class_name, "type": self.type, "version": self.version}
+
+
+@functools.lru_cache(maxsize=1)
+def plugins() -> tuple[PluginDesc, ...]:
+    """All installed connector plugins, sorted by class name."""
+    found = []
+    for ep in entry_points(group=GROUP):
+        try:
+            cls = ep.load()
+        except Exception:  # one broken plugin must not hide the others
+            log.exception("connector plugin %s could not be loaded", ep.name)
+            continue
+        found.append(PluginDesc(ep.name, cls.type, cls.version, cls))
+    return tuple(sorted(found, key=lambda p: p.class_name))
+
+
+def resolve(connector_class: str) -> PluginDesc:
+    """The plugin named by ``connector_class`` (full name, simple name or alias).
+
+    Raises :class:`UnknownPlugin` with the list of installed classes.
+    """
+    name = (connector_class or "").strip()
+    for p in plugins():
+        simple = p.class_name.rsplit(".", 1)[-1]
+        aliases = {p.class_name, simple}
+        if simple.endswith("Connector"):
+            aliases.add(simple[: -len("Connector")])
+        if name in aliases:
+            return p
+    known = ", ".join(p.class_name for p in plugins())
+    raise UnknownPlugin(
+        f"Failed to find any class that implements Connector and which name matches {name}, "
+        f"available connectors are: {known}"
+    )

@@ -1,0 +1,301 @@
+"""The group coordinator: membership, sessions and assignment, run on the Raft leader.
+
+Owns the leader-local liveness table (heartbeats are never logged), deciding
+when to rebalance, committing each new assignment with its generation to Raft
+*before* any agent hears of it, and telling agents what to run (Celery message
+as the fast path, heartbeat replies as the repair path). Does not run tasks and
+does not touch Kafka.
+
+Lifecycle: :meth:`GroupCoordinator.start` starts one thread; on every Raft
+leadership change the node calls :meth:`on_leader_change`. A new leader first
+commits its epoch (the Raft term) and then gives every registered worker one
+session timeout of grace before declaring any dead.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Protocol
+
+from raftnode import CommandRejected, RaftNode, RaftUnavailable
+from webapp.storage.base import MetadataStore
+
+from .assignor import Assignment, WeightedRoundRobinAssignor
+
+__all__ = ["GroupCoordinator", "Dispatcher", "NotCoordinator"]
+
+log = logging.getLogger(__name__)
+
+
+class NotCoordinator(Exception):
+    """This node is not (yet) the active coordinator; ask the leader."""
+
+
+class Dispatcher(Protocol):
+    """Sends a worker its assignment view (fast path; may lose messages)."""
+
+    def send(self, worker_id: str, view: dict[str, Any]) -> None: ...
+
+
+class GroupCoordinator:
+    """Kafka Connect's group coordinator + leader's assignment logic, on the Raft leader.
+
+    Args:
+        raft: the local Raft member.
+        store: the active metadata store (connectors, task configs).
+        node_id: this node's id (its worker, if any, has the same id).
+        dispatcher: how views reach agents (``None``: heartbeat replies only).
+        session_timeout_ms: a worker silent this long is removed (``session.timeout.ms``).
+        leader_weight_cap: see :class:`WeightedRoundRobinAssignor`.
+        clock: monotonic seconds, injectable for tests.
+    """
+
+    def __init__(self, *, raft: RaftNode, store: MetadataStore, node_id: str,
+                 dispatcher: Dispatcher | None = None, session_timeout_ms: int = 5000,
+                 leader_weight_cap: float = 0.5, clock: Callable[[], float] = time.monotonic,
+                 loop_interval: float = 0.1):
+        self.raft = raft
+        self.store = store
+        self.node_id = node_id
+        self.dispatcher = dispatcher
+        self.session_timeout = session_timeout_ms / 1000.0
+        self.assignor = WeightedRoundRobinAssignor(leader_weight_cap)
+        self.clock = clock
+        self.loop_interval = loop_interval
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._leader_term: int | None = None  # term we must activate for
+        self.epoch: int | None = None  # term we are active for
+        self.last_seen: dict[str, float] = {}
+        self.reported: dict[str, dict[str, Any]] = {}
+        self._sent_views: dict[str, str] = {}
+        self._inputs_sig: Any = None
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start the coordinator thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="group-coordinator", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread; waits at most one second."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(1.0)
+
+    def on_leader_change(self, is_leader: bool, term: int) -> None:
+        """Called from the Raft thread: only records the change (never proposes there)."""
+        with self._lock:
+            self._leader_term = term if is_leader else None
+            if not is_leader:
+                self.epoch = None
+        self._wake.set()
+
+    @property
+    def active(self) -> bool:
+        """Whether this node is the active coordinator (leader with committed epoch)."""
+        return self.epoch is not None and self.raft.is_leader
+
+    # ------------------------------------------------------------- membership
+    def heartbeat(self, worker_id: str, member: dict[str, Any], running: dict[str, Any]) -> dict[str, Any]:
+        """Record a worker's heartbeat (the first one is its join) and return its view.
+
+        ``member``: ``{"rest_address", "weight", "roles"}``; ``running``:
+        ``{"connectors": [...], "tasks": [...]}`` as the agent reports them.
+        Returns the worker's assignment view plus ``session_timeout_ms``.
+        Raises :class:`NotCoordinator` when not the active coordinator.
+        """
+        if not self.active:
+            raise NotCoordinator("this node is not the active group coordinator")
+        known = self.raft.state.members.get(worker_id)
+        wanted = {"roles": list(member.get("roles") or ["worker"]),
+                  "rest_address": member.get("rest_address"),
+                  "raft_address": member.get("raft_address"),
+                  "weight": float(member.get("weight", 1.0))}
+        if known is None or any(known.get(k) != v for k, v in wanted.items()):
+            self.raft.propose("_register_member", worker_id, wanted)
+        with self._lock:
+            fresh = worker_id not in self.last_seen
+            self.last_seen[worker_id] = self.clock()
+            self.reported[worker_id] = dict(running or {})
+        if fresh:
+            log.info("coordinator: worker %s joined", worker_id)
+            self._wake.set()
+            self.rebalance()
+        view = self.worker_view(worker_id)
+        view["session_timeout_ms"] = int(self.session_timeout * 1000)
+        return view
+
+    def leave(self, worker_id: str) -> None:
+        """A worker leaves the group voluntarily; its tasks move at once."""
+        with self._lock:
+            self.last_seen.pop(worker_id, None)
+            self.reported.pop(worker_id, None)
+            self._sent_views.pop(worker_id, None)
+        log.info("coordinator: worker %s left", worker_id)
+        self.rebalance()
+
+    def live_workers(self) -> dict[str, float]:
+        """``{worker_id: weight}`` of workers with a live session."""
+        members = self.raft.state.members
+        with self._lock:
+            return {w: float(members.get(w, {}).get("weight", 1.0)) for w in self.last_seen
+                    if "worker" in members.get(w, {}).get("roles", ["worker"])}
+
+    # ------------------------------------------------------------- assignment
+    def _desired_items(self) -> tuple[list[str], list[str]]:
+        connectors, tasks = [], []
+        for name in self.store.connector_names():
+            rec = self.store.get_connector(name)
+            if rec is None:
+                continue
+            connectors.append(name)
+            if rec.target_state != "STOPPED":
+                tasks.extend(f"{name}-{i}" for i in range(len(rec.tasks)))
+        return connectors, tasks
+
+    def rebalance(self) -> bool:
+        """Compute and commit a new assignment if inputs changed; returns whether one was committed.
+
+        Only the active coordinator does anything. Errors from Raft are logged and
+        retried by the loop.
+        """
+        if not self.active:
+            return False
+        with self._lock:
+            workers = self.live_workers()
+            connectors, tasks = self._desired_items()
+            current = self.raft.state.assignment
+            sig = (tuple(sorted(workers.items())), self._leader_worker(), tuple(connectors), tuple(tasks),
+                   current["generation"], current["epoch"])
+            if sig == self._inputs_sig:
+                return False
+            prev = Assignment(dict(current["connectors"]), dict(current["tasks"]))
+            new = self.assignor.assign(workers=workers, leader_worker=self._leader_worker(),
+                                       connectors=connectors, tasks=tasks, previous=prev)
+            if new == prev and current["epoch"] == self.epoch:
+                self._inputs_sig = sig
+                return False
+            generation = current["generation"] + 1
+            try:
+                self.raft.propose("_set_assignment", self.epoch, generation, new.connectors, new.tasks)
+            except (RaftUnavailable, CommandRejected) as exc:
+                log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
+                return False
+            self._inputs_sig = None  # recompute signature against the new generation next time
+            log.info("coordinator: generation %s: %d connectors, %d tasks over %d workers (moved %d)",
+                     generation, len(new.connectors), len(new.tasks), len(workers), new.moved_from(prev))
+        self.dispatch()
+        return True
+
+    def _leader_worker(self) -> str | None:
+        members = self.raft.state.members
+        me = members.get(self.node_id)
+        if me is not None and "worker" in me.get("roles", []):
+            return self.node_id
+        return None
+
+    def worker_view(self, worker_id: str) -> dict[str, Any]:
+        """What ``worker_id`` must run now (JSON), from the committed assignment.
+
+        Shape: ``{"worker_id", "generation", "epoch", "connectors": {name:
+        {"config", "target_state", "generation", "tasks": [task configs]}},
+        "tasks": {"name-i": {"connector", "task", "config", "target_state",
+        "generation"}}}``. A task's ``config`` is the connector config overlaid
+        with the task config.
+        """
+        a = self.raft.state.assignment
+        view: dict[str, Any] = {"worker_id": worker_id, "generation": a["generation"], "epoch": a["epoch"],
+                                "connectors": {}, "tasks": {}}
+        records: dict[str, Any] = {}
+
+        def record(name: str):
+            if name not in records:
+                records[name] = self.store.get_connector(name)
+            return records[name]
+
+        for name, owner in a["connectors"].items():
+            rec = record(name)
+            if owner == worker_id and rec is not None:
+                view["connectors"][name] = {"config": rec.config, "target_state": rec.target_state,
+                                            "generation": a["assigned_at"].get(name, a["generation"]),
+                                            "tasks": rec.tasks}
+        for key, owner in a["tasks"].items():
+            if owner != worker_id:
+                continue
+            name, _, num = key.rpartition("-")
+            rec = record(name)
+            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == "STOPPED":
+                continue
+            view["tasks"][key] = {"connector": name, "task": int(num),
+                                  "config": {**rec.config, **rec.tasks[int(num)]},
+                                  "target_state": rec.target_state,
+                                  "generation": a["assigned_at"].get(key, a["generation"])}
+        return view
+
+    def dispatch(self, force: bool = False) -> None:
+        """Send each live worker its view if it changed since last sent (or ``force``)."""
+        if self.dispatcher is None or not self.active:
+            return
+        for worker_id in list(self.live_workers()):
+            view = self.worker_view(worker_id)
+            digest = hashlib.sha1(json.dumps(view, sort_keys=True).encode()).hexdigest()
+            if force or self._sent_views.get(worker_id) != digest:
+                try:
+                    self.dispatcher.send(worker_id, view)
+                    self._sent_views[worker_id] = digest
+                except Exception:
+                    log.exception("coordinator: could not send assignment to %s", worker_id)
+
+    # ------------------------------------------------------------------ loop
+    def _activate(self, term: int) -> None:
+        self.raft.propose("_become_coordinator", term, self.node_id)
+        now = self.clock()
+        with self._lock:
+            self.epoch = term
+            # Grace: every registered worker gets one full session before it can expire.
+            self.last_seen = {w: now for w, m in self.raft.state.members.items() if "worker" in m.get("roles", [])}
+            self._sent_views.clear()
+            self._inputs_sig = None
+        log.info("coordinator: active for epoch %s", term)
+
+    def expire_sessions(self) -> list[str]:
+        """Remove workers silent for longer than the session timeout; returns their ids."""
+        now = self.clock()
+        with self._lock:
+            dead = [w for w, t in self.last_seen.items() if now - t > self.session_timeout]
+            for w in dead:
+                del self.last_seen[w]
+                self.reported.pop(w, None)
+                self._sent_views.pop(w, None)
+        for w in dead:
+            log.warning("coordinator: worker %s session expired", w)
+        return dead
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.loop_interval)
+            self._wake.clear()
+            try:
+                term = self._leader_term
+                if term is not None and self.raft.is_leader and self.epoch != term:
+                    self._activate(term)
+                if self.active:
+                    self.expire_sessions()
+                    self.rebalance()
+                    self.dispatch()
+            except (RaftUnavailable, CommandRejected) as exc:
+                log.warning("coordinator: %s", exc)
+            except Exception:
+                log.exception("coordinator loop error")
+
+    def poke(self) -> None:
+        """Ask the loop to re-evaluate now (after a config or target-state change)."""
+        self._wake.set()

@@ -1,0 +1,1 @@
+"""Task runtime: the worker agent (Celery), WorkerTask loops, Spark session, converters."""

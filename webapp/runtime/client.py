@@ -1,0 +1,121 @@
+"""ControlPlaneClient: how an agent talks to the cluster's internal REST endpoints.
+
+Owns signing, retries with backoff (tenacity) for transient failures, and
+mapping replies to exceptions. A 409 means the write was fenced: the caller no
+longer owns the task and must stop it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.coordinator.signing import signed_headers
+
+__all__ = ["ControlPlaneClient", "Fenced", "ControlPlaneUnavailable"]
+
+log = logging.getLogger(__name__)
+
+
+class Fenced(Exception):
+    """The leader refused a write because this worker no longer owns the task/connector."""
+
+
+class ControlPlaneUnavailable(Exception):
+    """No node answered in time (network, election, overload)."""
+
+
+class _Retryable(Exception):
+    pass
+
+
+class ControlPlaneClient:
+    """Signed JSON calls to the internal API of the nodes in ``cluster``.
+
+    Args:
+        cluster: REST addresses (``host:port``) of nodes; the first that answers is used.
+        secret: the cluster secret (HMAC key).
+        worker_id: this agent's worker id.
+        timeout: seconds per HTTP request.
+    """
+
+    def __init__(self, cluster: list[str], secret: str, worker_id: str, timeout: float = 10.0):
+        self.cluster = list(cluster)
+        self.secret = secret
+        self.worker_id = worker_id
+        self.timeout = timeout
+        self.session = requests.Session()
+
+    def _call(self, method: str, path: str, payload: Any | None = None) -> Any:
+        body = json.dumps(payload).encode() if payload is not None else b""
+        last: Exception | None = None
+        for address in self.cluster:
+            headers = signed_headers(self.secret, method, path, body)
+            headers["Content-Type"] = "application/json"
+            try:
+                resp = self.session.request(method, f"http://{address}{path}", data=body or None,
+                                            headers=headers, timeout=self.timeout)
+            except requests.RequestException as exc:
+                last = exc
+                continue
+            if resp.status_code == 409:
+                raise Fenced(resp.json().get("message", resp.text))
+            if resp.status_code in (421, 502, 503, 504):
+                last = _Retryable(f"{address}: {resp.status_code} {resp.text[:200]}")
+                continue
+            if resp.status_code >= 400:
+                raise RuntimeError(f"{method} {path} failed: {resp.status_code} {resp.text[:500]}")
+            return resp.json() if resp.content else None
+        raise _Retryable(str(last))
+
+    def call(self, method: str, path: str, payload: Any | None = None, retry_for: float = 15.0) -> Any:
+        """One internal call, retried with exponential backoff for ``retry_for`` seconds.
+
+        Errors: :class:`Fenced` (409, not retried), :class:`ControlPlaneUnavailable`.
+        """
+        @retry(retry=retry_if_exception_type(_Retryable), stop=stop_after_delay(retry_for),
+               wait=wait_exponential(multiplier=0.05, max=1.0), reraise=True)
+        def attempt():
+            return self._call(method, path, payload)
+
+        try:
+            return attempt()
+        except _Retryable as exc:
+            raise ControlPlaneUnavailable(str(exc)) from exc
+
+    # ------------------------------------------------------------ endpoints
+    def heartbeat(self, member: dict[str, Any], running: dict[str, Any]) -> dict[str, Any]:
+        """Heartbeat (or join); returns this worker's assignment view. Not retried."""
+        return self.call("POST", "/raftconnect/v1/internal/heartbeat",
+                         {"worker_id": self.worker_id, "member": member, "running": running}, retry_for=0)
+
+    def leave(self) -> None:
+        """Leave the group (best effort)."""
+        self.call("POST", "/raftconnect/v1/internal/leave", {"worker_id": self.worker_id}, retry_for=2)
+
+    def put_task_configs(self, connector: str, generation: int, configs: list[dict[str, str]]) -> None:
+        """Store the connector's task configs (fenced by ``generation``)."""
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{connector}/tasks",
+                  {"worker_id": self.worker_id, "generation": generation, "configs": configs})
+
+    def report_status(self, connector: str, task: int | None, generation: int, state: str,
+                      trace: str | None = None) -> None:
+        """Report a connector (``task=None``) or task state (fenced)."""
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{connector}/status",
+                  {"worker_id": self.worker_id, "generation": generation, "task": task, "state": state,
+                   "trace": trace})
+
+    def get_offsets(self, connector: str) -> list[SourceOffset]:
+        """Committed offsets of ``connector``."""
+        data = self.call("GET", f"/raftconnect/v1/internal/connectors/{connector}/offsets")
+        return [SourceOffset(p, o) for p, o in data["offsets"]]
+
+    def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset]) -> None:
+        """Commit one batch's offsets (fenced)."""
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{task_id.connector}/offsets",
+                  {"worker_id": self.worker_id, "generation": generation, "task": task_id.task,
+                   "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]})

@@ -1,0 +1,314 @@
+"""Worker and WorkerTask: the agent side of the runtime (Kafka Connect's ``Worker``).
+
+Owns, inside one agent process: reconciling what runs with the assignment view
+the coordinator sends (Celery message or heartbeat reply), one thread per
+running task (``WorkerTask``) that loops over micro-batches and commits each
+batch's offsets through the leader, connector instances that produce task
+configs, heartbeats, and stopping everything when the coordinator cannot be
+reached for longer than the session timeout (no zombie keeps writing).
+
+Does not decide assignment and never writes metadata directly.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from webapp.connectors import registry
+from webapp.connectors.api import BatchResult, ConnectorTaskId, TaskContext, partition_key
+
+from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
+
+__all__ = ["Worker", "WorkerTask", "TaskMetrics"]
+
+log = logging.getLogger(__name__)
+
+
+class TaskMetrics:
+    """Counters of one task: records and batches done, last batch time (seconds)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.batches = 0
+        self.last_batch_seconds = 0.0
+        self.started = time.monotonic()
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"records", "batches", "last_batch_seconds", "records_per_second"}``."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return {"records": self.records, "batches": self.batches,
+                "last_batch_seconds": round(self.last_batch_seconds, 3),
+                "records_per_second": round(self.records / elapsed, 1)}
+
+
+class WorkerTask(threading.Thread):
+    """One task's loop: start, then micro-batches until stopped; pause honoured between batches.
+
+    Offsets are committed through the leader only after ``run_batch`` returned
+    (the batch's output is durable). A fenced commit (409) means the task moved
+    to another worker: this one stops at once without reporting.
+
+    Args:
+        task_id: the task.
+        config: effective task config (connector config overlaid with the task config).
+        generation: generation at which this worker got the task (fencing token).
+        target_state: STARTED or PAUSED.
+        client: control-plane client.
+        spark: callable returning the agent's SparkSession (created lazily).
+        kafka_config: librdkafka settings.
+        work_dir: scratch directory root of the agent.
+        idle_backoff: seconds to wait after a batch that had nothing to do.
+    """
+
+    def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
+                 client: ControlPlaneClient, spark: Callable[[], Any], kafka_config: dict[str, str],
+                 work_dir: str, idle_backoff: float = 0.5):
+        super().__init__(name=f"task-{task_id}", daemon=True)
+        self.task_id = task_id
+        self.config = config
+        self.generation = generation
+        self.target_state = target_state
+        self.client = client
+        self.spark = spark
+        self.kafka_config = kafka_config
+        self.work_dir = work_dir
+        self.idle_backoff = idle_backoff
+        self.metrics = TaskMetrics()
+        self.state = "UNASSIGNED"
+        self._stop_event = threading.Event()
+        self._wake = threading.Event()
+
+    def set_target_state(self, target_state: str) -> None:
+        """Pause (PAUSED) or resume (STARTED) between batches."""
+        self.target_state = target_state
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current batch."""
+        self._stop_event.set()
+        self._wake.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_event.is_set()
+
+    def _report(self, state: str, trace: str | None = None) -> None:
+        if state == self.state and trace is None:
+            return
+        self.state = state
+        self.client.report_status(self.task_id.connector, self.task_id.task, self.generation, state, trace)
+
+    def run(self) -> None:  # noqa: C901 - the loop reads best in one place
+        task = None
+        try:
+            plugin = registry.resolve(self.config.get("connector.class", ""))
+            offsets = self.client.get_offsets(self.task_id.connector)
+            work_dir = os.path.join(self.work_dir, "tasks", str(self.task_id))
+            os.makedirs(work_dir, exist_ok=True)
+            context = TaskContext(task_id=self.task_id, spark=self.spark(), kafka_config=dict(self.kafka_config),
+                                  work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets})
+            task = plugin.cls.task_class(context, self.config)
+            task.start()
+            while not self.stopping:
+                if self.target_state == "PAUSED":
+                    self._report("PAUSED")
+                    self._wake.wait(1.0)
+                    self._wake.clear()
+                    continue
+                self._report("RUNNING")
+                t0 = time.monotonic()
+                result: BatchResult | None = task.run_batch()
+                if result is None:
+                    self._wake.wait(self.idle_backoff)
+                    self._wake.clear()
+                    continue
+                if result.offsets:
+                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets))
+                self.metrics.records += result.records
+                self.metrics.batches += 1
+                self.metrics.last_batch_seconds = time.monotonic() - t0
+        except Fenced as exc:
+            log.warning("task %s fenced, stopping: %s", self.task_id, exc)
+            self.state = "FENCED"
+        except Exception:
+            trace = traceback.format_exc()
+            log.error("task %s failed:\n%s", self.task_id, trace)
+            try:
+                self._report("FAILED", trace)
+            except Exception:
+                log.exception("could not report failure of %s", self.task_id)
+        finally:
+            if task is not None:
+                try:
+                    task.stop()
+                except Exception:
+                    log.exception("task %s stop failed", self.task_id)
+
+
+class Worker:
+    """The agent's worker: reconciles running connectors and tasks with the coordinator's view.
+
+    Args:
+        worker_id: this worker's id (= node id).
+        client: control-plane client.
+        member: what the worker tells the coordinator about itself
+            (``{"rest_address", "weight", "roles", "raft_address"}``).
+        kafka_config: librdkafka settings for tasks.
+        data_dir: the node's data directory (task scratch space goes under it).
+        spark_factory: callable creating the SparkSession (called once, lazily).
+        heartbeat_interval: seconds between heartbeats.
+    """
+
+    def __init__(self, *, worker_id: str, client: ControlPlaneClient, member: dict[str, Any],
+                 kafka_config: dict[str, str], data_dir: str, spark_factory: Callable[[], Any],
+                 heartbeat_interval: float = 1.0):
+        self.worker_id = worker_id
+        self.client = client
+        self.member = member
+        self.kafka_config = kafka_config
+        self.data_dir = data_dir
+        self.heartbeat_interval = heartbeat_interval
+        self.session_timeout = 5.0
+        self._spark_factory = spark_factory
+        self._spark = None
+        self._spark_lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.tasks: dict[str, WorkerTask] = {}
+        self.connectors: dict[str, dict[str, Any]] = {}
+        self.generation = -1
+        self._stop = threading.Event()
+        self._last_contact = time.monotonic()
+        self._hb_thread: threading.Thread | None = None
+
+    def spark(self):
+        """The agent's SparkSession, created on first use."""
+        with self._spark_lock:
+            if self._spark is None:
+                self._spark = self._spark_factory()
+            return self._spark
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start heartbeating (the first heartbeat joins the group)."""
+        self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+        self._hb_thread.start()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop every task (bounded by ``timeout`` seconds) and leave the group."""
+        self._stop.set()
+        self.stop_all(timeout)
+        try:
+            self.client.leave()
+        except Exception:
+            pass
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        """Stop all tasks and connectors; wait up to ``timeout`` seconds for task threads."""
+        with self._lock:
+            tasks = list(self.tasks.values())
+            self.tasks.clear()
+            self.connectors.clear()
+        for t in tasks:
+            t.stop()
+        deadline = time.monotonic() + timeout
+        for t in tasks:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def running(self) -> dict[str, Any]:
+        """What runs here: ``{"generation", "connectors": [...], "tasks": {key: {"state", metrics...}}}``."""
+        with self._lock:
+            return {"generation": self.generation, "connectors": sorted(self.connectors),
+                    "tasks": {k: {"state": t.state, **t.metrics.as_json()} for k, t in self.tasks.items()}}
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                view = self.client.heartbeat(self.member, self.running())
+                self._last_contact = time.monotonic()
+                self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
+                self.apply_assignment(view)
+            except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
+                silent = time.monotonic() - self._last_contact
+                if silent > self.session_timeout and (self.tasks or self.connectors):
+                    log.warning("no contact with the coordinator for %.1f s (> session timeout): stopping all tasks",
+                                silent)
+                    self.stop_all(timeout=self.session_timeout)
+                log.debug("heartbeat failed: %s", exc)
+            except Exception:
+                log.exception("heartbeat loop error")
+            self._stop.wait(self.heartbeat_interval)
+
+    # -------------------------------------------------------------- reconcile
+    def apply_assignment(self, view: dict[str, Any]) -> None:
+        """Make what runs here match ``view`` (see GroupCoordinator.worker_view); idempotent.
+
+        Views older than the newest one applied are ignored.
+        """
+        if self._stop.is_set():
+            return
+        with self._lock:
+            if view.get("generation", 0) < self.generation:
+                return
+            self.generation = view.get("generation", 0)
+            self._reconcile_connectors(view.get("connectors", {}))
+            self._reconcile_tasks(view.get("tasks", {}))
+
+    def _reconcile_connectors(self, wanted: dict[str, Any]) -> None:
+        for name in list(self.connectors):
+            if name not in wanted:
+                self.connectors.pop(name)
+        for name, c in wanted.items():
+            have = self.connectors.get(name)
+            fresh = have is None or have["config"] != c["config"] or have["generation"] != c["generation"]
+            if not fresh and have["target_state"] == c["target_state"] and have["tasks"] == c["tasks"]:
+                continue
+            self.connectors[name] = {"config": c["config"], "generation": c["generation"],
+                                     "target_state": c["target_state"], "tasks": c["tasks"]}
+            try:
+                if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
+                    plugin = registry.resolve(c["config"].get("connector.class", ""))
+                    connector = plugin.cls()
+                    connector.start(c["config"])
+                    configs = connector.task_configs(int(c["config"].get("tasks.max", "1")))
+                    connector.stop()
+                    if configs != c["tasks"]:
+                        self.client.put_task_configs(name, c["generation"], configs)
+                state = {"STARTED": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}[c["target_state"]]
+                self.client.report_status(name, None, c["generation"], state)
+            except Fenced as exc:
+                log.warning("connector %s fenced: %s", name, exc)
+                self.connectors.pop(name, None)
+            except Exception:
+                trace = traceback.format_exc()
+                log.error("connector %s failed:\n%s", name, trace)
+                try:
+                    self.client.report_status(name, None, c["generation"], "FAILED", trace)
+                except Exception:
+                    log.exception("could not report connector failure")
+
+    def _reconcile_tasks(self, wanted: dict[str, Any]) -> None:
+        for key in list(self.tasks):
+            t = self.tasks[key]
+            w = wanted.get(key)
+            if w is None or w["generation"] != t.generation or w["config"] != t.config or not t.is_alive():
+                if w is not None and not t.is_alive() and t.state == "FAILED" and w["generation"] == t.generation \
+                        and w["config"] == t.config:
+                    continue  # failed tasks are not restarted silently
+                t.stop()
+                t.join(60)
+                del self.tasks[key]
+        for key, w in wanted.items():
+            t = self.tasks.get(key)
+            if t is not None:
+                if t.target_state != w["target_state"]:
+                    t.set_target_state(w["target_state"])
+                continue
+            t = WorkerTask(task_id=ConnectorTaskId(w["connector"], w["task"]), config=w["config"],
+                           generation=w["generation"], target_state=w["target_state"], client=self.client,
+                           spark=self.spark, kafka_config=self.kafka_config, work_dir=self.data_dir)
+            self.tasks[key] = t
+            t.start()

@@ -1,0 +1,102 @@
+"""Django settings for a RaftConnect node.
+
+Every operator setting comes from the environment (``RAFTCONNECT_*``), so one
+node's configuration is one set of variables; ``runnode`` sets the per-node
+ones (data dir, addresses) before Django starts. Each node keeps its Django
+database (users, sessions, admin log) in SQLite under its data directory;
+cluster metadata lives in Raft or the configured metadata store, never here.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("RAFTCONNECT_DATA_DIR", BASE_DIR / "var" / "default")).resolve()
+
+SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or os.environ.get(
+    "RAFTCONNECT_CLUSTER_SECRET", "raftconnect-insecure-development-key-set-RAFTCONNECT_SECRET_KEY"
+)
+DEBUG = os.environ.get("RAFTCONNECT_DEBUG", "") == "1"
+ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "webapp.connect",
+    "webapp.coordinator",
+    "webapp.storage",
+    "webapp.runtime",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+APPEND_SLASH = False
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(DATA_DIR / "node.sqlite3"),
+        "OPTIONS": {"timeout": 20},
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS: list[dict] = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_TZ = True
+STATIC_URL = "static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Request bodies larger than this are refused (413) before a view parses them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1024 * 1024))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("RAFTCONNECT_LOG_LEVEL", "INFO")},
+    "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
+}

@@ -1,0 +1,187 @@
+"""The metadata store interface: ConfigBackingStore + StatusBackingStore + OffsetBackingStore.
+
+Owns the programming interface every metadata backend implements, named after
+Kafka Connect's backing stores. A backend never decides fencing policy itself:
+writes that carry ``(worker_id, generation)`` are checked against the Raft
+assignment by the leader before (or, for the Raft backend, atomically with) the
+write, and a stale write raises :class:`FencedWrite`.
+
+Consistency: every write goes through the leader and is durable in the backend
+when the method returns. Reads on a follower are served from that member's
+replica and may lag the leader by the replication delay.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from webapp.connectors.api import ConnectorTaskId, SourceOffset
+
+__all__ = [
+    "ConnectorRecord",
+    "ConfigBackingStore",
+    "StatusBackingStore",
+    "OffsetBackingStore",
+    "MetadataStore",
+    "StoreError",
+    "StoreUnavailable",
+    "NotFound",
+    "AlreadyExists",
+    "FencedWrite",
+    "TARGET_STATES",
+]
+
+TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
+
+
+class StoreError(Exception):
+    """Base class of metadata store errors; ``http_status`` maps it to a REST status."""
+
+    http_status = 500
+
+
+class StoreUnavailable(StoreError):
+    """The store could not durably take the write or answer in time (retryable)."""
+
+    http_status = 503
+
+
+class NotFound(StoreError):
+    """The connector does not exist."""
+
+    http_status = 404
+
+
+class AlreadyExists(StoreError):
+    """A create-only write found the connector already there."""
+
+    http_status = 409
+
+
+class FencedWrite(StoreError):
+    """A write from a worker or generation that no longer owns the connector or task."""
+
+    http_status = 409
+
+
+@dataclass
+class ConnectorRecord:
+    """One connector as stored.
+
+    Attributes:
+        name: connector name.
+        config: the connector config as submitted (``{str: str}``), secrets as references.
+        target_state: desired state, one of :data:`TARGET_STATES`.
+        tasks: task configs produced by the connector, index = task number.
+    """
+
+    name: str
+    config: dict[str, str]
+    target_state: str = "STARTED"
+    tasks: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def task_ids(self) -> list[ConnectorTaskId]:
+        """The ids of this connector's tasks, in order."""
+        return [ConnectorTaskId(self.name, i) for i in range(len(self.tasks))]
+
+
+class ConfigBackingStore(ABC):
+    """Connector configs, target states and task configs (Connect's ``ConfigBackingStore``)."""
+
+    @abstractmethod
+    def connector_names(self) -> list[str]:
+        """Names of all connectors, sorted."""
+
+    @abstractmethod
+    def get_connector(self, name: str) -> ConnectorRecord | None:
+        """The connector's record, or ``None`` when it does not exist."""
+
+    @abstractmethod
+    def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
+                             create_only: bool = False) -> bool:
+        """Create or replace a connector's config; returns ``True`` when it was created.
+
+        ``target_state`` applies on create (default STARTED) and, when given, on
+        update. Errors: :class:`AlreadyExists` with ``create_only``,
+        :class:`StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def remove_connector_config(self, name: str) -> None:
+        """Delete the connector, its task configs and statuses (offsets are kept, as in Connect).
+
+        Errors: :class:`NotFound`, :class:`StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def put_target_state(self, name: str, target_state: str) -> None:
+        """Set the desired state. Errors: :class:`NotFound`, :class:`StoreUnavailable`."""
+
+    @abstractmethod
+    def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
+                         generation: int) -> None:
+        """Replace the task configs, written by the worker running the connector.
+
+        ``worker_id=None`` is the coordinator's own write (no fencing), used when a
+        connector is stopped and its tasks are removed.
+
+        Errors: :class:`FencedWrite` (not the connector's current owner),
+        :class:`NotFound`, :class:`StoreUnavailable`.
+        """
+
+
+class StatusBackingStore(ABC):
+    """Observed states of connectors and tasks (Connect's ``StatusBackingStore``).
+
+    A status is ``{"state": "RUNNING"|"PAUSED"|"STOPPED"|"FAILED"|"UNASSIGNED"|"RESTARTING",
+    "trace": str | None, "worker_id": str, "generation": int}``.
+    """
+
+    @abstractmethod
+    def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
+                   generation: int) -> None:
+        """Record the status of the connector (``task=None``) or one task.
+
+        Errors: :class:`FencedWrite`, :class:`NotFound`, :class:`StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def get_statuses(self, name: str) -> dict[str, Any]:
+        """``{"connector": status | None, "tasks": {"<i>": status}}``."""
+
+
+class OffsetBackingStore(ABC):
+    """Source offsets and sink positions (Connect's ``OffsetBackingStore``)."""
+
+    @abstractmethod
+    def get_offsets(self, name: str) -> list[SourceOffset]:
+        """Committed offsets of connector ``name`` (empty list when none)."""
+
+    @abstractmethod
+    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
+                       generation: int) -> None:
+        """Atomically store all ``offsets`` of one batch of ``task_id``.
+
+        Errors: :class:`FencedWrite` when the task moved away from ``worker_id``
+        or ``generation`` is stale; :class:`StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
+        """Operator change of a stopped connector's offsets; an offset of ``None`` removes the partition."""
+
+    @abstractmethod
+    def reset_offsets(self, name: str) -> None:
+        """Remove every offset of ``name``."""
+
+
+class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, ABC):
+    """One metadata backend: configs, statuses and offsets behind one object.
+
+    Attributes:
+        name: the store's configured name (``raft``, ``pg``, ...).
+    """
+
+    name: str = "abstract"

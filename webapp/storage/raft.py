@@ -1,0 +1,96 @@
+"""The ``raft`` metadata store: metadata replicated by the cluster's own Raft group.
+
+Owns translating :class:`~webapp.storage.base.MetadataStore` calls into replicated
+commands of :class:`raftnode.state.ClusterStateMachine` and their rejections into
+store errors. Reads are served from the local replica. Fencing is checked inside
+the state machine's apply, atomically with the write.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from raftnode import CommandRejected, RaftNode, RaftUnavailable
+from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+
+from .base import AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NotFound, StoreUnavailable
+
+__all__ = ["RaftMetadataStore"]
+
+
+class RaftMetadataStore(MetadataStore):
+    """Metadata in the Raft log and snapshot of ``raft`` (see module docstring).
+
+    Args:
+        raft: the local Raft member.
+        write_timeout: seconds a write waits to be committed (covers a leader
+            election) before :class:`StoreUnavailable`.
+    """
+
+    name = "raft"
+
+    def __init__(self, raft: RaftNode, write_timeout: float = 10.0):
+        self.raft = raft
+        self.write_timeout = write_timeout
+
+    def _propose(self, command: str, *args: Any) -> dict[str, Any]:
+        try:
+            return self.raft.propose(command, *args, timeout=self.write_timeout)
+        except RaftUnavailable as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        except CommandRejected as exc:
+            if exc.code == 404:
+                raise NotFound(exc.reason) from exc
+            if "already exists" in exc.reason:
+                raise AlreadyExists(exc.reason) from exc
+            raise FencedWrite(exc.reason) from exc
+
+    # config
+    def connector_names(self) -> list[str]:
+        return self.raft.state.connector_names()
+
+    def get_connector(self, name: str) -> ConnectorRecord | None:
+        rec = self.raft.state.connector(name)
+        if rec is None:
+            return None
+        return ConnectorRecord(name=name, config=rec["config"], target_state=rec["target_state"], tasks=rec["tasks"])
+
+    def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
+                             create_only: bool = False) -> bool:
+        return bool(self._propose("_put_connector_config", name, dict(config), target_state, create_only)["created"])
+
+    def remove_connector_config(self, name: str) -> None:
+        self._propose("_delete_connector", name)
+
+    def put_target_state(self, name: str, target_state: str) -> None:
+        self._propose("_put_target_state", name, target_state)
+
+    def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
+                         generation: int) -> None:
+        self._propose("_put_task_configs", name, worker_id, generation, [dict(t) for t in task_configs])
+
+    # status
+    def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
+                   generation: int) -> None:
+        self._propose("_put_status", name, task, worker_id, generation, dict(status))
+
+    def get_statuses(self, name: str) -> dict[str, Any]:
+        return self.raft.state.status(name)
+
+    # offsets
+    def get_offsets(self, name: str) -> list[SourceOffset]:
+        return [SourceOffset(p, o) for p, o in self.raft.state.connector_offsets(name).values()]
+
+    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
+                       generation: int) -> None:
+        entries = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets]
+        self._propose("_commit_offsets", task_id.connector, task_id.task, worker_id, generation, entries)
+
+    def alter_offsets(self, name: str, offsets: list) -> None:
+        entries = []
+        for item in offsets:
+            partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
+            entries.append([partition_key(partition), dict(partition), dict(offset) if offset is not None else None])
+        self._propose("_commit_offsets", name, None, "", 0, entries)
+
+    def reset_offsets(self, name: str) -> None:
+        self._propose("_reset_offsets", name)
