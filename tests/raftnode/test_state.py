@@ -1,0 +1,85 @@
+"""The replicated state machine on a real single-member pysyncobj group."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from raftnode import CommandRejected, RaftConfig, RaftNode
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def raft_dir(tmp_path):
+    return str(tmp_path / "raft")
+
+
+def start(raft_dir: str, port: int) -> RaftNode:
+    node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{port}", data_dir=raft_dir, password="test-secret"))
+    assert node.wait_ready(15), node.status()
+    return node
+
+
+def test_multi_member_cluster_requires_a_secret(raft_dir):
+    with pytest.raises(ValueError, match="cluster secret"):
+        RaftNode(RaftConfig(self_address="127.0.0.1:1", peers=["127.0.0.1:2"], data_dir=raft_dir))
+
+
+def test_fencing_rejects_writes_from_previous_owner_and_stale_generation(raft_dir):
+    node = start(raft_dir, free_port())
+    try:
+        node.propose("_become_coordinator", node.term, "n1")
+        node.propose("_put_connector_config", "c", {"k": "v"}, None, True)
+        node.propose("_set_assignment", node.term, 1, {"c": "w1"}, {"c-0": "w1"})
+        node.propose("_commit_offsets", "c", 0, "w1", 1, [["p", {"f": 1}, {"position": 10}]])
+        # task moves to w2 at generation 2
+        node.propose("_set_assignment", node.term, 2, {"c": "w1"}, {"c-0": "w2"})
+        with pytest.raises(CommandRejected, match="not assigned to worker w1"):
+            node.propose("_commit_offsets", "c", 0, "w1", 1, [["p", {"f": 1}, {"position": 99}]])
+        with pytest.raises(CommandRejected, match="stale generation"):
+            node.propose("_commit_offsets", "c", 0, "w2", 1, [["p", {"f": 1}, {"position": 99}]])
+        node.propose("_commit_offsets", "c", 0, "w2", 2, [["p", {"f": 1}, {"position": 20}]])
+        assert node.state.connector_offsets("c") == {"p": [{"f": 1}, {"position": 20}]}
+        # the connector stayed with w1: its assigned_at generation is still 1
+        assert node.state.assignment["assigned_at"] == {"c": 1, "c-0": 2}
+        with pytest.raises(CommandRejected, match="stale coordinator epoch"):
+            node.propose("_set_assignment", node.term - 1, 3, {}, {})
+        with pytest.raises(CommandRejected, match="stale generation"):
+            node.propose("_set_assignment", node.term, 2, {}, {})
+    finally:
+        node.destroy()
+
+
+def test_create_only_and_missing_connector_are_rejected(raft_dir):
+    node = start(raft_dir, free_port())
+    try:
+        node.propose("_put_connector_config", "c", {"k": "v"}, "PAUSED", True)
+        with pytest.raises(CommandRejected) as exc:
+            node.propose("_put_connector_config", "c", {"k": "w"}, None, True)
+        assert exc.value.code == 409
+        with pytest.raises(CommandRejected) as exc:
+            node.propose("_put_target_state", "nope", "PAUSED")
+        assert exc.value.code == 404
+        assert node.state.connector("c")["target_state"] == "PAUSED"
+    finally:
+        node.destroy()
+
+
+def test_state_survives_restart_from_journal(raft_dir):
+    port = free_port()
+    node = start(raft_dir, port)
+    node.propose("_put_connector_config", "c", {"k": "v"}, "PAUSED", True)
+    node.propose("_commit_offsets", "c", None, "", 0, [["p", {"f": 1}, {"position": 7}]])
+    node.destroy()
+    node = start(raft_dir, port)
+    try:
+        assert node.state.connector("c")["config"] == {"k": "v"}
+        assert node.state.connector("c")["target_state"] == "PAUSED"
+        assert node.state.connector_offsets("c") == {"p": [{"f": 1}, {"position": 7}]}
+    finally:
+        node.destroy()

@@ -1,0 +1,220 @@
+"""Launching nodes as processes and talking to them over REST, for the demo, tests and benchmarks.
+
+Owns :class:`NodeProcess` (``manage.py runnode`` as a child process: start,
+wait until healthy, SIGTERM, kill -9, SIGSTOP) and :class:`ConnectClient`, a
+small Kafka Connect REST client that uses only the public API, exactly as a
+user with curl would.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import requests
+
+__all__ = ["NodeProcess", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
+    """Poll ``condition`` until it returns a truthy value; return it.
+
+    Raises ``TimeoutError`` naming ``what`` after ``timeout`` seconds. Exceptions
+    from ``condition`` count as "not yet" and the last one is chained.
+    """
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - polling treats errors as not-ready
+            last = exc
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}") from last
+
+
+class ConnectHTTPError(Exception):
+    """A REST call answered with an error status; carries ``status`` and Connect's ``body``."""
+
+    def __init__(self, status: int, body: Any):
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+class ConnectClient:
+    """Kafka Connect REST client over ``requests`` (basic auth).
+
+    Args:
+        url: base URL, e.g. ``http://127.0.0.1:8083``.
+        auth: ``(user, password)`` or ``None``.
+        timeout: seconds per request.
+    """
+
+    def __init__(self, url: str, auth: tuple[str, str] | None = None, timeout: float = 30.0):
+        self.url = url.rstrip("/")
+        self.session = requests.Session()
+        self.session.auth = auth
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, json: Any = None, params: Any = None, ok: tuple = ()) -> Any:
+        """One call; returns the decoded body (``None`` when empty). Raises :class:`ConnectHTTPError`."""
+        resp = self.session.request(method, self.url + path, json=json, params=params, timeout=self.timeout)
+        if resp.status_code >= 400 and resp.status_code not in ok:
+            try:
+                body = resp.json()
+            except ValueError:
+                body = resp.text
+            raise ConnectHTTPError(resp.status_code, body)
+        return resp.json() if resp.content else None
+
+    def create_connector(self, name: str, config: dict[str, str]) -> dict:
+        return self.request("POST", "/connectors", json={"name": name, "config": config})
+
+    def connectors(self, expand: list[str] | None = None) -> Any:
+        return self.request("GET", "/connectors", params=[("expand", e) for e in expand or []])
+
+    def status(self, name: str) -> dict:
+        return self.request("GET", f"/connectors/{name}/status")
+
+    def offsets(self, name: str) -> dict:
+        return self.request("GET", f"/connectors/{name}/offsets")
+
+    def pause(self, name: str) -> None:
+        self.request("PUT", f"/connectors/{name}/pause")
+
+    def resume(self, name: str) -> None:
+        self.request("PUT", f"/connectors/{name}/resume")
+
+    def delete(self, name: str) -> None:
+        self.request("DELETE", f"/connectors/{name}")
+
+    def sink_offsets_total(self, name: str) -> int:
+        """Sum of a sink connector's committed ``kafka_offset`` over its partitions (= records consumed)."""
+        return sum(int(o["offset"].get("kafka_offset", 0)) for o in self.offsets(name)["offsets"])
+
+    def all_running(self, name: str, tasks: int | None = None) -> bool:
+        """Whether the connector and all its (at least ``tasks``) tasks are RUNNING."""
+        st = self.status(name)
+        states = [t["state"] for t in st["tasks"]]
+        return st["connector"]["state"] == "RUNNING" and bool(states) and all(s == "RUNNING" for s in states) \
+            and (tasks is None or len(states) >= tasks)
+
+    def failures(self, name: str) -> list[str]:
+        """Traces of FAILED entities of the connector (empty when none failed)."""
+        st = self.status(name)
+        out = []
+        if st["connector"]["state"] == "FAILED":
+            out.append(f"connector {name}: {st['connector'].get('trace', '')}")
+        out += [f"task {name}-{t['id']}: {t.get('trace', '')}" for t in st["tasks"] if t["state"] == "FAILED"]
+        return out
+
+
+@dataclass
+class NodeProcess:
+    """``python manage.py runnode`` as a child process.
+
+    Attributes:
+        node_id, rest_port, raft_port, data_dir, bootstrap_servers: runnode flags.
+        roles: runnode ``--roles``.
+        extra_args: more runnode flags.
+        env: extra environment (admin credentials are set from ``auth``).
+        auth: admin user and password created at start.
+    """
+
+    node_id: str
+    rest_port: int
+    raft_port: int
+    data_dir: str
+    bootstrap_servers: str
+    roles: str = "raft,worker"
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    auth: tuple[str, str] = ("admin", "admin-secret")
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.data_dir, "node.log")
+
+    def client(self) -> ConnectClient:
+        """A REST client for this node with the admin credentials."""
+        return ConnectClient(self.url, self.auth)
+
+    def start(self, wait: bool = True, timeout: float = 60.0) -> "NodeProcess":
+        """Start the process; with ``wait``, block until ``/health`` is 200. Raises ``RuntimeError``."""
+        os.makedirs(self.data_dir, exist_ok=True)
+        env = dict(os.environ)
+        env.update({"RAFTCONNECT_ADMIN_USER": self.auth[0], "RAFTCONNECT_ADMIN_PASSWORD": self.auth[1],
+                    "PYTHONUNBUFFERED": "1"})
+        env.update(self.env)
+        cmd = [sys.executable, str(REPO_ROOT / "manage.py"), "runnode", "--node-id", self.node_id,
+               "--roles", self.roles, "--rest-address", f"127.0.0.1:{self.rest_port}",
+               "--raft-address", f"127.0.0.1:{self.raft_port}", "--data-dir", self.data_dir,
+               "--bootstrap-servers", self.bootstrap_servers, *self.extra_args]
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        if wait:
+            self.wait_healthy(timeout)
+        return self
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Block until ``GET /health`` answers 200; raises ``RuntimeError`` with the log tail."""
+        def healthy():
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"node {self.node_id} exited with {self.proc.returncode}:\n{self.log_tail()}")
+            return requests.get(self.url + "/health", timeout=2).status_code == 200
+
+        try:
+            wait_for(healthy, timeout, what=f"node {self.node_id} to become healthy")
+        except TimeoutError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, RuntimeError):
+                raise cause from None
+            raise RuntimeError(f"{exc}\n{self.log_tail()}") from None
+
+    def log_tail(self, max_bytes: int = 4000) -> str:
+        """The last ``max_bytes`` of the node's log."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - max_bytes))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM and wait (kill after ``timeout`` s); returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+    def kill(self) -> None:
+        """kill -9 (the agent child dies with it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` (e.g. SIGSTOP/SIGCONT) to the node process."""
+        if self.proc is not None:
+            self.proc.send_signal(sig)
