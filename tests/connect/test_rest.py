@@ -1,0 +1,156 @@
+"""Kafka Connect REST API on an in-process node: shapes, status codes, errors, authentication."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from webapp.coordinator.signing import signed_headers
+
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+
+
+def source_config(tmp_path, **extra):
+    f = tmp_path / "in.csv"
+    f.write_text("a,b\n1,x\n")
+    return {"connector.class": SOURCE, "path": str(f), "format": "csv", "topic": "t", "tasks.max": "1", **extra}
+
+
+def post(client, path, body, **kw):
+    return client.post(path, data=json.dumps(body) if not isinstance(body, (str, bytes)) else body,
+                       content_type="application/json", **kw)
+
+
+def put(client, path, body=None):
+    return client.put(path, data=json.dumps(body) if body is not None else "", content_type="application/json")
+
+
+def test_root_and_health_need_no_authentication(db, node, client):
+    root = client.get("/")
+    assert root.status_code == 200 and "version" in root.json()
+    assert client.get("/health").json()["status"] == "healthy"
+
+
+@pytest.mark.parametrize("auth", [None, "Basic b3BlcmF0b3I6d3Jvbmc="])  # operator:wrong
+def test_everything_else_requires_authentication(db, node, client, django_user_model, auth):
+    django_user_model.objects.create_user("operator", password="pw")
+    headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
+    for path in ("/connectors", "/connector-plugins", "/raftconnect/v1/cluster", "/connectors/x/status"):
+        resp = client.get(path, **headers)
+        assert resp.status_code == 401, path
+        assert set(resp.json()) == {"error_code", "message"} and resp.json()["error_code"] == 401
+
+
+def test_connector_lifecycle_shapes_and_codes(api, tmp_path):
+    cfg = source_config(tmp_path)
+    resp = post(api, "/connectors", {"name": "src", "config": cfg})
+    assert resp.status_code == 201, resp.json()
+    assert resp["Location"].endswith("/connectors/src")
+    body = resp.json()
+    assert body["name"] == "src" and body["type"] == "source" and body["config"]["name"] == "src"
+    assert body["tasks"] == []  # no worker has produced task configs yet
+
+    assert api.get("/connectors").json() == ["src"]
+    expanded = api.get("/connectors?expand=status&expand=info").json()
+    assert expanded["src"]["info"]["config"]["topic"] == "t"
+    assert expanded["src"]["status"]["connector"]["state"] == "UNASSIGNED"
+    assert api.get("/connectors/src/config").json() == {**cfg, "name": "src"}
+    assert api.get("/connectors/src/tasks").json() == []
+
+    assert put(api, "/connectors/src/pause").status_code == 202
+    assert api.get("/connectors/src").status_code == 200
+    assert put(api, "/connectors/src/resume").status_code == 202
+
+    updated = put(api, "/connectors/src/config", {**cfg, "topic": "t2"})
+    assert updated.status_code == 200 and updated.json()["config"]["topic"] == "t2"
+    created = put(api, "/connectors/other/config", cfg)
+    assert created.status_code == 201
+
+    assert api.delete("/connectors/src").status_code == 204
+    gone = api.get("/connectors/src")
+    assert gone.status_code == 404 and gone.json() == {"error_code": 404, "message": "Connector src not found"}
+    assert api.get("/connectors").json() == ["other"]
+
+
+def test_target_state_is_stored(api, node, tmp_path):
+    post(api, "/connectors", {"name": "src", "config": source_config(tmp_path)})
+    put(api, "/connectors/src/pause")
+    assert node.store.get_connector("src").target_state == "PAUSED"
+    put(api, "/connectors/src/resume")
+    assert node.store.get_connector("src").target_state == "STARTED"
+    assert put(api, "/connectors/src/stop").status_code == 204
+    assert api.get("/connectors/src/status").json()["connector"]["state"] in ("STOPPED", "UNASSIGNED")
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("a/b", "may not contain '/'"),
+    ("bad\x07name", "control characters"),
+    ("x" * 10_000, "too long"),
+    ("", "required"),
+])
+def test_bad_names_are_refused_without_partial_state(api, tmp_path, name, fragment):
+    resp = post(api, "/connectors", {"name": name, "config": source_config(tmp_path)})
+    assert resp.status_code == 400 and fragment in resp.json()["message"]
+    assert api.get("/connectors").json() == []
+
+
+def test_duplicate_and_mismatched_names(api, tmp_path):
+    cfg = source_config(tmp_path)
+    assert post(api, "/connectors", {"name": "src", "config": cfg}).status_code == 201
+    dup = post(api, "/connectors", {"name": "src", "config": cfg})
+    assert dup.status_code == 409 and "already exists" in dup.json()["message"]
+    mismatch = put(api, "/connectors/abc/config", {**cfg, "name": "xyz"})
+    assert mismatch.status_code == 400 and "doesn't match" in mismatch.json()["message"]
+    assert api.get("/connectors").json() == ["src"]
+
+
+def test_invalid_configs_and_bodies(api, tmp_path):
+    unknown = post(api, "/connectors", {"name": "x", "config": {"connector.class": "NoSuchConnector"}})
+    assert unknown.status_code == 400 and "NoSuchConnector" in unknown.json()["message"]
+    missing = post(api, "/connectors", {"name": "x", "config": {"connector.class": SOURCE}})
+    assert missing.status_code == 400 and "path" in missing.json()["message"]
+    malformed = post(api, "/connectors", "{not json")
+    assert malformed.status_code == 400 and malformed.json()["error_code"] == 400
+    wrong_type = post(api, "/connectors", {"name": "x", "config": {"connector.class": SOURCE, "path": ["a"]}})
+    assert wrong_type.status_code == 400
+    not_object = post(api, "/connectors", [1, 2])
+    assert not_object.status_code == 400
+    assert api.get("/connectors").json() == []
+
+
+def test_connector_plugins_lists_file_connectors(api):
+    classes = {p["class"]: p["type"] for p in api.get("/connector-plugins").json()}
+    assert classes[SOURCE] == "source"
+    assert classes["raftconnect.connectors.file.FileSinkConnector"] == "sink"
+
+
+def test_simple_class_names_are_accepted(api, tmp_path):
+    for i, alias in enumerate(["FileSourceConnector", "FileSource"]):
+        resp = post(api, "/connectors", {"name": f"s{i}", "config": source_config(tmp_path, **{"connector.class": alias})})
+        assert resp.status_code == 201, resp.json()
+
+
+def test_internal_endpoints_accept_only_signed_requests(api, node):
+    path = "/raftconnect/v1/internal/heartbeat"
+    body = json.dumps({"worker_id": "w9", "member": {"rest_address": "127.0.0.1:1"}, "running": {}}).encode()
+    unsigned = api.post(path, data=body, content_type="application/json")
+    assert unsigned.status_code in (401, 403)
+    forged = api.post(path, data=body, content_type="application/json",
+                      **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers("wrong", "POST", path, body).items()})
+    assert forged.status_code in (401, 403)
+    signed = api.post(path, data=body, content_type="application/json",
+                      **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "POST", path, body).items()})
+    assert signed.status_code == 200, signed.json()
+    assert signed.json()["worker_id"] == "w9"
+    assert "w9" in node.raft.state.members
+
+
+def test_stale_offset_commit_is_fenced_with_409(api, node, tmp_path):
+    post(api, "/connectors", {"name": "src", "config": source_config(tmp_path)})
+    path = "/raftconnect/v1/internal/connectors/src/offsets"
+    body = json.dumps({"worker_id": "ghost", "generation": 1, "task": 0,
+                       "offsets": [[{"filename": "f"}, {"position": 1}]]}).encode()
+    resp = api.post(path, data=body, content_type="application/json",
+                    **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "POST", path, body).items()})
+    assert resp.status_code == 409 and "not assigned" in resp.json()["message"]
+    assert api.get("/connectors/src/offsets").json() == {"offsets": []}
