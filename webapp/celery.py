@@ -29,7 +29,7 @@ def configure_broker(broker_url: str | None, data_dir: str, create: bool = True)
         return {"broker_url": broker_url, "broker_transport_options": {}}
     folder = os.path.abspath(os.path.join(data_dir, "broker"))
     if create:
-        for sub in ("queue", "processed"):
+        for sub in ("queue", "processed", "control"):
             os.makedirs(os.path.join(folder, sub), exist_ok=True)
     return {
         "broker_url": "filesystem://",
@@ -37,6 +37,7 @@ def configure_broker(broker_url: str | None, data_dir: str, create: bool = True)
             "data_folder_in": os.path.join(folder, "queue"),
             "data_folder_out": os.path.join(folder, "queue"),
             "processed_folder": os.path.join(folder, "processed"),
+            "control_folder": os.path.join(folder, "control"),
             "store_processed": False,
             "polling_interval": 0.1,
         },
