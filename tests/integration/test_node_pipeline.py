@@ -95,9 +95,9 @@ def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
                  and c.status("sink")["connector"]["state"] == "PAUSED", 30, what="sink PAUSED")
         before = c.sink_offsets_total("sink")
         c.create_connector("src2", source_cfg(flights_slice, "pipe", **{"value.converter.schemas.enable": "false"}))
-        wait_for(lambda: c.offsets("src2")["offsets"] and all(
-            o["offset"] for o in c.offsets("src2")["offsets"]), 120, what="second source to produce")
-        time.sleep(2)  # the sink had time to consume, were it not paused
+        # while the second source produces every row again, the paused sink must not move
+        wait_for(lambda: count_topic(kafka.bootstrap_servers, "pipe") >= 2 * source.num_rows, 180,
+                 interval=1.0, what="the second source to produce every row")
         assert c.sink_offsets_total("sink") == before
         c.resume("sink")
         wait_sink_total(c, "sink", 2 * source.num_rows)
@@ -174,7 +174,10 @@ def count_topic(bootstrap: str, topic: str) -> int:
         parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, 0) for p in parts])
         count, eof = 0, set()
+        deadline = time.monotonic() + 120
         while len(eof) < len(parts):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no end of partition seen for {topic} within 120 s")
             for m in consumer.consume(10000, timeout=5):
                 if m.error() is None:
                     count += 1
