@@ -63,6 +63,8 @@ class NodeOptions:
         rest_address: ``host:port`` the REST API listens on (default port 8083).
         raft_address: ``host:port`` of this Raft member (default port 7001).
         raft_peers: other Raft members' ``host:port``.
+        cluster: REST ``host:port`` of cluster nodes; how a worker-only node (no
+            Raft state) finds the cluster. Raft members may leave it empty.
         data_dir: journal, snapshot, node database, broker folder.
         bootstrap_servers: Kafka bootstrap servers for tasks.
         weight: the worker's assignment weight (> 0).
@@ -79,6 +81,7 @@ class NodeOptions:
     rest_address: str = "127.0.0.1:8083"
     raft_address: str = "127.0.0.1:7001"
     raft_peers: list[str] = field(default_factory=list)
+    cluster: list[str] = field(default_factory=list)
     data_dir: str = "var/default"
     bootstrap_servers: str = "127.0.0.1:9092"
     weight: float = 1.0
@@ -124,7 +127,10 @@ class ConnectNode:
         """Start Raft, the store, the coordinator and the Herder; wait for a leader."""
         o = self.options
         if "raft" not in o.roles:
-            raise NotImplementedError("worker-only nodes join an existing cluster (not available yet)")
+            if not o.cluster:
+                raise ValueError("a worker-only node needs --cluster HOST:PORT,... (REST addresses of cluster nodes)")
+            set_current(self)  # serves REST by forwarding everything to the cluster
+            return
         self.raft = RaftNode(
             RaftConfig(self_address=o.raft_address, peers=list(o.raft_peers),
                        data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
@@ -142,7 +148,26 @@ class ConnectNode:
         if self.raft.is_leader:
             self.coordinator.on_leader_change(True, self.raft.term)
         self.coordinator.start()
+        self.raft.propose("_register_member", o.node_id, self.member_info(), timeout=ready_timeout)
         set_current(self)
+
+    def member_info(self) -> dict[str, Any]:
+        """What this node registers in Raft: roles, REST and Raft addresses, weight."""
+        o = self.options
+        return {"roles": sorted(o.roles), "rest_address": o.rest_address,
+                "raft_address": o.raft_address if "raft" in o.roles else None, "weight": float(o.weight)}
+
+    def leader_rest_address(self) -> str | None:
+        """REST address of the current Raft leader, or ``None`` while unknown."""
+        if self.raft is None:
+            return None
+        leader = self.raft.leader
+        if leader is None:
+            return None
+        for m in self.raft.state.members.values():
+            if m.get("raft_address") == leader:
+                return m.get("rest_address")
+        return None
 
     def _on_leader_change(self, is_leader: bool, term: int) -> None:
         if self.coordinator is not None:
@@ -152,14 +177,16 @@ class ConnectNode:
         """Environment of the agent subprocess (who it is and where the cluster is)."""
         o = self.options
         env = dict(os.environ)
+        cluster = [o.rest_address] + [c for c in o.cluster if c != o.rest_address] if "raft" in o.roles else o.cluster
         env.update({
             "RAFTCONNECT_NODE_ID": o.node_id,
             "RAFTCONNECT_DATA_DIR": os.path.abspath(o.data_dir),
-            "RAFTCONNECT_CLUSTER": o.rest_address,
+            "RAFTCONNECT_REST_ADDRESS": o.rest_address,
+            "RAFTCONNECT_CLUSTER": ",".join(cluster),
             "RAFTCONNECT_CLUSTER_SECRET": self.secret,
             "RAFTCONNECT_BOOTSTRAP_SERVERS": o.bootstrap_servers,
             "RAFTCONNECT_WEIGHT": str(o.weight),
-            "RAFTCONNECT_ROLES": ",".join(o.roles),
+            "RAFTCONNECT_ROLES": ",".join(sorted(o.roles)),
             "RAFTCONNECT_RAFT_ADDRESS": o.raft_address if "raft" in o.roles else "",
             "RAFTCONNECT_HEARTBEAT_INTERVAL_MS": str(o.heartbeat_interval_ms),
             "RAFTCONNECT_SPARK_MASTER": o.spark_master,

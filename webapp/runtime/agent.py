@@ -26,10 +26,10 @@ def build_worker_from_env() -> Worker:
     env = os.environ
     worker_id = env["RAFTCONNECT_NODE_ID"]
     client = ControlPlaneClient(env["RAFTCONNECT_CLUSTER"].split(","), env["RAFTCONNECT_CLUSTER_SECRET"], worker_id)
-    member = {"rest_address": env["RAFTCONNECT_CLUSTER"].split(",")[0],
+    member = {"rest_address": env.get("RAFTCONNECT_REST_ADDRESS") or env["RAFTCONNECT_CLUSTER"].split(",")[0],
               "raft_address": env.get("RAFTCONNECT_RAFT_ADDRESS") or None,
               "weight": float(env.get("RAFTCONNECT_WEIGHT", "1.0")),
-              "roles": env.get("RAFTCONNECT_ROLES", "worker").split(",")}
+              "roles": sorted(env.get("RAFTCONNECT_ROLES", "worker").split(","))}
     master = env.get("RAFTCONNECT_SPARK_MASTER", "local[*]")
 
     def spark_factory():

@@ -13,13 +13,14 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import NodeNotReady, current
 from webapp.connectors.api import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+
+from .views import ConnectAPIView
 
 __all__ = ["ClusterMemberAuthentication", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
            "OffsetsCommitView"]
@@ -58,7 +59,9 @@ class IsClusterMember(BasePermission):
         return isinstance(request.user, ClusterMember)
 
 
-class InternalView(APIView):
+class InternalView(ConnectAPIView):
+    """Base of internal views: signed requests only; writes go to the leader like public ones."""
+
     authentication_classes = [ClusterMemberAuthentication]
     permission_classes = [IsClusterMember]
 

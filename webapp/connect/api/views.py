@@ -13,12 +13,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.connect.herder import BadRequest, Herder
+from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 from webapp.connectors import registry
 
+from .forwarding import ForwardToLeader, forward_target, proxy
+
 __all__ = [
-    "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
+    "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
     "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
     "ConnectorPluginsView", "ClusterView", "AssignmentView",
 ]
@@ -31,9 +33,30 @@ def herder() -> Herder:
     try:
         return current().herder
     except NodeNotReady as exc:
-        from webapp.connect.herder import ConnectRestError
-
         raise ConnectRestError(str(exc), 503) from exc
+
+
+class ConnectAPIView(APIView):
+    """Base of every authenticated view: serves the request here or forwards it (see ``forwarding``)."""
+
+    #: serve reads on the leader too (the view shows leader-local state such as liveness)
+    leader_only = False
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication and permissions first
+        request.leader_only = self.leader_only
+        try:
+            node = current()
+        except NodeNotReady as exc:
+            raise ConnectRestError(str(exc), 503) from exc
+        target = forward_target(request, node)
+        if target:
+            raise ForwardToLeader(target)
+
+    def handle_exception(self, exc: Exception):
+        if isinstance(exc, ForwardToLeader):
+            return proxy(self.request, exc.target, current().secret)
+        return super().handle_exception(exc)
 
 
 def _json_object(request: Request) -> dict[str, Any]:
@@ -67,16 +90,15 @@ class HealthView(APIView):
     def get(self, request: Request) -> Response:
         try:
             node = current()
-            status = node.raft.status()
         except NodeNotReady:
             return Response({"status": "starting", "message": "Worker is still starting up."}, status=503)
-        if status["leader"] is None:
+        if node.raft is not None and node.raft.status()["leader"] is None:
             return Response({"status": "unhealthy", "message": "No Raft leader is known; the control plane is electing one."},
                             status=503)
         return Response({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
 
 
-class ConnectorsView(APIView):
+class ConnectorsView(ConnectAPIView):
     """``GET /connectors[?expand=status&expand=info]`` and ``POST /connectors``."""
 
     def get(self, request: Request) -> Response:
@@ -107,7 +129,7 @@ class ConnectorsView(APIView):
         return resp
 
 
-class ConnectorView(APIView):
+class ConnectorView(ConnectAPIView):
     """``GET /connectors/{name}`` and ``DELETE /connectors/{name}``."""
 
     def get(self, request: Request, name: str) -> Response:
@@ -118,7 +140,7 @@ class ConnectorView(APIView):
         return Response(status=204)
 
 
-class ConnectorConfigView(APIView):
+class ConnectorConfigView(ConnectAPIView):
     """``GET|PUT /connectors/{name}/config`` (PUT: 201 on create, 200 on update)."""
 
     def get(self, request: Request, name: str) -> Response:
@@ -132,21 +154,21 @@ class ConnectorConfigView(APIView):
         return resp
 
 
-class ConnectorStatusView(APIView):
+class ConnectorStatusView(ConnectAPIView):
     """``GET /connectors/{name}/status``."""
 
     def get(self, request: Request, name: str) -> Response:
         return Response(herder().connector_status(name))
 
 
-class ConnectorTasksView(APIView):
+class ConnectorTasksView(ConnectAPIView):
     """``GET /connectors/{name}/tasks``."""
 
     def get(self, request: Request, name: str) -> Response:
         return Response(herder().connector_tasks(name))
 
 
-class ConnectorTargetStateView(APIView):
+class ConnectorTargetStateView(ConnectAPIView):
     """``PUT /connectors/{name}/pause|resume|stop`` (202, 202, 204 as in Connect)."""
 
     target_state = "STARTED"
@@ -157,28 +179,30 @@ class ConnectorTargetStateView(APIView):
         return Response(status=self.status_code)
 
 
-class ConnectorOffsetsView(APIView):
+class ConnectorOffsetsView(ConnectAPIView):
     """``GET /connectors/{name}/offsets``."""
 
     def get(self, request: Request, name: str) -> Response:
         return Response(herder().connector_offsets(name))
 
 
-class ConnectorPluginsView(APIView):
+class ConnectorPluginsView(ConnectAPIView):
     """``GET /connector-plugins``: installed connector plugins."""
 
     def get(self, request: Request) -> Response:
         return Response([p.as_json() for p in registry.plugins()])
 
 
-class ClusterView(APIView):
-    """``GET /raftconnect/v1/cluster``: nodes, Raft state, assignment per worker."""
+class ClusterView(ConnectAPIView):
+    """``GET /raftconnect/v1/cluster``: nodes, Raft state, assignment per worker (served by the leader)."""
+
+    leader_only = True
 
     def get(self, request: Request) -> Response:
         return Response(current().cluster_view())
 
 
-class AssignmentView(APIView):
+class AssignmentView(ConnectAPIView):
     """``GET /raftconnect/v1/assignment``: the committed assignment and its generation."""
 
     def get(self, request: Request) -> Response:

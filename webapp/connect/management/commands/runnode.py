@@ -50,6 +50,7 @@ class Command(BaseCommand):
             rest_address=with_default_port(o["rest_address"], 8083),
             raft_address=with_default_port(o["raft_address"], 7001),
             raft_peers=[with_default_port(p.strip(), 7001) for p in o["raft_peers"].split(",") if p.strip()],
+            cluster=[with_default_port(c.strip(), 8083) for c in o["cluster"].split(",") if c.strip()],
             data_dir=data_dir, bootstrap_servers=o["bootstrap_servers"], weight=o["weight"],
             cluster_secret=os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or None,
             session_timeout_ms=o["session_timeout_ms"], heartbeat_interval_ms=o["heartbeat_interval_ms"],

@@ -1,0 +1,140 @@
+"""Forwarding REST requests to the node that must answer them.
+
+Owns the one rule of where a request is served:
+
+* writes (POST/PUT/PATCH/DELETE) on a Raft follower go to the leader, one hop;
+  during an election they wait (``RAFTCONNECT_FORWARD_WAIT_S``, default 10 s) for a
+  leader instead of failing;
+* every request on a worker-only node (it holds no Raft state) goes to a cluster
+  node from ``--cluster``;
+* reads on a Raft member are answered locally, except views marked
+  ``leader_only`` (those showing leader-local memory such as liveness).
+
+A forwarded request is signed with the cluster secret (HMAC) and names the user
+the forwarding node authenticated (``X-RaftConnect-Forwarded-User``), so the
+leader need not hold the same user database. A forwarded request is never
+forwarded again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import requests
+from django.http import HttpResponse
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, signed_headers, verify
+
+__all__ = ["ForwardToLeader", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
+           "FORWARDED_USER_HEADER"]
+
+log = logging.getLogger(__name__)
+
+FORWARDED_HEADER = "X-RaftConnect-Forwarded"
+FORWARDED_USER_HEADER = "X-RaftConnect-Forwarded-User"
+UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
+_session = requests.Session()
+
+
+class ForwardToLeader(Exception):
+    """Raised in a view's ``initial()`` to have the request proxied to ``target``."""
+
+    def __init__(self, target: str):
+        super().__init__(target)
+        self.target = target
+
+
+class ForwardedUser:
+    """A user authenticated by the forwarding node (trusted because the request is signed)."""
+
+    is_authenticated = True
+    is_active = True
+
+    def __init__(self, username: str, is_superuser: bool):
+        self.username = username
+        self.is_superuser = self.is_staff = is_superuser
+
+    def __str__(self) -> str:
+        return self.username
+
+
+class ForwardedUserAuthentication(BaseAuthentication):
+    """Accepts requests forwarded by a cluster member (HMAC-signed, carrying the user name)."""
+
+    def authenticate(self, request: Request):
+        raw = request._request
+        user = raw.headers.get(FORWARDED_USER_HEADER)
+        if not user or raw.headers.get(FORWARDED_HEADER) != "1":
+            return None
+        from rest_framework.exceptions import AuthenticationFailed
+
+        from webapp.connect.node import NodeNotReady, current
+
+        try:
+            secret = current().secret
+        except NodeNotReady as exc:
+            raise AuthenticationFailed("Node is starting") from exc
+        why = verify(secret, raw.method, raw.get_full_path(), raw.body, raw.headers.get(TS_HEADER),
+                     raw.headers.get(SIG_HEADER))
+        if why:
+            raise AuthenticationFailed(f"Forwarded request rejected: {why}")
+        name, _, flags = user.partition(";")
+        return ForwardedUser(name, "superuser" in flags), None
+
+
+def forward_target(request: Request, node) -> str | None:
+    """The REST address to proxy ``request`` to, or ``None`` to serve it here.
+
+    Raises :class:`~webapp.connect.herder.ConnectRestError` (503) when a write
+    finds no leader within the wait.
+    """
+    raw = request._request
+    if raw.headers.get(FORWARDED_HEADER) == "1":
+        return None
+    if node.raft is None:  # worker-only node
+        return node.options.cluster[0] if node.options.cluster else None
+    leader_only = getattr(request, "leader_only", False)
+    if (request.method not in UNSAFE and not leader_only) or node.raft.is_leader:
+        return None
+    wait = float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+    deadline = time.monotonic() + wait
+    while True:
+        if node.raft.is_leader:
+            return None
+        address = node.leader_rest_address()
+        if address:
+            return address
+        if time.monotonic() >= deadline:
+            from webapp.connect.herder import ConnectRestError
+
+            raise ConnectRestError(f"No Raft leader was elected within {wait:.0f} s; retry the request", 503)
+        time.sleep(0.05)
+
+
+def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> HttpResponse:
+    """Send ``request`` to ``target`` (``host:port``) signed, and return its answer as is."""
+    raw = request._request
+    body = raw.body
+    path = raw.get_full_path()
+    headers = signed_headers(secret, raw.method, path, body)
+    headers[FORWARDED_HEADER] = "1"
+    user = request.user
+    flags = "superuser" if getattr(user, "is_superuser", False) else ""
+    headers[FORWARDED_USER_HEADER] = f"{getattr(user, 'username', str(user))};{flags}"
+    if raw.content_type:
+        headers["Content-Type"] = raw.content_type
+    try:
+        resp = _session.request(raw.method, f"http://{target}{path}", data=body or None, headers=headers,
+                                timeout=timeout)
+    except requests.RequestException as exc:
+        from webapp.connect.herder import ConnectRestError
+
+        raise ConnectRestError(f"Could not forward the request to {target}: {exc}", 503) from exc
+    out = HttpResponse(resp.content, status=resp.status_code,
+                       content_type=resp.headers.get("Content-Type", "application/json"))
+    if "Location" in resp.headers:
+        out["Location"] = resp.headers["Location"]
+    return out
