@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos clean
+.PHONY: setup demo test test-fast bench chaos cluster clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,9 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -ra -m "not integration"
+
+cluster: setup
+	$(PY) manage.py cluster
 
 bench: setup
 	$(PY) benchmarks/pipeline/run.py

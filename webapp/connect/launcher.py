@@ -163,10 +163,13 @@ class NodeProcess:
         env.update(self.env)
         cmd = [sys.executable, str(REPO_ROOT / "manage.py"), "runnode", "--node-id", self.node_id,
                "--roles", self.roles, "--rest-address", f"127.0.0.1:{self.rest_port}",
-               "--raft-address", f"127.0.0.1:{self.raft_port}", "--data-dir", self.data_dir,
-               "--bootstrap-servers", self.bootstrap_servers, *self.extra_args]
+               "--data-dir", self.data_dir, "--bootstrap-servers", self.bootstrap_servers, *self.extra_args]
+        if "raft" in self.roles:
+            cmd += ["--raft-address", f"127.0.0.1:{self.raft_port}"]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT)
+        # Own process group: signals reach the node and its agent together (SIGSTOP pauses both).
+        self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         log.close()
         if wait:
             self.wait_healthy(timeout)
@@ -215,6 +218,6 @@ class NodeProcess:
             self.proc.wait(10)
 
     def signal(self, sig: int) -> None:
-        """Send ``sig`` (e.g. SIGSTOP/SIGCONT) to the node process."""
-        if self.proc is not None:
-            self.proc.send_signal(sig)
+        """Send ``sig`` (e.g. SIGSTOP/SIGCONT) to the node and its agent (the process group)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
