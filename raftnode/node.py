@@ -102,7 +102,7 @@ class RaftNode:
         self.state = ClusterStateMachine()
         self._on_leader_change = on_leader_change
         self._was_leader = False
-        self._lock = threading.Lock()
+        self._membership_lock = threading.Lock()
         host = config.self_address.rsplit(":", 1)[0]
         conf = SyncObjConf(
             password=config.password,
@@ -189,6 +189,51 @@ class RaftNode:
     def propose_async(self, name: str, *args: Any, callback: Callable[[Any, Any], None]) -> None:
         """Propose without waiting; ``callback(result, error)`` runs on the Raft thread."""
         getattr(self.state, name)(*args, callback=callback)
+
+    def raft_members(self) -> list[str]:
+        """Raft addresses of all voting members as this member knows them (self first)."""
+        return [self.config.self_address] + sorted(n.address for n in self.syncobj.otherNodes)
+
+    def _change_membership(self, action: str, address: str, timeout: float) -> None:
+        if not self._membership_lock.acquire(blocking=False):
+            raise CommandRejected("another Raft membership change is in progress; retry when it is done", 409)
+        try:
+            done = threading.Event()
+            outcome: list = []
+
+            def callback(result, error):
+                outcome.append(error)
+                done.set()
+
+            if action == "add":
+                self.syncobj.addNodeToCluster(address, callback=callback)
+            else:
+                self.syncobj.removeNodeFromCluster(address, callback=callback)
+            if not done.wait(timeout):
+                raise RaftUnavailable(f"Raft membership change ({action} {address}) not committed in {timeout:.0f} s")
+            if outcome[0] != 0:
+                raise CommandRejected(f"Raft refused to {action} member {address} (pysyncobj reason {outcome[0]})", 409)
+        finally:
+            self._membership_lock.release()
+
+    def add_member(self, address: str, timeout: float = 10.0) -> None:
+        """Add the voting member ``address`` (``host:port``); one change at a time.
+
+        Start the new member first with ``peers`` = the current members. Errors:
+        :class:`CommandRejected` (a change is in progress, already a member),
+        :class:`RaftUnavailable`.
+        """
+        if address in self.raft_members():
+            raise CommandRejected(f"{address} is already a Raft member", 409)
+        self._change_membership("add", address, timeout)
+
+    def remove_member(self, address: str, timeout: float = 10.0) -> None:
+        """Remove the voting member ``address``; one change at a time. Errors as :meth:`add_member`."""
+        if address not in self.raft_members():
+            raise CommandRejected(f"{address} is not a Raft member", 404)
+        if address == self.config.self_address:
+            raise CommandRejected("a member cannot remove itself; ask another member", 409)
+        self._change_membership("remove", address, timeout)
 
     def destroy(self) -> None:
         """Stop the Raft thread and close the journal."""

@@ -13,7 +13,7 @@ from rest_framework import exceptions as drf_exc
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from raftnode import RaftUnavailable
+from raftnode import CommandRejected, RaftUnavailable
 from webapp.connect.herder import ConnectRestError
 from webapp.storage.base import StoreError
 
@@ -41,6 +41,8 @@ def connect_exception_handler(exc, context):
         return Response(error_body(exc.status, exc.message), status=exc.status)
     if isinstance(exc, StoreError):
         return Response(error_body(exc.http_status, str(exc)), status=exc.http_status)
+    if isinstance(exc, CommandRejected):
+        return Response(error_body(exc.code, exc.reason), status=exc.code)
     if isinstance(exc, RaftUnavailable):
         return Response(error_body(503, f"Metadata write could not be committed: {exc}"), status=503)
     if isinstance(exc, RequestDataTooBig):

@@ -20,6 +20,8 @@ urlpatterns = [
     path("connector-plugins", views.ConnectorPluginsView.as_view()),
     path("raftconnect/v1/cluster", views.ClusterView.as_view()),
     path("raftconnect/v1/assignment", views.AssignmentView.as_view()),
+    path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
+    path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
     path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/tasks", internal.TaskConfigsView.as_view()),

@@ -22,7 +22,7 @@ from .forwarding import ForwardToLeader, forward_target, proxy
 __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
     "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
-    "ConnectorPluginsView", "ClusterView", "AssignmentView",
+    "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftMembersView", "RaftMemberView",
 ]
 
 VERSION = "3.9.0-raftconnect-0.1.0"
@@ -200,6 +200,31 @@ class ClusterView(ConnectAPIView):
 
     def get(self, request: Request) -> Response:
         return Response(current().cluster_view())
+
+
+class RaftMembersView(ConnectAPIView):
+    """``GET|POST /raftconnect/v1/raft/members``: list voting members, add one (``{"address": "h:p"}``)."""
+
+    leader_only = True
+
+    def get(self, request: Request) -> Response:
+        node = current()
+        return Response({"members": node.raft.raft_members(), "leader": node.raft.leader})
+
+    def post(self, request: Request) -> Response:
+        address = _json_object(request).get("address")
+        if not isinstance(address, str) or ":" not in address:
+            raise BadRequest("Body must be {\"address\": \"HOST:PORT\"} of the new Raft member")
+        current().raft.add_member(address)
+        return Response({"members": current().raft.raft_members()}, status=201)
+
+
+class RaftMemberView(ConnectAPIView):
+    """``DELETE /raftconnect/v1/raft/members/{address}``: remove a voting member."""
+
+    def delete(self, request: Request, address: str) -> Response:
+        current().raft.remove_member(address)
+        return Response(status=204)
 
 
 class AssignmentView(ConnectAPIView):
