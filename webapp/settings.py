@@ -82,8 +82,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "webapp.connect.api.forwarding.ForwardedUserAuthentication",
+        # Basic first: DRF answers 401 with its WWW-Authenticate challenge.
         "rest_framework.authentication.BasicAuthentication",
+        "webapp.connect.api.forwarding.ForwardedUserAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
