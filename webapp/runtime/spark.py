@@ -22,6 +22,7 @@ _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 #: Settings applied unless the caller's ``conf`` overrides them.
 DEFAULT_SPARK_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
@@ -32,6 +33,7 @@ DEFAULT_SPARK_CONF: dict[str, str] = {
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "spark.python.worker.reuse": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.adaptive.enabled": "true",
 }
 

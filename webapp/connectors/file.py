@@ -1,0 +1,1109 @@
+"""File connectors on Spark: CSV / JSON-lines / Parquet files ⇄ Kafka topics.
+
+Source (:class:`FileSourceConnector`): reads a file or the files of a directory,
+parses chunks with pyarrow (C++), encodes each row as a Connect ``JsonConverter``
+value in the JVM and produces them to ``topic`` from the Spark tasks.
+
+Sink (:class:`FileSinkConnector`): reads explicit offset ranges of the
+``topics``' partitions inside Spark tasks, decodes the JsonConverter values in the
+JVM (``from_json``) and writes each batch as files into ``path`` — staged by
+Spark under ``path/_staging/`` and then renamed into ``path`` with deterministic
+names, so that ``path`` only ever holds complete, committed data files.
+
+Offsets (Connect style):
+
+* source csv/json: partition ``{"filename": <abs path>}`` (whole file) or
+  ``{"filename", "range.start", "range.end"}`` (a byte range of a split file) →
+  ``{"position": <byte offset of the next line>}``, like Kafka's FileStreamSource;
+* source parquet: partition ``{"filename"}`` or ``{"filename", "range.start",
+  "range.end"}`` (row-group indices) → ``{"row": <next row index in the file>}``;
+* sink: ``{"kafka_topic": t, "kafka_partition": p}`` → ``{"kafka_offset": next}``.
+
+Delivery: the source is at-least-once (a batch that failed after some records
+were acknowledged is produced again). The sink is exactly-once into ``path`` for
+a given start offset: an output file is named
+``<topic>+<partition>+<start offset>-<last offset>.<ext>`` (offsets zero-padded
+to 20 digits) and a re-run of an uncommitted batch replaces the files of the
+previous attempt that started at the same offset.
+"""
+from __future__ import annotations
+
+import fnmatch
+import glob
+import io
+import json
+import math
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .api import (
+    BatchResult,
+    ConfigDef,
+    ConfigKey,
+    ConnectException,
+    SinkConnector,
+    SourceConnector,
+    SourceOffset,
+    Task,
+    TaskContext,
+    partition_key,
+)
+
+__all__ = [
+    "FileSourceConnector",
+    "FileSourceTask",
+    "FileSinkConnector",
+    "FileSinkTask",
+    "SOURCE_FORMATS",
+    "SINK_FORMATS",
+]
+
+SOURCE_FORMATS = ("csv", "json", "parquet")
+SINK_FORMATS = ("parquet", "json", "csv")
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+_KEY_CONVERTERS = (JSON_CONVERTER, STRING_CONVERTER)
+
+_EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".json": "json", ".jsonl": "json",
+               ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_STAGING = "_staging"
+
+# Task config keys written by the connectors (in addition to the connector config).
+TASK_INDEX = "task.index"
+TASK_COUNT = "task.count"
+TASK_SPLITS = "task.splits"
+
+_COMMON_KEYS = (
+    ConfigKey("tasks.max", "INT", "1", importance="HIGH", documentation="Maximum number of tasks."),
+    ConfigKey("value.converter", "CLASS", JSON_CONVERTER, importance="HIGH",
+              documentation="Record value format; only Connect's JsonConverter is supported.",
+              allowed=(JSON_CONVERTER,)),
+    ConfigKey("value.converter.schemas.enable", "BOOLEAN", "true", importance="HIGH",
+              documentation="Values are {\"schema\",\"payload\"} envelopes (true) or plain JSON (false)."),
+    ConfigKey("key.converter", "CLASS", JSON_CONVERTER, importance="LOW",
+              documentation="Record key format (keys are null for the source and ignored by the sink).",
+              allowed=_KEY_CONVERTERS),
+    ConfigKey("key.converter.schemas.enable", "BOOLEAN", "true", importance="LOW"),
+    ConfigKey("batch.max.rows", "INT", "50000", importance="MEDIUM",
+              documentation="Records per micro-batch (source: per file chunk; sink: over all assigned partitions)."),
+)
+
+_SOURCE_KEYS = (
+    ConfigKey("path", "STRING", None, required=True, importance="HIGH",
+              documentation="A file, or a directory whose visible files (not starting with '.' or '_') are read."),
+    ConfigKey("format", "STRING", None, importance="HIGH",
+              documentation="csv, json (JSON lines) or parquet; default from the file extension.",
+              allowed=SOURCE_FORMATS),
+    ConfigKey("topic", "STRING", None, required=True, importance="HIGH", documentation="Topic to produce to."),
+    ConfigKey("file.pattern", "STRING", "*", importance="LOW",
+              documentation="Glob that file names in a directory must match."),
+    ConfigKey("topic.creation.default.partitions", "INT", "4", importance="MEDIUM",
+              documentation="Partitions when the source creates a missing topic."),
+    ConfigKey("topic.creation.default.replication.factor", "INT", "-1", importance="LOW",
+              documentation="Replication factor when creating the topic (-1: broker default)."),
+    ConfigKey("split.min.bytes", "LONG", str(1 << 20), importance="LOW",
+              documentation="A csv/json file is split into byte ranges for several tasks only if each "
+                            "range would be at least this large."),
+    ConfigKey("schema.sample.bytes", "LONG", str(64 << 20), importance="LOW",
+              documentation="Bytes from the start of a csv/json file used to infer its column types once."),
+    ConfigKey("csv.delimiter", "STRING", ",", importance="LOW"),
+    ConfigKey("csv.header", "BOOLEAN", "true", importance="LOW",
+              documentation="The first line holds the column names (else f0, f1, ...)."),
+    ConfigKey("csv.null.values", "LIST", None, importance="LOW",
+              documentation="Strings read as null (default: pyarrow's list: '', NA, NULL, NaN, null, ...)."),
+    ConfigKey("value.schema.name", "STRING", None, importance="LOW",
+              documentation="Connect schema name of the record values."),
+)
+
+_SINK_KEYS = (
+    ConfigKey("topics", "LIST", None, required=True, importance="HIGH", documentation="Comma-separated topics."),
+    ConfigKey("path", "STRING", None, required=True, importance="HIGH", documentation="Output directory."),
+    ConfigKey("format", "STRING", "parquet", importance="HIGH", documentation="parquet, json or csv.",
+              allowed=SINK_FORMATS),
+    ConfigKey("batch.max.ms", "LONG", "30000", importance="LOW",
+              documentation="Time budget for reading one batch from Kafka."),
+    ConfigKey("parquet.compression", "STRING", "snappy", importance="LOW",
+              allowed=("none", "uncompressed", "snappy", "gzip", "lz4", "zstd")),
+    ConfigKey("schemaless.sample.rows", "INT", "1000", importance="LOW",
+              documentation="With schemas.enable=false: records sampled per batch to infer column types."),
+)
+
+
+# --------------------------------------------------------------------------------------
+# Config helpers
+# --------------------------------------------------------------------------------------
+def _bool(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def _list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def _get(config_def: ConfigDef, config: Mapping[str, str], name: str) -> str | None:
+    value = config_def.get(config, name)
+    return None if value is None else str(value)
+
+
+def _int(config_def: ConfigDef, config: Mapping[str, str], name: str) -> int:
+    raw = _get(config_def, config, name)
+    try:
+        return int(str(raw))
+    except (TypeError, ValueError):
+        raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
+
+
+def _client_overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Connect's ``producer.override.*`` / ``consumer.override.*`` keys, prefix stripped."""
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+def _format_from_name(name: str) -> str | None:
+    lower = name.lower()
+    for ext, fmt in _EXTENSIONS.items():
+        if lower.endswith(ext) or lower.endswith(ext + ".gz"):
+            return fmt
+    return None
+
+
+def _list_files(path: str, pattern: str = "*") -> list[str]:
+    """Absolute paths: ``path`` itself if a file, else its visible matching files, sorted."""
+    path = os.path.abspath(path)
+    if os.path.isfile(path):
+        return [path]
+    out = []
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if entry.name.startswith((".", "_")) or not entry.is_file():
+            continue
+        if fnmatch.fnmatch(entry.name, pattern or "*"):
+            out.append(entry.path)
+    return out
+
+
+def _converter_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for key in ("value.converter.schemas.enable", "key.converter.schemas.enable"):
+        raw = config.get(key)
+        if raw is not None and str(raw).strip().lower() not in ("true", "false"):
+            errors.setdefault(key, []).append(f"Invalid value {raw} for configuration {key}: "
+                                              "Expected value to be either true or false")
+    return errors
+
+
+def _merge_errors(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out.setdefault(k, [])
+            out[k].extend(x for x in v if x not in out[k])
+    return out
+
+
+def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
+    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
+    if bad:
+        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
+
+
+def _positive(config_def: ConfigDef, config: Mapping[str, str], names: tuple[str, ...]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for name in names:
+        raw = _get(config_def, config, name)
+        try:
+            if raw is not None and int(raw) < 1:
+                errors.setdefault(name, []).append(f"Invalid value {raw} for configuration {name}: "
+                                                   "Value must be at least 1")
+        except ValueError:
+            pass  # reported by ConfigDef.validate
+    return errors
+
+
+# --------------------------------------------------------------------------------------
+# Source connector
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Split:
+    """One unit of source work: a whole file or a range of it.
+
+    For csv/json, ``start``/``end`` are byte offsets (``end`` None = to the current
+    end of file); for parquet they are row-group indices (``end`` exclusive).
+    """
+
+    filename: str
+    format: str
+    start: int = 0
+    end: int | None = None
+    whole: bool = True
+
+    def partition(self) -> dict[str, Any]:
+        if self.whole:
+            return {"filename": self.filename}
+        return {"filename": self.filename, "range.start": self.start, "range.end": self.end}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"filename": self.filename, "format": self.format, "start": self.start, "end": self.end,
+                "whole": self.whole}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "_Split":
+        return cls(str(d["filename"]), str(d["format"]), int(d.get("start") or 0),
+                   None if d.get("end") is None else int(d["end"]), bool(d.get("whole", True)))
+
+
+def _next_line_start(f, offset: int, size: int) -> int:
+    """Smallest position >= offset that starts a line (just after a newline), or ``size``."""
+    if offset <= 0:
+        return 0
+    f.seek(offset - 1)
+    pos = offset - 1
+    while pos < size:
+        chunk = f.read(1 << 16)
+        if not chunk:
+            break
+        idx = chunk.find(b"\n")
+        if idx >= 0:
+            return pos + idx + 1
+        pos += len(chunk)
+    return size
+
+
+class FileSourceConnector(SourceConnector):
+    """Reads csv / JSON-lines / parquet files into a topic (see module docstring).
+
+    Config keys: ``path``, ``format``, ``topic``, ``tasks.max``, ``value.converter``,
+    ``value.converter.schemas.enable``, ``key.converter``, ``batch.max.rows``,
+    ``topic.creation.default.partitions``, ``topic.creation.default.replication.factor``,
+    ``file.pattern``, ``split.min.bytes``, ``schema.sample.bytes``, ``csv.delimiter``,
+    ``csv.header``, ``csv.null.values``, ``value.schema.name``, and
+    ``producer.override.*`` (librdkafka settings).
+
+    Task configs: the connector config plus ``task.index``, ``task.count`` and
+    ``task.splits`` (JSON list of ``{"filename","format","start","end","whole"}``).
+    """
+
+    version = "0.1.0"
+    config_def = ConfigDef(_COMMON_KEYS + _SOURCE_KEYS)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Per-key errors: ConfigDef checks plus path existence, format, topic name, converters."""
+        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+                               _positive(self.config_def, config,
+                                         ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
+        path = config.get("path")
+        if path:
+            if not os.path.exists(path):
+                errors["path"].append(f"Path {path} does not exist")
+            elif not (os.path.isfile(path) or os.path.isdir(path)):
+                errors["path"].append(f"Path {path} is neither a file nor a directory")
+            elif not os.access(path, os.R_OK):
+                errors["path"].append(f"Path {path} is not readable")
+            elif not config.get("format"):
+                files = _list_files(path, config.get("file.pattern") or "*") if os.path.isdir(path) else [path]
+                if files and _format_from_name(files[0]) is None:
+                    errors["format"].append(f"Cannot infer the format of {files[0]} from its extension; "
+                                            f"set format to one of {', '.join(SOURCE_FORMATS)}")
+        topic = config.get("topic")
+        if topic and not _TOPIC_RE.match(topic):
+            errors["topic"].append(f"Invalid topic name {topic!r}: use up to 249 of [a-zA-Z0-9._-]")
+        if len(_get(self.config_def, config, "csv.delimiter") or ",") != 1:
+            errors["csv.delimiter"].append("csv.delimiter must be a single character")
+        return errors
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Validate and keep the config. Raises ConnectException listing every invalid key."""
+        _raise_if_errors(self.validate(config), "FileSourceConnector")
+        self.config = dict(config)
+
+    def _files(self) -> list[tuple[str, str]]:
+        path = self.config["path"]
+        fmt = self.config.get("format")
+        out = []
+        for f in _list_files(path, self.config.get("file.pattern") or "*"):
+            ff = fmt or _format_from_name(f)
+            if ff is None:
+                raise ConnectException(f"Cannot infer the format of {f}; set format")
+            out.append((f, ff))
+        return out
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Split files into at most ``max_tasks`` tasks (balanced by bytes).
+
+        A csv/json file bigger than ``total / max_tasks`` (and than
+        ``split.min.bytes`` per range) is cut into newline-aligned byte ranges; a
+        parquet file into row-group ranges. Returns ``[]`` when there are no files.
+
+        Raises:
+            ConnectException: ``path`` vanished or a format cannot be inferred.
+        """
+        if not hasattr(self, "config"):
+            raise ConnectException("FileSourceConnector.task_configs called before start")
+        max_tasks = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        try:
+            files = self._files()
+        except FileNotFoundError as e:
+            raise ConnectException(f"Path {self.config['path']} does not exist") from e
+        if not files:
+            return []
+        sizes = {f: os.path.getsize(f) for f, _ in files}
+        total = sum(sizes.values()) or 1
+        target = total / max_tasks
+        min_split = max(1, _int(self.config_def, self.config, "split.min.bytes"))
+        splits: list[tuple[_Split, int]] = []  # (split, weight in bytes)
+        for f, fmt in files:
+            size = sizes[f]
+            n = 1
+            if len(files) < max_tasks or size > 1.5 * target:
+                n = max(1, min(max_tasks, math.ceil(size / target), size // min_split))
+            if n <= 1:
+                splits.append((_Split(f, fmt), size))
+            elif fmt == "parquet":
+                splits.extend(self._split_parquet(f, n))
+            else:
+                splits.extend(self._split_text(f, fmt, size, n))
+        # Longest-processing-time-first onto the least loaded task.
+        n_tasks = min(max_tasks, len(splits))
+        buckets: list[list[_Split]] = [[] for _ in range(n_tasks)]
+        loads = [0] * n_tasks
+        for split, weight in sorted(splits, key=lambda sw: -sw[1]):
+            i = loads.index(min(loads))
+            buckets[i].append(split)
+            loads[i] += weight
+        configs = []
+        for i, bucket in enumerate(buckets):
+            bucket.sort(key=lambda s: (s.filename, s.start))
+            cfg = dict(self.config)
+            cfg[TASK_INDEX] = str(i)
+            cfg[TASK_COUNT] = str(n_tasks)
+            cfg[TASK_SPLITS] = json.dumps([s.to_json() for s in bucket], separators=(",", ":"))
+            configs.append(cfg)
+        return configs
+
+    def _split_text(self, filename: str, fmt: str, size: int, n: int) -> list[tuple[_Split, int]]:
+        header = fmt == "csv" and _bool(_get(self.config_def, self.config, "csv.header"))
+        with open(filename, "rb") as f:
+            first = _next_line_start(f, 1, size) if header else 0
+            bounds = [0]
+            for k in range(1, n):
+                b = max(_next_line_start(f, k * size // n, size), first)
+                if bounds[-1] < b < size:
+                    bounds.append(b)
+        ranges = list(zip(bounds, bounds[1:] + [None]))
+        if len(ranges) == 1:
+            return [(_Split(filename, fmt), size)]
+        return [(_Split(filename, fmt, s, e, whole=False), (e if e is not None else size) - s) for s, e in ranges]
+
+    def _split_parquet(self, filename: str, n: int) -> list[tuple[_Split, int]]:
+        import pyarrow.parquet as pq
+
+        md = pq.ParquetFile(filename).metadata
+        groups = md.num_row_groups
+        if groups <= 1:
+            return [(_Split(filename, "parquet"), os.path.getsize(filename))]
+        weights = [md.row_group(i).total_byte_size for i in range(groups)]
+        total = sum(weights) or 1
+        n = min(n, groups)
+        out, start, acc = [], 0, 0
+        for i, w in enumerate(weights):
+            acc += w
+            if len(out) < n - 1 and acc >= total * (len(out) + 1) / n and i + 1 < groups:
+                out.append((_Split(filename, "parquet", start, i + 1, whole=False), sum(weights[start:i + 1])))
+                start = i + 1
+        out.append((_Split(filename, "parquet", start, groups, whole=False), sum(weights[start:])))
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Source task
+# --------------------------------------------------------------------------------------
+@dataclass
+class _FileInfo:
+    """What a source task learns about a file once: types and names, kept for every batch."""
+
+    arrow_schema: Any  # pyarrow.Schema used to parse every chunk
+    connect_schema: dict
+    avg_row_bytes: float = 100.0
+    header: bool = False
+
+
+def _fix_inferred_type(t):
+    """Inferred Arrow type → the type to read with: text-like inferred types stay text."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    if pt.is_timestamp(t) or pt.is_date(t) or pt.is_time(t) or pt.is_null(t) or pt.is_duration(t):
+        return pa.string()
+    if pt.is_struct(t):
+        return pa.struct([pa.field(f.name, _fix_inferred_type(f.type)) for f in t])
+    if pt.is_list(t) or pt.is_large_list(t):
+        return pa.list_(_fix_inferred_type(t.value_type))
+    return t
+
+
+def _normalize_for_spark(table):
+    """Cast types Spark's Arrow path does not take (large/dictionary/unsigned/null) to plain ones."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    def norm(t):
+        if pt.is_dictionary(t):
+            return norm(t.value_type)
+        if pt.is_large_string(t) or getattr(pt, "is_string_view", lambda _t: False)(t) or pt.is_null(t):
+            return pa.string()
+        if pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
+            return pa.binary()
+        if pt.is_uint8(t):
+            return pa.int16()
+        if pt.is_uint16(t):
+            return pa.int32()
+        if pt.is_uint32(t):
+            return pa.int64()
+        if pt.is_float16(t):
+            return pa.float32()
+        if pt.is_large_list(t) or pt.is_fixed_size_list(t):
+            return pa.list_(norm(t.value_type))
+        if pt.is_list(t):
+            return pa.list_(norm(t.value_type))
+        if pt.is_struct(t):
+            return pa.struct([pa.field(f.name, norm(f.type), f.nullable) for f in t])
+        return t
+
+    target = pa.schema([pa.field(f.name, norm(f.type), f.nullable) for f in table.schema])
+    return table if target.equals(table.schema) else table.cast(target)
+
+
+class FileSourceTask(Task):
+    """Reads its splits chunk by chunk and produces each chunk as one Spark job.
+
+    ``run_batch`` reads about ``batch.max.rows`` rows from the first split that has
+    data left, produces them, and returns the split's new position after every
+    record was acknowledged; ``None`` when all splits are fully read (a whole-file
+    csv/json split picks up lines appended later).
+
+    Raises (from ``start``/``run_batch``): ConnectException for bad config, unreadable
+    or unparsable files (message names the file and position), and Kafka failures.
+    """
+
+    config_def = FileSourceConnector.config_def
+
+    def __init__(self, context: TaskContext, config: Mapping[str, str]):
+        super().__init__(context, config)
+        self._splits: list[_Split] = []
+        self._positions: list[int] = []
+        self._infos: dict[str, _FileInfo] = {}
+        self._rg_cache: tuple[str, int, Any] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        cfg, cd = self.config, self.config_def
+        errors = _merge_errors(cd.validate(cfg), _converter_errors(cfg))
+        errors.pop("path", None)  # the file list comes from task.splits
+        _raise_if_errors(errors, "FileSourceTask")
+        self.topic = cfg["topic"]
+        self.schemas_enable = _bool(_get(cd, cfg, "value.converter.schemas.enable"))
+        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
+        self.sample_bytes = _int(cd, cfg, "schema.sample.bytes")
+        self.delimiter = _get(cd, cfg, "csv.delimiter") or ","
+        self.csv_header = _bool(_get(cd, cfg, "csv.header"))
+        nulls = cfg.get("csv.null.values")
+        self.null_values = None if nulls is None else [v.strip() for v in nulls.split(",")]
+        self.schema_name = cfg.get("value.schema.name") or None
+        self.producer_overrides = _client_overrides(cfg, "producer.override.")
+        raw = cfg.get(TASK_SPLITS)
+        if raw is None:  # config not produced by the connector: take the whole path
+            conn = FileSourceConnector()
+            conn.start(cfg)
+            raw = conn.task_configs(1)[0][TASK_SPLITS] if conn._files() else "[]"
+        try:
+            self._splits = [_Split.from_json(d) for d in json.loads(raw)]
+        except (ValueError, KeyError, TypeError) as e:
+            raise ConnectException(f"Invalid {TASK_SPLITS}: {e}") from e
+        self._positions = [self._resume_position(s) for s in self._splits]
+        if self.context.spark is None:
+            from webapp.runtime.spark import get_spark_session
+
+            self.context.spark = get_spark_session()
+        from webapp.kafka.topics import TopicError, ensure_topic
+
+        try:
+            ensure_topic(self.context.kafka_config, self.topic,
+                         _int(cd, cfg, "topic.creation.default.partitions"),
+                         _int(cd, cfg, "topic.creation.default.replication.factor"))
+        except TopicError as e:
+            raise ConnectException(str(e)) from e
+
+    def _resume_position(self, split: _Split) -> int:
+        entry = self.context.offsets.get(partition_key(split.partition()))
+        if entry is None:
+            return self._first_position(split)
+        key = "row" if split.format == "parquet" else "position"
+        try:
+            pos = int(entry.offset[key])
+        except (KeyError, TypeError, ValueError):
+            raise ConnectException(f"Committed offset {dict(entry.offset)} for {split.filename} has no {key!r}") \
+                from None
+        return max(pos, self._first_position(split))
+
+    def _first_position(self, split: _Split) -> int:
+        if split.format == "parquet":
+            return self._row_group_starts(split.filename)[split.start] if split.start else 0
+        return split.start
+
+    def stop(self) -> None:
+        self._infos.clear()
+        self._rg_cache = None
+
+    # -- batches --------------------------------------------------------------------
+    def run_batch(self) -> BatchResult | None:
+        for i, split in enumerate(self._splits):
+            chunk = self._read_chunk(split, self._positions[i])
+            if chunk is None:
+                continue
+            table, new_pos = chunk
+            produced = self._produce(table, self._infos[split.filename]) if table.num_rows else 0
+            self._positions[i] = new_pos
+            key = "row" if split.format == "parquet" else "position"
+            return BatchResult(produced, (SourceOffset(split.partition(), {key: new_pos}),))
+        return None
+
+    def _produce(self, table, info: _FileInfo) -> int:
+        import pyarrow as pa
+
+        from webapp.kafka.spark_io import KafkaIOError, produce_dataframe
+        from webapp.runtime.converters import encode_value_column
+
+        spark = self.context.spark
+        table = _normalize_for_spark(table)
+        # One Arrow batch becomes one Spark partition: cut into about one slice per core.
+        parallelism = max(1, spark.sparkContext.defaultParallelism)
+        rows = table.num_rows
+        step = max(1, math.ceil(rows / parallelism))
+        table = pa.Table.from_batches(
+            [b for off in range(0, rows, step) for b in table.slice(off, step).combine_chunks().to_batches()],
+            schema=table.schema)
+        df = spark.createDataFrame(table)
+        value = encode_value_column(df.schema, self.schemas_enable, connect_schema=info.connect_schema)
+        try:
+            delivered = produce_dataframe(df.select(value.alias("value")), self.topic, self.context.kafka_config,
+                                          producer_config=self.producer_overrides)
+        except KafkaIOError as e:
+            raise ConnectException(str(e)) from e
+        if delivered != rows:
+            raise ConnectException(f"produced {delivered} of {rows} records to {self.topic}")
+        return delivered
+
+    # -- reading --------------------------------------------------------------------
+    def _read_chunk(self, split: _Split, pos: int):
+        """(Arrow table, next position) for the next chunk of ``split``, or None when done."""
+        try:
+            if split.format == "parquet":
+                return self._read_parquet(split, pos)
+            return self._read_text(split, pos)
+        except ConnectException:
+            raise
+        except FileNotFoundError as e:
+            raise ConnectException(f"File {split.filename} disappeared: {e}") from e
+        except Exception as e:  # pyarrow.ArrowInvalid etc.
+            raise ConnectException(f"Cannot read {split.filename} at position {pos}: {e}") from e
+
+    def _info(self, split: _Split) -> _FileInfo:
+        info = self._infos.get(split.filename)
+        if info is None:
+            info = self._infer(split)
+            self._infos[split.filename] = info
+        return info
+
+    def _infer(self, split: _Split) -> _FileInfo:
+        import pyarrow as pa
+
+        from webapp.runtime.converters import SchemaConversionError, arrow_to_connect_schema
+
+        if split.format == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.ParquetFile(split.filename).schema_arrow
+            schema = _normalize_for_spark(pa.table({f.name: pa.array([], f.type) for f in schema})).schema
+            try:
+                return _FileInfo(schema, arrow_to_connect_schema(schema, name=self.schema_name))
+            except SchemaConversionError as e:
+                raise ConnectException(f"{split.filename}: {e}") from e
+        with open(split.filename, "rb") as f:
+            sample = f.read(self.sample_bytes if self.sample_bytes > 0 else -1)
+            at_eof = not f.read(1)
+        if not at_eof:
+            cut = sample.rfind(b"\n")
+            sample = sample[: cut + 1] if cut >= 0 else sample
+        header = split.format == "csv" and self.csv_header
+        if split.format == "csv":
+            import pyarrow.csv as pacsv
+
+            ro = pacsv.ReadOptions(autogenerate_column_names=not header, block_size=max(1 << 20, len(sample) // 4 + 1))
+            table = pacsv.read_csv(io.BytesIO(sample), read_options=ro, parse_options=self._csv_parse(),
+                                   convert_options=self._csv_convert(None))
+        else:
+            import pyarrow.json as pajson
+
+            table = pajson.read_json(io.BytesIO(sample),
+                                     read_options=pajson.ReadOptions(block_size=max(1 << 20, len(sample) // 4 + 1)))
+        names = table.column_names
+        if len(set(names)) != len(names):
+            raise ConnectException(f"{split.filename}: duplicate column names {names}")
+        schema = pa.schema([pa.field(fl.name, _fix_inferred_type(fl.type)) for fl in table.schema])
+        lines = max(1, sample.count(b"\n"))
+        try:
+            connect = arrow_to_connect_schema(schema, name=self.schema_name)
+        except SchemaConversionError as e:
+            raise ConnectException(f"{split.filename}: {e}") from e
+        return _FileInfo(schema, connect, avg_row_bytes=max(1.0, len(sample) / lines), header=header)
+
+    def _csv_parse(self):
+        import pyarrow.csv as pacsv
+
+        return pacsv.ParseOptions(delimiter=self.delimiter)
+
+    def _csv_convert(self, schema):
+        import pyarrow.csv as pacsv
+
+        kwargs: dict[str, Any] = {"strings_can_be_null": True, "quoted_strings_can_be_null": True}
+        if self.null_values is not None:
+            kwargs["null_values"] = self.null_values
+        if schema is not None:
+            kwargs["column_types"] = {f.name: f.type for f in schema}
+        return pacsv.ConvertOptions(**kwargs)
+
+    def _read_text(self, split: _Split, pos: int):
+        import numpy as np
+
+        size = os.path.getsize(split.filename)
+        end = size if split.end is None else min(split.end, size)
+        if pos >= end:
+            return None
+        info = self._info(split)
+        limit = end - pos
+        want = min(limit, int(self.batch_rows * info.avg_row_bytes * 1.1) + (64 << 10))
+        max_lines = self.batch_rows + (1 if (pos == 0 and info.header) else 0)
+        with open(split.filename, "rb") as f:
+            f.seek(pos)
+            buf = f.read(want)
+            while True:
+                newlines = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+                if len(newlines) >= max_lines:
+                    cut = int(newlines[max_lines - 1]) + 1
+                    break
+                if len(buf) >= limit:
+                    cut = len(buf)  # the range's end (a final line without newline included)
+                    break
+                more = f.read(min(limit - len(buf), max(len(buf), 1 << 20)))
+                if not more:
+                    cut = len(buf)
+                    break
+                buf += more
+        data = buf[:cut]
+        skip_header = pos == 0 and info.header
+        if split.format == "csv":
+            import pyarrow.csv as pacsv
+
+            ro = pacsv.ReadOptions(column_names=info.arrow_schema.names, skip_rows=1 if skip_header else 0,
+                                   block_size=max(1 << 20, len(data) // 4 + 1))
+            table = pacsv.read_csv(io.BytesIO(data), read_options=ro, parse_options=self._csv_parse(),
+                                   convert_options=self._csv_convert(info.arrow_schema))
+        else:
+            import pyarrow.json as pajson
+
+            table = pajson.read_json(
+                io.BytesIO(data),
+                read_options=pajson.ReadOptions(block_size=max(1 << 22, len(data) // 4 + 1)),
+                parse_options=pajson.ParseOptions(explicit_schema=info.arrow_schema,
+                                                  unexpected_field_behavior="ignore"),
+            )
+            table = table.select(info.arrow_schema.names)
+        return table, pos + cut
+
+    def _row_group_starts(self, filename: str) -> list[int]:
+        import pyarrow.parquet as pq
+
+        md = pq.ParquetFile(filename).metadata
+        starts = [0]
+        for i in range(md.num_row_groups):
+            starts.append(starts[-1] + md.row_group(i).num_rows)
+        return starts
+
+    def _read_parquet(self, split: _Split, pos: int):
+        import bisect
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        info = self._info(split)
+        starts = self._row_group_starts(split.filename)
+        groups = len(starts) - 1
+        g_end = groups if (split.whole or split.end is None) else min(split.end, groups)
+        row_end = starts[g_end]
+        if pos >= row_end:
+            return None
+        pf = pq.ParquetFile(split.filename)
+        pieces, need, cur = [], self.batch_rows, pos
+        while need > 0 and cur < row_end:
+            g = bisect.bisect_right(starts, cur) - 1
+            cached = self._rg_cache
+            if cached is not None and cached[0] == split.filename and cached[1] == g:
+                table = cached[2]
+            else:
+                table = pf.read_row_group(g)
+                self._rg_cache = (split.filename, g, table)
+            piece = table.slice(cur - starts[g], need)
+            pieces.append(piece)
+            need -= piece.num_rows
+            cur += piece.num_rows
+        table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        table = _normalize_for_spark(table)
+        if not table.schema.equals(info.arrow_schema):
+            table = table.cast(info.arrow_schema)
+        return table, cur
+
+
+# --------------------------------------------------------------------------------------
+# Sink connector
+# --------------------------------------------------------------------------------------
+class FileSinkConnector(SinkConnector):
+    """Writes topics into a directory of parquet / JSON-lines / csv files (see module docstring).
+
+    Config keys: ``topics``, ``path``, ``format``, ``tasks.max``, ``value.converter``,
+    ``value.converter.schemas.enable``, ``key.converter``, ``batch.max.rows``,
+    ``batch.max.ms``, ``parquet.compression``, ``schemaless.sample.rows``, and
+    ``consumer.override.*`` (librdkafka settings).
+
+    Task configs: the connector config plus ``task.index`` (i) and ``task.count``
+    (N); task i reads the partitions p of every topic with ``p % N == i``.
+    """
+
+    version = "0.1.0"
+    config_def = ConfigDef(_COMMON_KEYS + _SINK_KEYS)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Per-key errors: ConfigDef checks plus topic names, output path, converters."""
+        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+                               _positive(self.config_def, config, ("tasks.max", "batch.max.rows")))
+        topics = config.get("topics")
+        if topics is not None:
+            names = _list(topics)
+            if not names:
+                errors["topics"].append("topics must list at least one topic")
+            for t in names:
+                if not _TOPIC_RE.match(t):
+                    errors["topics"].append(f"Invalid topic name {t!r}: use up to 249 of [a-zA-Z0-9._-]")
+        path = config.get("path")
+        if path:
+            if os.path.exists(path) and not os.path.isdir(path):
+                errors["path"].append(f"Path {path} exists and is not a directory")
+            else:
+                parent = os.path.abspath(path)
+                while not os.path.exists(parent):
+                    parent = os.path.dirname(parent)
+                if not os.access(parent, os.W_OK):
+                    errors["path"].append(f"Path {path} is not writable")
+        return errors
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Validate and keep the config. Raises ConnectException listing every invalid key."""
+        _raise_if_errors(self.validate(config), "FileSinkConnector")
+        self.config = dict(config)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """``min(max_tasks, tasks.max)`` configs; task i of N takes partitions p with p % N == i."""
+        if not hasattr(self, "config"):
+            raise ConnectException("FileSinkConnector.task_configs called before start")
+        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        return [{**self.config, TASK_INDEX: str(i), TASK_COUNT: str(n)} for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------
+# Sink task
+# --------------------------------------------------------------------------------------
+_SCHEMA_PREFIX = '{"schema":'
+_PART_RE = re.compile(r"^part-(\d+)")
+
+
+class FileSinkTask(Task):
+    """Consumes its topic-partitions batch by batch and writes each batch as files.
+
+    ``run_batch``: read up to ``batch.max.rows`` records (split over the assigned
+    partitions) from the next offsets until partition EOF, decode in the JVM,
+    write with Spark into a staging directory, fsync and rename the files into
+    ``path``, then return the next offsets. ``None`` when no partition had new
+    records (or no topic exists yet).
+
+    Raises (from ``start``/``run_batch``): ConnectException for bad config, Kafka
+    errors, malformed records (FAILFAST decoding), incompatible schemas in one
+    batch, and write failures.
+    """
+
+    config_def = FileSinkConnector.config_def
+
+    def start(self) -> None:
+        cfg, cd = self.config, self.config_def
+        errors = _merge_errors(cd.validate(cfg), _converter_errors(cfg))
+        _raise_if_errors(errors, "FileSinkTask")
+        self.topics = _list(cfg["topics"])
+        self.path = os.path.abspath(cfg["path"])
+        self.format = _get(cd, cfg, "format") or "parquet"
+        self.schemas_enable = _bool(_get(cd, cfg, "value.converter.schemas.enable"))
+        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
+        self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
+        self.sample_rows = max(1, _int(cd, cfg, "schemaless.sample.rows"))
+        self.compression = _get(cd, cfg, "parquet.compression") or "snappy"
+        self.index = int(cfg.get(TASK_INDEX, self.context.task_id.task))
+        self.count = int(cfg.get(TASK_COUNT, 1))
+        if not (0 <= self.index < self.count):
+            raise ConnectException(f"{TASK_INDEX}={self.index} must be in [0, {TASK_COUNT}={self.count})")
+        self.consumer_overrides = _client_overrides(cfg, "consumer.override.")
+        self._next: dict[tuple[str, int], int] = {}
+        for entry in self.context.offsets.values():
+            part, off = entry.partition, entry.offset
+            if part.get("kafka_topic") in self.topics and "kafka_offset" in off:
+                self._next[(part["kafka_topic"], int(part["kafka_partition"]))] = int(off["kafka_offset"])
+        self._schemaless: dict[str, dict] = {}
+        self._stage_prefix = f"{self.context.task_id.connector}-{self.context.task_id.task}-"
+        os.makedirs(os.path.join(self.path, _STAGING), exist_ok=True)
+        for stale in glob.glob(os.path.join(self.path, _STAGING, glob.escape(self._stage_prefix) + "*")):
+            shutil.rmtree(stale, ignore_errors=True)
+        if self.context.spark is None:
+            from webapp.runtime.spark import get_spark_session
+
+            self.context.spark = get_spark_session()
+        from webapp.kafka.topics import admin_client
+
+        self._admin = admin_client(self.context.kafka_config)
+
+    def stop(self) -> None:
+        self._admin = None
+
+    def _assigned(self) -> list[tuple[str, int]]:
+        from webapp.kafka.topics import TopicError, partition_count
+
+        out = []
+        for topic in self.topics:
+            try:
+                n = partition_count(self.context.kafka_config, topic, admin=self._admin)
+            except TopicError as e:
+                raise ConnectException(str(e)) from e
+            out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
+        return out
+
+    def run_batch(self) -> BatchResult | None:
+        from webapp.kafka.spark_io import TopicPartitionRange, read_partitions, summarize_read
+        from pyspark import StorageLevel
+
+        assigned = self._assigned()
+        if not assigned:
+            return None
+        per = max(1, math.ceil(self.batch_rows / len(assigned)))
+        ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned]
+        spark = self.context.spark
+        raw = read_partitions(spark, ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
+                              timeout=self.batch_ms / 1000.0)
+        raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+        stage = os.path.join(self.path, _STAGING, f"{self._stage_prefix}{uuid.uuid4().hex}")
+        try:
+            try:
+                reads = {(r.topic, r.partition): r for r in summarize_read(raw)}
+            except Exception as e:
+                raise ConnectException(f"Reading {', '.join(self.topics)} failed: {_spark_error(e)}") from e
+            if not reads:
+                return None
+            index_of = {(r.topic, r.partition): i for i, r in enumerate(ranges)}
+            for topic in sorted({t for t, _ in reads}):
+                self._write_topic(raw, topic, ranges, reads, index_of, os.path.join(stage, topic))
+            offsets = []
+            total = 0
+            for (t, p), r in sorted(reads.items()):
+                self._next[(t, p)] = r.next_offset
+                total += r.count
+                offsets.append(SourceOffset({"kafka_topic": t, "kafka_partition": p}, {"kafka_offset": r.next_offset}))
+            return BatchResult(total, tuple(offsets))
+        finally:
+            raw.unpersist()
+            shutil.rmtree(stage, ignore_errors=True)
+
+    # -- schema -----------------------------------------------------------------------
+    def _batch_schema(self, df, topic: str) -> dict:
+        from pyspark.sql import functions as F
+
+        from webapp.runtime.converters import SchemaConversionError, infer_connect_schema, merge_connect_schemas
+
+        values = df.where(F.col("value").isNotNull())
+        try:
+            if self.schemas_enable:
+                schemas = self._envelope_schemas(values)
+                if schemas is not None:
+                    return merge_connect_schemas(schemas)
+                payloads = [json.loads(r.p) for r in values.select(
+                    F.get_json_object(F.col("value").cast("string"), "$.payload").alias("p"))
+                    .limit(self.sample_rows).collect() if r.p is not None]
+            else:
+                payloads = [json.loads(r.value) for r in values.select("value").limit(self.sample_rows).collect()]
+            inferred = infer_connect_schema(payloads)
+            prev = self._schemaless.get(topic)
+            schema = inferred if prev is None else _extend_schema(prev, inferred)
+            self._schemaless[topic] = schema
+            return schema
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: records in one batch have incompatible schemas: {e}") from e
+        except ValueError as e:  # json errors
+            raise ConnectException(f"Topic {topic}: a record value is not valid JSON: {e}") from e
+
+    def _envelope_schemas(self, values) -> list[dict] | None:
+        """Distinct Connect schemas of enveloped values; None when a record has a null schema.
+
+        Compares the text before ``,"payload":`` (JsonConverter writes ``schema``
+        first), then parses each distinct prefix once; falls back to a full JSON
+        path extraction in the JVM when the layout differs.
+        """
+        from pyspark.sql import functions as F
+
+        text = F.col("value").cast("string")
+        prefixes = [r.p for r in values.select(F.substring_index(text, ',"payload":', 1).alias("p"))
+                    .distinct().limit(1000).collect()]
+        schemas: list[dict] = []
+        parsed_all = True
+        for p in prefixes:
+            try:
+                if not p.startswith(_SCHEMA_PREFIX):
+                    raise ValueError("not schema-first")
+                schemas.append(json.loads(p[len(_SCHEMA_PREFIX):]))
+            except ValueError:
+                parsed_all = False
+                break
+        if not parsed_all:
+            rows = values.select(F.get_json_object(text, "$.schema").alias("s")).distinct().limit(1000).collect()
+            if any(r.s is None for r in rows):
+                sample = values.select(text.alias("v")).limit(1).collect()
+                if sample:
+                    obj = json.loads(sample[0].v)
+                    if not isinstance(obj, dict) or "payload" not in obj:
+                        raise ConnectException(
+                            'JsonConverter with schemas.enable requires "schema" and "payload" fields; '
+                            "set value.converter.schemas.enable=false to read plain JSON")
+            schemas = [json.loads(r.s) for r in rows if r.s is not None and r.s != "null"]
+            if len(schemas) < len(rows):
+                return None
+        if any(s is None for s in schemas):
+            return None
+        return schemas
+
+    # -- writing ----------------------------------------------------------------------
+    def _write_topic(self, raw, topic: str, ranges, reads, index_of, stage: str) -> None:
+        from pyspark.sql import functions as F
+
+        from webapp.runtime.converters import SchemaConversionError, decode_value_columns
+
+        df = raw.where((F.col("kafka_topic") == topic) & F.col("value").isNotNull())
+        expected = {index_of[(t, p)]: r for (t, p), r in reads.items() if t == topic and r.value_count}
+        if not expected:
+            return  # nothing but tombstones
+        schema = self._batch_schema(df, topic)
+        try:
+            cols = decode_value_columns(F.col("value").cast("string"), schema, self.schemas_enable)
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: unsupported schema: {e}") from e
+        out = df.select(*cols)
+        writer = out.write.mode("overwrite").format(self.format)
+        if self.format == "parquet":
+            writer = writer.option("compression", self.compression)
+        elif self.format == "csv":
+            writer = writer.option("header", "true")
+        else:
+            writer = writer.option("ignoreNullFields", "false")
+        try:
+            writer.save(stage)
+        except Exception as e:
+            raise ConnectException(f"Topic {topic}: decoding or writing the batch failed: {_spark_error(e)}") from e
+        staged: dict[int, str] = {}
+        for name in os.listdir(stage):
+            m = _PART_RE.match(name)
+            if m is None or name.endswith(".crc"):
+                continue
+            idx = int(m.group(1))
+            if idx in staged:
+                raise ConnectException(f"Spark wrote several files for partition {idx} of {topic}; refusing to commit")
+            staged[idx] = os.path.join(stage, name)
+        ext = {"parquet": ".parquet", "json": ".json", "csv": ".csv"}[self.format]
+        moves = []
+        for idx, src in sorted(staged.items()):
+            if _is_empty_output(src, self.format):
+                continue  # Spark's placeholder when a result is empty
+            if idx not in expected:
+                raise ConnectException(f"Unexpected output file {src} for topic {topic}")
+            r = expected[idx]
+            start = ranges[idx].start if ranges[idx].start is not None else r.first_offset
+            final = os.path.join(self.path, f"{topic}+{r.partition}+{start:020d}-{r.last_offset:020d}{ext}")
+            moves.append((src, final, topic, r.partition, start))
+        for src, final, t, p, start in moves:
+            _fsync_file(src)
+            for old in glob.glob(os.path.join(self.path, glob.escape(f"{t}+{p}+{start:020d}-") + "*")):
+                if old != final:
+                    os.remove(old)  # a previous, uncommitted attempt of this batch
+            os.replace(src, final)
+        _fsync_dir(self.path)
+
+
+def _extend_schema(prev: dict, new: dict) -> dict:
+    """Keep ``prev``'s field types (stable output types); add fields only ``new`` has.
+
+    Numeric fields widen (int64 → double) when the new sample needs it.
+    """
+    fields = {f["field"]: dict(f) for f in prev.get("fields", [])}
+    for f in new.get("fields", []):
+        old = fields.get(f["field"])
+        if old is None:
+            fields[f["field"]] = dict(f)
+        elif old.get("type") == "int64" and f.get("type") == "double":
+            old["type"] = "double"
+    out = dict(prev)
+    out["fields"] = list(fields.values())
+    return out
+
+
+def _is_empty_output(path: str, fmt: str) -> bool:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows == 0
+    return os.path.getsize(path) == 0 or (fmt == "csv" and open(path, "rb").read().count(b"\n") <= 1)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _spark_error(e: BaseException) -> str:
+    text = str(e)
+    for marker in ("[kafka] ", "SparkRuntimeException: ", "Malformed records", "SparkException: "):
+        idx = text.find(marker)
+        if idx >= 0:
+            return text[idx:].splitlines()[0][:2000]
+    return (text.splitlines()[0] if text else repr(e))[:2000]

@@ -1,0 +1,357 @@
+"""Kafka I/O inside Spark partitions (``mapInArrow``) with confluent-kafka.
+
+* :func:`produce_dataframe` — produce a DataFrame's value (and optional key)
+  column to a topic from the Spark tasks; returns only after every record's
+  delivery report succeeded, raises otherwise.
+* :func:`read_partitions` — read explicit offset ranges of topic-partitions, one
+  Spark partition per topic-partition, from a start offset until partition EOF
+  (``enable.partition.eof``) or a maximum count. No consumer group is joined and
+  nothing is committed to Kafka; high watermarks are never consulted (some
+  brokers report stale ones).
+
+The functions shipped to Spark's Python workers are closures that import only
+``pyarrow`` and ``confluent_kafka``, so workers never import this project.
+Per-row Python is limited to the ``produce()`` / ``consume()`` calls themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+__all__ = [
+    "KafkaIOError",
+    "PRODUCER_DEFAULTS",
+    "CONSUMER_DEFAULTS",
+    "produce_dataframe",
+    "TopicPartitionRange",
+    "PartitionRead",
+    "read_partitions",
+    "READ_SCHEMA",
+    "summarize_read",
+]
+
+#: librdkafka producer settings used unless overridden: idempotent, big batches.
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 20,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 100_000,
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 262_144,
+    "compression.type": "lz4",
+    "message.timeout.ms": 120_000,
+}
+
+#: librdkafka consumer settings used unless overridden (no group membership, no commits).
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    "group.id": "raftconnect-assign-only",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "auto.offset.reset": "earliest",
+    "fetch.wait.max.ms": 100,
+    "max.partition.fetch.bytes": 16 * 1024 * 1024,
+    "fetch.max.bytes": 64 * 1024 * 1024,
+    "queued.max.messages.kbytes": 131_072,
+    "isolation.level": "read_committed",
+}
+
+#: Spark DDL schema of :func:`read_partitions` rows.
+READ_SCHEMA = "kafka_topic string, kafka_partition int, kafka_offset long, key binary, value binary"
+
+# Keys that belong to one client type only; dropped for the other to keep librdkafka quiet.
+_CONSUMER_ONLY_PREFIXES = ("group.", "enable.auto.", "auto.offset.reset", "enable.partition.eof", "fetch.",
+                           "max.partition.fetch.bytes", "queued.", "isolation.level", "session.timeout.ms",
+                           "heartbeat.interval.ms", "max.poll.interval.ms", "partition.assignment.strategy",
+                           "check.crcs", "consume.")
+_PRODUCER_ONLY_PREFIXES = ("enable.idempotence", "acks", "request.required.acks", "linger.ms", "queue.buffering.",
+                           "batch.", "compression.", "message.timeout.ms", "delivery.timeout.ms", "retries",
+                           "message.send.max.retries", "retry.backoff.", "transactional.", "partitioner",
+                           "sticky.partitioning.", "max.in.flight", "enable.gapless.guarantee", "delivery.report.",
+                           "on_delivery")
+
+
+class KafkaIOError(RuntimeError):
+    """Producing or consuming failed (delivery error, broker error, timeout)."""
+
+
+def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: tuple[str, ...],
+                   overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    conf = dict(defaults)
+    conf.update({k: v for k, v in base.items() if not k.startswith(drop)})
+    conf.update(overrides or {})
+    if "bootstrap.servers" not in conf:
+        raise KafkaIOError("kafka config has no bootstrap.servers")
+    return conf
+
+
+def _unwrap_spark_error(e: BaseException) -> str:
+    """The most useful line of a Spark job failure (the Python worker's exception)."""
+    text = str(e)
+    for marker in ("[kafka] ", "KafkaException: ", "KafkaError"):
+        idx = text.rfind(marker)
+        if idx >= 0:
+            return text[idx:].splitlines()[0]
+    return text.splitlines()[0] if text else repr(e)
+
+
+# --------------------------------------------------------------------------------------
+# Producing
+# --------------------------------------------------------------------------------------
+def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: str | None,
+                     partition_col: str | None, flush_timeout: float) -> Callable:
+    def produce_batches(batches):
+        import pyarrow as pa
+        from confluent_kafka import KafkaError, Producer
+
+        state = {"delivered": 0, "error": None, "fatal": None}
+
+        def on_delivery(err, msg):
+            if err is None:
+                state["delivered"] += 1
+            elif state["error"] is None:
+                state["error"] = err
+
+        def on_error(err):
+            if err.fatal() and state["fatal"] is None:
+                state["fatal"] = err
+
+        producer = Producer({**conf, "on_delivery": on_delivery, "error_cb": on_error})
+        sent = 0
+
+        def check():
+            if state["fatal"] is not None:
+                raise RuntimeError(f"[kafka] fatal producer error for topic {topic!r}: {state['fatal']}")
+            if state["error"] is not None:
+                raise RuntimeError(f"[kafka] delivery to topic {topic!r} failed: {state['error']}")
+
+        produce = producer.produce
+        poll = producer.poll
+        for batch in batches:
+            values = batch.column(value_col).to_pylist()
+            keys = batch.column(key_col).to_pylist() if key_col else None
+            parts = batch.column(partition_col).to_pylist() if partition_col else None
+            for i, v in enumerate(values):
+                kwargs = {}
+                if keys is not None:
+                    kwargs["key"] = keys[i]
+                if parts is not None and parts[i] is not None:
+                    kwargs["partition"] = parts[i]
+                while True:
+                    try:
+                        produce(topic, v, **kwargs)
+                        break
+                    except BufferError:  # local queue full: serve delivery reports, retry
+                        poll(0.05)
+                        check()
+            sent += len(values)
+            poll(0)
+            check()
+        remaining = producer.flush(flush_timeout)
+        check()
+        if remaining:
+            raise RuntimeError(f"[kafka] {remaining} records to topic {topic!r} not delivered within {flush_timeout}s")
+        if state["delivered"] != sent:
+            raise RuntimeError(f"[kafka] topic {topic!r}: {sent} records produced but {state['delivered']} acknowledged")
+        yield pa.RecordBatch.from_pydict({"delivered": pa.array([sent], pa.int64())})
+
+    return produce_batches
+
+
+def produce_dataframe(
+    df,
+    topic: str,
+    kafka_config: Mapping[str, Any],
+    *,
+    value_col: str = "value",
+    key_col: str | None = None,
+    partition_col: str | None = None,
+    producer_config: Mapping[str, Any] | None = None,
+    flush_timeout: float = 120.0,
+) -> int:
+    """Produce every row of ``df`` to ``topic`` from the Spark tasks; return the count delivered.
+
+    Args:
+        df: DataFrame with a string/binary ``value_col`` (null → tombstone) and
+            optionally ``key_col`` (string/binary) and ``partition_col`` (int; null
+            → the producer's partitioner).
+        topic: target topic (must exist unless the broker auto-creates).
+        kafka_config: librdkafka settings (``bootstrap.servers`` required);
+            consumer-only keys are ignored.
+        producer_config: overrides applied last (e.g. ``{"linger.ms": 5}``).
+        flush_timeout: seconds each Spark task waits for its outstanding deliveries.
+
+    Returns:
+        Number of records acknowledged by the broker (== ``df.count()``).
+
+    Raises:
+        KafkaIOError: any produce or delivery error, or a flush timeout. The Spark
+            job fails as a whole; some records may have been written (at least once).
+    """
+    from pyspark.sql import functions as F
+
+    conf = _client_config(kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, producer_config)
+    cols = [F.col(value_col).cast("binary").alias(value_col)]
+    if key_col:
+        cols.append(F.col(key_col).cast("binary").alias(key_col))
+    if partition_col:
+        cols.append(F.col(partition_col).cast("int").alias(partition_col))
+    fn = _make_produce_fn(topic, conf, value_col, key_col, partition_col, flush_timeout)
+    try:
+        rows = df.select(*cols).mapInArrow(fn, "delivered long").collect()
+    except Exception as e:  # Py4JJavaError / PythonException from the workers
+        raise KafkaIOError(f"producing to topic {topic!r} failed: {_unwrap_spark_error(e)}") from e
+    return int(sum(r.delivered for r in rows))
+
+
+# --------------------------------------------------------------------------------------
+# Consuming
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TopicPartitionRange:
+    """What to read from one topic-partition.
+
+    Attributes:
+        topic: topic name.
+        partition: partition number.
+        start: first offset to read; ``None`` means the earliest available.
+        max_records: stop after this many records (>= 1).
+    """
+
+    topic: str
+    partition: int
+    start: int | None
+    max_records: int
+
+
+@dataclass(frozen=True)
+class PartitionRead:
+    """What :func:`read_partitions` read from one topic-partition.
+
+    Attributes:
+        topic, partition: the topic-partition.
+        start: the requested start offset (``None`` = earliest).
+        first_offset: offset of the first record read (None if none).
+        last_offset: offset of the last record read (None if none).
+        count: records read (tombstones included).
+        value_count: records with a non-null value (count minus tombstones).
+        next_offset: offset to resume from (``last_offset + 1``), None if nothing read.
+    """
+
+    topic: str
+    partition: int
+    start: int | None
+    first_offset: int | None
+    last_offset: int | None
+    count: int
+    value_count: int = 0
+
+    @property
+    def next_offset(self) -> int | None:
+        return None if self.last_offset is None else self.last_offset + 1
+
+
+def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any], timeout: float,
+                     poll_batch: int) -> Callable:
+    specs = [(r.topic, r.partition, r.start, r.max_records) for r in ranges]
+
+    def consume_batches(batches):
+        import time
+
+        import pyarrow as pa
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        schema = pa.schema([("kafka_topic", pa.string()), ("kafka_partition", pa.int32()),
+                            ("kafka_offset", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+        indices = [i for b in batches for i in b.column(0).to_pylist()]
+        for idx in indices:
+            topic, partition, start, max_records = specs[idx]
+            consumer = Consumer(conf)
+            try:
+                consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING if start is None else start)])
+                deadline = time.monotonic() + timeout
+                remaining = max_records
+                eof = False
+                while remaining > 0 and not eof:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break  # bounded batch: return what we have
+                    msgs = consumer.consume(min(poll_batch, remaining), min(left, 1.0))
+                    keys, values, offsets = [], [], []
+                    for m in msgs:
+                        err = m.error()
+                        if err is not None:
+                            if err.code() == KafkaError._PARTITION_EOF:
+                                eof = True
+                                continue
+                            raise RuntimeError(f"[kafka] consuming {topic}[{partition}] failed: {err}")
+                        keys.append(m.key())
+                        values.append(m.value())
+                        offsets.append(m.offset())
+                    if len(values) > remaining:  # cannot happen with consume(n), but stay exact
+                        keys, values, offsets = keys[:remaining], values[:remaining], offsets[:remaining]
+                    if values:
+                        remaining -= len(values)
+                        n = len(values)
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                             pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()),
+                             pa.array(values, pa.binary())], schema=schema)
+            finally:
+                consumer.close()
+
+    return consume_batches
+
+
+def read_partitions(
+    spark,
+    ranges: Sequence[TopicPartitionRange],
+    kafka_config: Mapping[str, Any],
+    *,
+    consumer_config: Mapping[str, Any] | None = None,
+    timeout: float = 60.0,
+    poll_batch: int = 10_000,
+):
+    """A DataFrame reading each range in its own Spark partition (lazy: nothing runs yet).
+
+    Partition ``i`` of the result holds exactly the records of ``ranges[i]``, in
+    offset order, so per-partition outputs (e.g. files written by Spark) can be
+    mapped back to their topic-partition. Each range is read from ``start`` until
+    the partition's EOF, ``max_records``, or ``timeout`` seconds — whichever
+    comes first (a timeout is not an error: fewer records are returned).
+
+    Args:
+        spark: the SparkSession.
+        ranges: what to read; at most one entry per topic-partition.
+        kafka_config: librdkafka settings; producer-only keys are ignored.
+        consumer_config: overrides applied last.
+        timeout: per-partition read budget in seconds.
+        poll_batch: messages per ``consume()`` call.
+
+    Returns:
+        DataFrame with :data:`READ_SCHEMA` columns. Evaluate it once (cache or
+        persist it before several actions): re-evaluation reads Kafka again and
+        may see more records.
+
+    Raises:
+        KafkaIOError: (when evaluated) a consumer error other than partition EOF.
+    """
+    if not ranges:
+        raise ValueError("read_partitions needs at least one range")
+    conf = _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, consumer_config)
+    fn = _make_consume_fn(list(ranges), conf, timeout, poll_batch)
+    n = len(ranges)
+    return spark.range(0, n, 1, n).mapInArrow(fn, READ_SCHEMA)
+
+
+def summarize_read(df) -> list[PartitionRead]:
+    """Per topic-partition counts and offsets of a (cached) :func:`read_partitions` DataFrame."""
+    from pyspark.sql import functions as F
+
+    rows = (df.groupBy("kafka_topic", "kafka_partition")
+            .agg(F.min("kafka_offset").alias("first"), F.max("kafka_offset").alias("last"),
+                 F.count(F.lit(1)).alias("n"), F.count("value").alias("v"))
+            .collect())
+    return [PartitionRead(r.kafka_topic, r.kafka_partition, None, r["first"], r["last"], r.n, r.v) for r in rows]
+
