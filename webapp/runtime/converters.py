@@ -610,7 +610,10 @@ def _py_to_wire(value: Any, s: Mapping[str, Any] | None) -> Any:
     if t == "array":
         return [_py_to_wire(v, s["items"]) for v in value]
     if t == "map":
-        return {str(k): _py_to_wire(v, s["values"]) for k, v in value.items()}
+        pairs = value.items() if isinstance(value, Mapping) else value  # Arrow gives [(k, v), ...]
+        if s.get("keys", {}).get("type") != "string":  # JsonConverter: non-string keys as [[k, v], ...]
+            return [[_py_to_wire(k, s["keys"]), _py_to_wire(v, s["values"])] for k, v in pairs]
+        return {str(k): _py_to_wire(v, s["values"]) for k, v in pairs}
     if t in _INT_TYPES:
         return int(value)
     if t in ("float", "double"):
