@@ -69,6 +69,14 @@ def sink_cfg(path, topic, **extra):
             "tasks.max": "2", "batch.max.rows": str(BATCH), **extra}
 
 
+def running(client, *names, tasks=2) -> bool:
+    """All named connectors and their tasks RUNNING; fails at once if any FAILED."""
+    for name in names:
+        failures = client.failures(name)
+        assert not failures, failures
+    return all(client.all_running(name, tasks) for name in names)
+
+
 def wait_sink_total(client, name, total, timeout=240):
     def done():
         failures = client.failures(name)
@@ -84,7 +92,7 @@ def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
         source = read_csv_reference(flights_slice)
         c.create_connector("src", source_cfg(flights_slice, "pipe", **{"value.converter.schemas.enable": "false"}))
         c.create_connector("sink", sink_cfg(tmp_path / "out", "pipe", **{"value.converter.schemas.enable": "false"}))
-        wait_for(lambda: c.all_running("src", 2) and c.all_running("sink", 2), 120, what="connectors RUNNING")
+        wait_for(lambda: running(c, "src", "sink"), 120, what="connectors RUNNING")
         wait_sink_total(c, "sink", source.num_rows)
         report = verify_sink(source, tmp_path / "out")
         assert report.ok, report.problems

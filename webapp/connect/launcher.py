@@ -27,7 +27,9 @@ def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2
     """Poll ``condition`` until it returns a truthy value; return it.
 
     Raises ``TimeoutError`` naming ``what`` after ``timeout`` seconds. Exceptions
-    from ``condition`` count as "not yet" and the last one is chained.
+    from ``condition`` count as "not yet" and the last one is chained, except
+    ``AssertionError``, which propagates at once (a condition that can no longer
+    become true, e.g. a task FAILED).
     """
     deadline = time.monotonic() + timeout
     last: Exception | None = None
@@ -36,6 +38,8 @@ def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2
             value = condition()
             if value:
                 return value
+        except AssertionError:
+            raise
         except Exception as exc:  # noqa: BLE001 - polling treats errors as not-ready
             last = exc
         time.sleep(interval)
