@@ -71,7 +71,7 @@ class RaftConfig:
     peers: list[str] = field(default_factory=list)
     data_dir: str = "var/raft"
     password: str | None = None
-    leader_fallback_timeout: float = 2.5
+    leader_fallback_timeout: float = 2.0
     raft_min_timeout: float = 0.4
     raft_max_timeout: float = 1.2
     append_entries_period: float = 0.05

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import requests
 
-__all__ = ["NodeProcess", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
+__all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,3 +225,85 @@ class NodeProcess:
         """Send ``sig`` (e.g. SIGSTOP/SIGCONT) to the node and its agent (the process group)."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, sig)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalCluster:
+    """Several :class:`NodeProcess` forming one cluster on loopback.
+
+    Args:
+        data_dir: parent of the nodes' data dirs.
+        bootstrap_servers: Kafka for the tasks.
+        raft_nodes: how many ``raft,worker`` nodes (Raft voting members).
+        worker_nodes: how many ``worker`` nodes (no Raft state).
+        rest_ports, raft_ports: explicit ports (default: free ports).
+        secret: the cluster secret.
+        auth: admin user and password on every node.
+        extra_args: more runnode flags for every node.
+    """
+
+    data_dir: str
+    bootstrap_servers: str
+    raft_nodes: int = 3
+    worker_nodes: int = 0
+    rest_ports: list[int] | None = None
+    raft_ports: list[int] | None = None
+    secret: str = "local-cluster-secret"
+    auth: tuple[str, str] = ("admin", "admin-secret")
+    extra_args: list[str] = field(default_factory=list)
+    nodes: list[NodeProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        total = self.raft_nodes + self.worker_nodes
+        rest = self.rest_ports or [_free_port() for _ in range(total)]
+        raft = self.raft_ports or [_free_port() for _ in range(self.raft_nodes)]
+        raft_addrs = [f"127.0.0.1:{p}" for p in raft]
+        rest_addrs = [f"127.0.0.1:{p}" for p in rest[: self.raft_nodes]]
+        for i in range(total):
+            is_raft = i < self.raft_nodes
+            extra = (["--raft-peers", ",".join(a for j, a in enumerate(raft_addrs) if j != i)] if is_raft
+                     else ["--cluster", ",".join(rest_addrs)])
+            self.nodes.append(NodeProcess(
+                node_id=f"node-{i + 1}", rest_port=rest[i], raft_port=raft[i] if is_raft else 0,
+                data_dir=os.path.join(self.data_dir, f"node-{i + 1}"), bootstrap_servers=self.bootstrap_servers,
+                roles="raft,worker" if is_raft else "worker", extra_args=[*extra, *self.extra_args],
+                env={"RAFTCONNECT_CLUSTER_SECRET": self.secret}, auth=self.auth))
+
+    def start(self, timeout: float = 120.0) -> "LocalCluster":
+        """Start every node and wait until all are healthy."""
+        for node in self.nodes:
+            node.start(wait=False)
+        for node in self.nodes:
+            node.wait_healthy(timeout)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM every node still running (workers first)."""
+        for node in reversed(self.nodes):
+            node.stop()
+
+    def running(self) -> list[NodeProcess]:
+        """Nodes whose process is alive."""
+        return [n for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+
+    def leader(self, timeout: float = 30.0) -> NodeProcess:
+        """The node whose own Raft status says LEADER (waits up to ``timeout`` s)."""
+        def find():
+            for node in self.running():
+                if "raft" not in node.roles:
+                    continue
+                try:
+                    if node.client().request("GET", "/raftconnect/v1/raft")["state"] == "LEADER":
+                        return node
+                except Exception:  # noqa: BLE001 - a stopped node does not answer
+                    continue
+            return None
+        return wait_for(find, timeout, interval=0.05, what="a Raft leader")

@@ -28,7 +28,7 @@ from rest_framework.request import Request
 
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, signed_headers, verify
 
-__all__ = ["ForwardToLeader", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
+__all__ = ["ForwardToLeader", "TargetUnreachable", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
            "FORWARDED_USER_HEADER"]
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,17 @@ def forward_target(request: Request, node) -> str | None:
         time.sleep(0.05)
 
 
+class TargetUnreachable(Exception):
+    """The forwarding target refused the connection (e.g. a leader that just died)."""
+
+
 def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> HttpResponse:
-    """Send ``request`` to ``target`` (``host:port``) signed, and return its answer as is."""
+    """Send ``request`` to ``target`` (``host:port``) signed, and return its answer as is.
+
+    Raises :class:`TargetUnreachable` when the connection cannot be made (safe to
+    retry elsewhere: nothing was sent) and ``ConnectRestError`` (503) on other
+    transport failures.
+    """
     raw = request._request
     body = raw.body
     path = raw.get_full_path()
@@ -129,6 +138,12 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> 
     try:
         resp = _session.request(raw.method, f"http://{target}{path}", data=body or None, headers=headers,
                                 timeout=timeout)
+    except requests.ConnectionError as exc:
+        if "refused" in str(exc).lower():
+            raise TargetUnreachable(str(exc)) from exc
+        from webapp.connect.herder import ConnectRestError
+
+        raise ConnectRestError(f"Could not forward the request to {target}: {exc}", 503) from exc
     except requests.RequestException as exc:
         from webapp.connect.herder import ConnectRestError
 

@@ -20,6 +20,7 @@ urlpatterns = [
     path("connector-plugins", views.ConnectorPluginsView.as_view()),
     path("raftconnect/v1/cluster", views.ClusterView.as_view()),
     path("raftconnect/v1/assignment", views.AssignmentView.as_view()),
+    path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),

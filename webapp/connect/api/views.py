@@ -6,6 +6,8 @@ authenticated user (settings' DEFAULT_PERMISSION_CLASSES).
 """
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 from rest_framework.permissions import AllowAny
@@ -17,12 +19,12 @@ from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 from webapp.connectors import registry
 
-from .forwarding import ForwardToLeader, forward_target, proxy
+from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy
 
 __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
     "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
-    "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftMembersView", "RaftMemberView",
+    "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftStatusView", "RaftMembersView", "RaftMemberView",
 ]
 
 VERSION = "3.9.0-raftconnect-0.1.0"
@@ -55,8 +57,28 @@ class ConnectAPIView(APIView):
 
     def handle_exception(self, exc: Exception):
         if isinstance(exc, ForwardToLeader):
-            return proxy(self.request, exc.target, current().secret)
+            try:
+                return self._forward(exc.target)
+            except Exception as inner:  # noqa: BLE001 - rendered as Connect's error body below
+                exc = inner
         return super().handle_exception(exc)
+
+    def _forward(self, target: str):
+        """Proxy to ``target``; if it is gone (leader died), wait for the next leader or serve here."""
+        node = current()
+        deadline = time.monotonic() + float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+        while True:
+            try:
+                return proxy(self.request, target, node.secret)
+            except TargetUnreachable:
+                if time.monotonic() >= deadline:
+                    raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found", 503)
+            time.sleep(0.05)
+            # the old leader may still be the last known one until the election ends
+            if node.raft is not None and node.raft.is_leader:
+                handler = getattr(self, self.request.method.lower())
+                return handler(self.request, *self.args, **self.kwargs)
+            target = forward_target(self.request, node) or target
 
 
 def _json_object(request: Request) -> dict[str, Any]:
@@ -200,6 +222,17 @@ class ClusterView(ConnectAPIView):
 
     def get(self, request: Request) -> Response:
         return Response(current().cluster_view())
+
+
+class RaftStatusView(ConnectAPIView):
+    """``GET /raftconnect/v1/raft``: this member's own Raft status (never forwarded)."""
+
+    def get(self, request: Request) -> Response:
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member (roles: worker)", 404)
+        return Response({"node_id": node.options.node_id, **node.raft.status(),
+                         "members": node.raft.raft_members()})
 
 
 class RaftMembersView(ConnectAPIView):

@@ -12,7 +12,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.connect.launcher import REPO_ROOT, NodeProcess
+from webapp.connect.launcher import REPO_ROOT, LocalCluster
 from webapp.kafka.embedded import EmbeddedKafka
 
 
@@ -28,30 +28,20 @@ class Command(BaseCommand):
         parser.add_argument("--data-dir", default=str(REPO_ROOT / "var" / "cluster"))
 
     def handle(self, *args, **o) -> None:
-        secret = os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or secrets.token_urlsafe(24)
         user = os.environ.get("RAFTCONNECT_ADMIN_USER", "admin")
         password = os.environ.get("RAFTCONNECT_ADMIN_PASSWORD", "admin")
-        n = o["raft_nodes"]
-        raft = [f"127.0.0.1:{o['raft_port'] + i}" for i in range(n)]
-        rest = [f"127.0.0.1:{o['rest_port'] + i}" for i in range(n + o["worker_nodes"])]
-        kafka = EmbeddedKafka(port=o["kafka_port"], log_dir=os.path.join(o["data_dir"], "kafka")).start()
-        nodes: list[NodeProcess] = []
+        total = o["raft_nodes"] + o["worker_nodes"]
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        kafka = EmbeddedKafka(port=o["kafka_port"], log_dir=os.path.join(o["data_dir"], "kafka")).start()
+        cluster = LocalCluster(
+            data_dir=o["data_dir"], bootstrap_servers=kafka.bootstrap_servers, raft_nodes=o["raft_nodes"],
+            worker_nodes=o["worker_nodes"], rest_ports=[o["rest_port"] + i for i in range(total)],
+            raft_ports=[o["raft_port"] + i for i in range(o["raft_nodes"])],
+            secret=os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or secrets.token_urlsafe(24), auth=(user, password))
         try:
-            for i in range(n + o["worker_nodes"]):
-                is_raft = i < n
-                extra = (["--raft-peers", ",".join(p for j, p in enumerate(raft) if j != i)] if is_raft
-                         else ["--cluster", ",".join(rest[:n])])
-                node = NodeProcess(node_id=f"node-{i + 1}", rest_port=o["rest_port"] + i,
-                                   raft_port=o["raft_port"] + i if is_raft else 0,
-                                   data_dir=os.path.join(o["data_dir"], f"node-{i + 1}"),
-                                   bootstrap_servers=kafka.bootstrap_servers,
-                                   roles="raft,worker" if is_raft else "worker", extra_args=extra,
-                                   env={"RAFTCONNECT_CLUSTER_SECRET": secret}, auth=(user, password))
-                nodes.append(node.start(wait=False))
-            for node in nodes:
-                node.wait_healthy(120)
+            cluster.start()
+            for node in cluster.nodes:
                 self.stdout.write(f"{node.node_id} ({node.roles}): {node.url}  log: {node.log_path}")
             self.stdout.write(f"kafka: {kafka.bootstrap_servers}; REST user {user} / {password}")
             self.stdout.write(self.style.SUCCESS("cluster is up; Ctrl-C stops it"))
@@ -63,6 +53,5 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         finally:
             self.stdout.write("stopping ...")
-            for node in reversed(nodes):
-                node.stop()
+            cluster.stop()
             kafka.stop()

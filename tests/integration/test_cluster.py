@@ -1,0 +1,178 @@
+"""Multi-node clusters as real processes: roles, forwarding, failover, membership, faults."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
+from webapp.connect.launcher import LocalCluster, NodeProcess, wait_for
+from webapp.kafka.embedded import EmbeddedKafka
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka")) as k:
+        yield k
+
+
+@pytest.fixture
+def small_csv(tmp_path):
+    path = tmp_path / "small.csv"
+    path.write_text("id,name\n" + "".join(f"{i},row {i}\n" for i in range(500)))
+    return path
+
+
+@pytest.fixture
+def cluster_factory(tmp_path, kafka):
+    started: list[LocalCluster] = []
+
+    def make(raft_nodes=3, worker_nodes=0, **kw) -> LocalCluster:
+        c = LocalCluster(data_dir=str(tmp_path / f"cluster{len(started)}"), bootstrap_servers=kafka.bootstrap_servers,
+                         raft_nodes=raft_nodes, worker_nodes=worker_nodes, **kw)
+        started.append(c)
+        return c.start()
+
+    yield make
+    for c in started:
+        for n in c.nodes:
+            if n.proc is not None and n.proc.poll() is None:
+                n.signal(signal.SIGCONT)
+        c.stop()
+
+
+def source(path, topic, tasks=1):
+    return {"connector.class": SOURCE_CLASS, "path": str(path), "format": "csv", "topic": topic, "tasks.max": str(tasks)}
+
+
+def test_roles_forwarding_and_cluster_view(cluster_factory, small_csv):
+    cluster = cluster_factory(raft_nodes=3, worker_nodes=1)
+    leader = cluster.leader()
+    follower = next(n for n in cluster.nodes if n is not leader and "raft" in n.roles)
+    worker_only = cluster.nodes[-1]
+    # writes through a follower and through a worker-only node land on the leader
+    assert follower.client().create_connector("via-follower", source(small_csv, "t1"))["name"] == "via-follower"
+    assert worker_only.client().create_connector("via-worker", source(small_csv, "t2"))["name"] == "via-worker"
+    for node in cluster.nodes:  # every node answers reads (followers from their replica)
+        wait_for(lambda: sorted(node.client().connectors()) == ["via-follower", "via-worker"], 10,
+                 what=f"{node.node_id} to see both connectors")
+    view = worker_only.client().request("GET", "/raftconnect/v1/cluster")
+    by_id = {n["id"]: n for n in view["nodes"]}
+    assert set(by_id) == {n.node_id for n in cluster.nodes}
+    assert by_id[worker_only.node_id]["roles"] == ["worker"] and by_id[worker_only.node_id]["raft_address"] is None
+    wait_for(lambda: all(n["alive"] for n in worker_only.client().request("GET", "/raftconnect/v1/cluster")["nodes"]),
+             15, what="every node alive in the cluster view")
+    # a worker-only node holds no Raft state
+    assert not os.path.exists(os.path.join(worker_only.data_dir, "raft"))
+
+
+def test_leader_kill_9_write_succeeds_on_survivor(cluster_factory, small_csv):
+    cluster = cluster_factory(raft_nodes=3)
+    leader = cluster.leader()
+    leader.client().create_connector("before", source(small_csv, "k1"))
+    survivor = next(n for n in cluster.nodes if n is not leader)
+    wait_for(lambda: "before" in survivor.client().connectors(), 10, what="replication")
+    leader.kill()
+    t0 = time.monotonic()
+    # the write waits for the election instead of failing
+    survivor.client().create_connector("after", source(small_csv, "k2"))
+    elapsed = time.monotonic() - t0
+    print(f"write on a survivor succeeded {elapsed:.2f} s after kill -9 of the leader")
+    new_leader = cluster.leader()
+    assert new_leader is not leader
+    assert sorted(new_leader.client().connectors()) == ["after", "before"]
+
+
+def test_isolated_leader_steps_down(cluster_factory):
+    cluster = cluster_factory(raft_nodes=3)
+    leader = cluster.leader()
+    others = [n for n in cluster.nodes if n is not leader]
+    for n in others:
+        n.signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        wait_for(lambda: leader.client().request("GET", "/raftconnect/v1/raft")["state"] != "LEADER", 10,
+                 interval=0.05, what="the isolated leader to step down")
+        print(f"isolated leader stepped down after {time.monotonic() - t0:.2f} s")
+        health = leader.client().session.get(leader.url + "/health", timeout=5)
+        assert health.status_code in (200, 503)
+    finally:
+        for n in others:
+            n.signal(signal.SIGCONT)
+    assert cluster.leader(30) is not None
+
+
+def test_add_and_remove_a_raft_member_online(cluster_factory, tmp_path, kafka, small_csv):
+    cluster = cluster_factory(raft_nodes=3)
+    leader = cluster.leader()
+    leader.client().create_connector("c", source(small_csv, "m1"))
+    members = leader.client().request("GET", "/raftconnect/v1/raft")["members"]
+    newcomer = NodeProcess(node_id="node-new", rest_port=_port(), raft_port=_port(), data_dir=str(tmp_path / "new"),
+                           bootstrap_servers=kafka.bootstrap_servers, roles="raft",
+                           extra_args=["--raft-peers", ",".join(members)],
+                           env={"RAFTCONNECT_CLUSTER_SECRET": cluster.secret}, auth=cluster.auth)
+    newcomer.start(wait=False)
+    try:
+        address = f"127.0.0.1:{newcomer.raft_port}"
+        resp = leader.client().request("POST", "/raftconnect/v1/raft/members", json={"address": address})
+        assert address in resp["members"]
+        newcomer.wait_healthy(60)
+        # the new member caught up: it serves the connector from its own replica
+        wait_for(lambda: newcomer.client().connectors() == ["c"], 30, what="the new member to catch up")
+        dup = leader.client().request("POST", "/raftconnect/v1/raft/members", json={"address": address}, ok=(409,))
+        assert dup is None or dup.get("error_code") == 409
+        leader.client().request("DELETE", f"/raftconnect/v1/raft/members/{address}")
+        assert address not in leader.client().request("GET", "/raftconnect/v1/raft")["members"]
+    finally:
+        newcomer.stop()
+
+
+def test_restart_of_all_members_at_once_keeps_metadata(cluster_factory, small_csv):
+    cluster = cluster_factory(raft_nodes=3)
+    c = cluster.leader().client()
+    c.create_connector("keep", source(small_csv, "r1"))
+    c.pause("keep")
+    for n in cluster.nodes:
+        n.kill()
+    for n in cluster.nodes:
+        n.start(wait=False)
+    for n in cluster.nodes:
+        n.wait_healthy(90)
+    c = cluster.leader(60).client()
+    assert c.connectors() == ["keep"]
+    assert c.request("GET", "/connectors/keep/config")["topic"] == "r1"
+    wait_for(lambda: c.status("keep")["connector"]["state"] == "PAUSED", 60, what="PAUSED after full restart")
+
+
+def test_kill_9_of_worker_only_node_moves_its_tasks(cluster_factory, small_csv):
+    cluster = cluster_factory(raft_nodes=2, worker_nodes=1)
+    c = cluster.leader().client()
+    c.create_connector("spread", source(small_csv, "w1", tasks=1))
+    c.create_connector("spread2", {**source(small_csv, "w2", tasks=1)})
+    c.create_connector("spread3", {**source(small_csv, "w3", tasks=1)})
+    worker = cluster.nodes[-1]
+
+    def tasks_on(node_id):
+        view = c.request("GET", "/raftconnect/v1/cluster")
+        return next(n for n in view["nodes"] if n["id"] == node_id)["tasks"]
+
+    wait_for(lambda: tasks_on(worker.node_id), 60, what="a task on the worker-only node")
+    moved = tasks_on(worker.node_id)
+    worker.kill()
+    t0 = time.monotonic()
+    wait_for(lambda: not tasks_on(worker.node_id), 30, interval=0.1, what="the dead worker's tasks to move")
+    print(f"tasks of the killed worker reassigned after {time.monotonic() - t0:.2f} s (session timeout 5 s)")
+    assignment = c.request("GET", "/raftconnect/v1/assignment")["tasks"]
+    assert all(assignment[t] != worker.node_id for t in moved)
+
+
+def _port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
