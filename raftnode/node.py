@@ -236,8 +236,8 @@ class RaftNode:
         self._change_membership("remove", address, timeout)
 
     def destroy(self) -> None:
-        """Stop the Raft thread and close the journal."""
-        self.syncobj.destroy()
+        """Stop the Raft thread and close the journal; returns when both are done."""
+        self.syncobj.destroy_synchronous()
 
     def _state_changed(self, old: int, new: int) -> None:
         is_leader = new == 2

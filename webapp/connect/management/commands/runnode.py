@@ -77,8 +77,17 @@ class Command(BaseCommand):
             log.warning("node %s: stopping (signal %s)", options.node_id, signum)
 
             def finish():
-                node.stop()
-                server.close()
+                code = 0
+                try:
+                    node.stop()
+                except Exception:
+                    log.exception("node %s: error while stopping", options.node_id)
+                    code = 1
+                log.warning("node %s: stopped", options.node_id)
+                logging.shutdown()
+                # Everything durable is closed (agent stopped, Raft journal closed): end the
+                # process now rather than rely on waitress's loop noticing a closed socket.
+                os._exit(code)
             threading.Thread(target=finish, daemon=True).start()
 
         signal.signal(signal.SIGTERM, shutdown)
@@ -86,10 +95,4 @@ class Command(BaseCommand):
         node.start_agent()
         log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s", options.node_id,
                     options.rest_address, options.raft_address, ",".join(options.roles), data_dir)
-        try:
-            server.run()
-        except (OSError, ValueError):
-            # server.close() from the shutdown thread ends run() with a closed socket error.
-            if not stopped.is_set():
-                raise
-        log.warning("node %s: stopped", options.node_id)
+        server.run()
