@@ -898,66 +898,218 @@ class FileSinkTask(Task):
         return out
 
     def run_batch(self) -> BatchResult | None:
-        from webapp.kafka.spark_io import TopicPartitionRange, read_partitions, summarize_read
-        from pyspark import StorageLevel
+        from webapp.kafka.spark_io import TopicPartitionRange
 
         assigned = self._assigned()
         if not assigned:
             return None
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
-        ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned]
-        spark = self.context.spark
-        raw = read_partitions(spark, ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
-                              timeout=self.batch_ms / 1000.0)
-        raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+        reads = []
+        for topic in self.topics:
+            ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
+            if ranges:
+                reads.extend(self._sink_topic(topic, ranges))
+        if not reads:
+            return None
+        offsets = []
+        for r in reads:  # only now: every file of the batch is in place
+            self._next[(r.topic, r.partition)] = r.next_offset
+            offsets.append(SourceOffset({"kafka_topic": r.topic, "kafka_partition": r.partition},
+                                        {"kafka_offset": r.next_offset}))
+        return BatchResult(sum(r.count for r in reads), tuple(offsets))
+
+    # -- one topic per Spark job ----------------------------------------------------------
+    def _sink_topic(self, topic: str, ranges) -> list:
+        """Read, decode and write one topic's ranges; returns the PartitionReads that moved.
+
+        Fast path (one Spark job): the value schema is planned from a small driver-side
+        peek, and the job that reads Kafka also writes the files and computes the
+        per-partition counts/offsets (``observe``) and, with schemas enabled, how many
+        records carry a schema other than the peeked ones. If any does, the output is
+        discarded and the batch is redone on a cached read with every distinct schema.
+        """
         stage = os.path.join(self.path, _STAGING, f"{self._stage_prefix}{uuid.uuid4().hex}")
         try:
-            try:
-                reads = {(r.topic, r.partition): r for r in summarize_read(raw)}
-            except Exception as e:
-                raise ConnectException(f"Reading {', '.join(self.topics)} failed: {_spark_error(e)}") from e
-            if not reads:
-                return None
-            index_of = {(r.topic, r.partition): i for i, r in enumerate(ranges)}
-            for topic in sorted({t for t, _ in reads}):
-                self._write_topic(raw, topic, ranges, reads, index_of, os.path.join(stage, topic))
-            offsets = []
-            total = 0
-            for (t, p), r in sorted(reads.items()):
-                self._next[(t, p)] = r.next_offset
-                total += r.count
-                offsets.append(SourceOffset({"kafka_topic": t, "kafka_partition": p}, {"kafka_offset": r.next_offset}))
-            return BatchResult(total, tuple(offsets))
+            plan = self._plan(topic, ranges)
+            if plan is None:
+                return []
+            if plan is not _FALLBACK:
+                reads = self._single_pass(topic, ranges, plan, stage)
+                if reads is not None:
+                    return reads
+                shutil.rmtree(stage, ignore_errors=True)
+            return self._cached_pass(topic, ranges, stage)
         finally:
-            raw.unpersist()
             shutil.rmtree(stage, ignore_errors=True)
 
-    # -- schema -----------------------------------------------------------------------
-    def _batch_schema(self, df, topic: str) -> dict:
+    def _consumer_config(self) -> dict:
+        from webapp.kafka.spark_io import CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, _client_config
+
+        return _client_config(self.context.kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES,
+                              self.consumer_overrides)
+
+    def _peek(self, ranges, limit: int) -> tuple[list[bytes], bool]:
+        """Up to ``limit`` non-null values from the ranges' start offsets (driver side).
+
+        Returns (values, saw_records); stops at EOF of every partition, at ``limit``,
+        or after a few seconds.
+        """
+        import time
+
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(self._consumer_config())
+        values: list[bytes] = []
+        saw = False
+        try:
+            consumer.assign([TopicPartition(r.topic, r.partition, 0 if r.start is None else r.start) for r in ranges])
+            eof: set[int] = set()
+            deadline = time.monotonic() + min(10.0, self.batch_ms / 1000.0)
+            while len(values) < limit and len(eof) < len(ranges):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                msgs = consumer.consume(limit - len(values), 0) or [consumer.poll(min(left, 0.5))]
+                for m in msgs:
+                    if m is None:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof.add(m.partition())
+                            continue
+                        raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
+                    saw = True
+                    if m.value() is not None:
+                        values.append(m.value())
+        finally:
+            consumer.close()
+        return values, saw
+
+    def _plan(self, topic: str, ranges):
+        """(Connect schema, envelope prefixes or None), _FALLBACK, or None when nothing to read."""
+        from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
+
+        values, saw = self._peek(ranges, 100 if self.schemas_enable else self.sample_rows)
+        if not saw:
+            return None
+        if not values:
+            return _FALLBACK  # only tombstones at the start: let the full pass sort it out
+        if not self.schemas_enable:
+            return self._schemaless_schema(topic, values), None
+        prefixes: list[str] = []
+        for v in values:
+            text = v.decode("utf-8", "replace")
+            cut = text.find(',"payload":')
+            if cut < 0 or not text.startswith(_SCHEMA_PREFIX):
+                return _FALLBACK
+            if text[:cut] not in prefixes:
+                prefixes.append(text[:cut])
+        try:
+            schemas = [json.loads(p[len(_SCHEMA_PREFIX):]) for p in prefixes]
+            if any(not isinstance(sc, dict) for sc in schemas):
+                return _FALLBACK
+            return merge_connect_schemas(schemas), prefixes
+        except (ValueError, SchemaConversionError):
+            return _FALLBACK
+
+    def _schemaless_schema(self, topic: str, values) -> dict:
+        from webapp.runtime.converters import SchemaConversionError, infer_connect_schema
+
+        try:
+            payloads = [json.loads(v) for v in values]
+        except ValueError as e:
+            raise ConnectException(f"Topic {topic}: a record value is not valid JSON: {e}") from e
+        try:
+            inferred = infer_connect_schema(payloads)
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: records have incompatible types: {e}") from e
+        prev = self._schemaless.get(topic)
+        schema = inferred if prev is None else _extend_schema(prev, inferred)
+        self._schemaless[topic] = schema
+        return schema
+
+    def _read(self, ranges):
+        from webapp.kafka.spark_io import read_partitions
+
+        return read_partitions(self.context.spark, ranges, self.context.kafka_config,
+                               consumer_config=self.consumer_overrides, timeout=self.batch_ms / 1000.0)
+
+    def _single_pass(self, topic: str, ranges, plan, stage: str):
+        """One job: read → observe stats → decode → write. None if a schema was not planned for."""
+        from functools import reduce
+
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        from webapp.runtime.converters import SchemaConversionError, infer_connect_schema, merge_connect_schemas
+        from webapp.kafka.spark_io import PartitionRead
 
-        values = df.where(F.col("value").isNotNull())
+        schema, prefixes = plan
+        raw = self._read(ranges)
+        value, offset = F.col("value"), F.col("kafka_offset")
+        metrics = []
+        for i, r in enumerate(ranges):
+            here = F.col("kafka_partition") == r.partition
+            metrics += [F.count(F.when(here, 1)).alias(f"n{i}"),
+                        F.count(F.when(here & value.isNotNull(), 1)).alias(f"v{i}"),
+                        F.min(F.when(here, offset)).alias(f"lo{i}"),
+                        F.max(F.when(here, offset)).alias(f"hi{i}")]
+        if prefixes is not None:
+            text = value.cast("string")
+            known = reduce(lambda a, b: a | b, [text.startswith(p) for p in prefixes])
+            metrics.append(F.count(F.when(value.isNotNull() & ~known, 1)).alias("unplanned"))
+        observation = Observation(f"sink-{uuid.uuid4().hex}")
+        df = raw.observe(observation, *metrics).where(value.isNotNull())
+        self._write(df, topic, schema, stage)
+        m = observation.get
+        if m.get("unplanned"):
+            return None
+        reads = [PartitionRead(topic, r.partition, r.start, m[f"lo{i}"], m[f"hi{i}"], m[f"n{i}"], m[f"v{i}"])
+                 for i, r in enumerate(ranges) if m[f"n{i}"]]
+        self._commit_files(topic, ranges, reads, stage)
+        return reads
+
+    def _cached_pass(self, topic: str, ranges, stage: str) -> list:
+        """Read once into Spark's cache, find every distinct schema, then decode and write."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        from webapp.kafka.spark_io import summarize_read
+
+        raw = self._read(ranges).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            try:
+                by_partition = {r.partition: r for r in summarize_read(raw)}
+            except Exception as e:
+                raise ConnectException(f"Reading {topic} failed: {_spark_error(e)}") from e
+            reads = [by_partition[r.partition] for r in ranges if r.partition in by_partition]
+            if any(r.value_count for r in reads):
+                df = raw.where(F.col("value").isNotNull())
+                self._write(df, topic, self._batch_schema(df, topic), stage)
+                self._commit_files(topic, ranges, reads, stage)
+            return reads
+        finally:
+            raw.unpersist()
+
+    # -- schema (cached pass) ---------------------------------------------------------
+    def _batch_schema(self, values, topic: str) -> dict:
+        from pyspark.sql import functions as F
+
+        from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
+
         try:
             if self.schemas_enable:
                 schemas = self._envelope_schemas(values)
                 if schemas is not None:
                     return merge_connect_schemas(schemas)
-                payloads = [json.loads(r.p) for r in values.select(
+                sample = [r.p.encode() for r in values.select(
                     F.get_json_object(F.col("value").cast("string"), "$.payload").alias("p"))
                     .limit(self.sample_rows).collect() if r.p is not None]
             else:
-                payloads = [json.loads(r.value) for r in values.select("value").limit(self.sample_rows).collect()]
-            inferred = infer_connect_schema(payloads)
-            prev = self._schemaless.get(topic)
-            schema = inferred if prev is None else _extend_schema(prev, inferred)
-            self._schemaless[topic] = schema
-            return schema
+                sample = [r.value for r in values.select("value").limit(self.sample_rows).collect()]
+            return self._schemaless_schema(topic, sample)
         except SchemaConversionError as e:
             raise ConnectException(f"Topic {topic}: records in one batch have incompatible schemas: {e}") from e
-        except ValueError as e:  # json errors
-            raise ConnectException(f"Topic {topic}: a record value is not valid JSON: {e}") from e
 
     def _envelope_schemas(self, values) -> list[dict] | None:
         """Distinct Connect schemas of enveloped values; None when a record has a null schema.
@@ -965,56 +1117,52 @@ class FileSinkTask(Task):
         Compares the text before ``,"payload":`` (JsonConverter writes ``schema``
         first), then parses each distinct prefix once; falls back to a full JSON
         path extraction in the JVM when the layout differs.
+
+        Raises:
+            ConnectException: values are not ``{"schema","payload"}`` envelopes.
         """
         from pyspark.sql import functions as F
 
         text = F.col("value").cast("string")
-        prefixes = [r.p for r in values.select(F.substring_index(text, ',"payload":', 1).alias("p"))
-                    .distinct().limit(1000).collect()]
+        try:
+            prefixes = [r.p for r in values.select(F.substring_index(text, ',"payload":', 1).alias("p"))
+                        .distinct().limit(1000).collect()]
+        except Exception as e:
+            raise ConnectException(f"Reading failed: {_spark_error(e)}") from e
         schemas: list[dict] = []
-        parsed_all = True
-        for p in prefixes:
-            try:
+        try:
+            for p in prefixes:
                 if not p.startswith(_SCHEMA_PREFIX):
                     raise ValueError("not schema-first")
                 schemas.append(json.loads(p[len(_SCHEMA_PREFIX):]))
-            except ValueError:
-                parsed_all = False
-                break
-        if not parsed_all:
-            rows = values.select(F.get_json_object(text, "$.schema").alias("s")).distinct().limit(1000).collect()
-            if any(r.s is None for r in rows):
-                sample = values.select(text.alias("v")).limit(1).collect()
-                if sample:
-                    obj = json.loads(sample[0].v)
-                    if not isinstance(obj, dict) or "payload" not in obj:
-                        raise ConnectException(
-                            'JsonConverter with schemas.enable requires "schema" and "payload" fields; '
-                            "set value.converter.schemas.enable=false to read plain JSON")
-            schemas = [json.loads(r.s) for r in rows if r.s is not None and r.s != "null"]
-            if len(schemas) < len(rows):
-                return None
-        if any(s is None for s in schemas):
+        except ValueError:
+            rows = values.select(F.get_json_object(text, "$.schema").alias("s"),
+                                 F.get_json_object(text, "$.payload").isNotNull().alias("has_payload")) \
+                .distinct().limit(1000).collect()
+            if any(r.s is None and not r.has_payload for r in rows):
+                raise ConnectException(
+                    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
+                    "additional fields; a record is not such an envelope (plain JSON? set "
+                    "value.converter.schemas.enable=false)")
+            schemas = [json.loads(r.s) if r.s is not None else None for r in rows]
+        if any(sc is None for sc in schemas):
             return None
         return schemas
 
     # -- writing ----------------------------------------------------------------------
-    def _write_topic(self, raw, topic: str, ranges, reads, index_of, stage: str) -> None:
+    def _write(self, df, topic: str, schema: dict, stage: str) -> None:
+        """Decode ``df``'s values with ``schema`` and let Spark write them under ``stage``."""
         from pyspark.sql import functions as F
 
         from webapp.runtime.converters import SchemaConversionError, decode_value_columns
 
-        df = raw.where((F.col("kafka_topic") == topic) & F.col("value").isNotNull())
-        expected = {index_of[(t, p)]: r for (t, p), r in reads.items() if t == topic and r.value_count}
-        if not expected:
-            return  # nothing but tombstones
-        schema = self._batch_schema(df, topic)
+        if not schema.get("fields"):
+            raise ConnectException(f"Topic {topic}: record values have no fields to write")
         try:
             cols = decode_value_columns(F.col("value").cast("string"), schema, self.schemas_enable)
         except SchemaConversionError as e:
             raise ConnectException(f"Topic {topic}: unsupported schema: {e}") from e
-        out = df.select(*cols)
-        writer = out.write.mode("overwrite").format(self.format)
+        writer = df.select(*cols).write.mode("overwrite").format(self.format)
         if self.format == "parquet":
             writer = writer.option("compression", self.compression)
         elif self.format == "csv":
@@ -1025,8 +1173,13 @@ class FileSinkTask(Task):
             writer.save(stage)
         except Exception as e:
             raise ConnectException(f"Topic {topic}: decoding or writing the batch failed: {_spark_error(e)}") from e
+
+    def _commit_files(self, topic: str, ranges, reads, stage: str) -> None:
+        """Rename the staged part files (part-<i> ↔ ranges[i]) into ``path``; fsync."""
+        expected = {i: r for i, rng in enumerate(ranges) for r in reads
+                    if r.partition == rng.partition and r.value_count}
         staged: dict[int, str] = {}
-        for name in os.listdir(stage):
+        for name in (os.listdir(stage) if os.path.isdir(stage) else []):
             m = _PART_RE.match(name)
             if m is None or name.endswith(".crc"):
                 continue
@@ -1044,14 +1197,21 @@ class FileSinkTask(Task):
             r = expected[idx]
             start = ranges[idx].start if ranges[idx].start is not None else r.first_offset
             final = os.path.join(self.path, f"{topic}+{r.partition}+{start:020d}-{r.last_offset:020d}{ext}")
-            moves.append((src, final, topic, r.partition, start))
-        for src, final, t, p, start in moves:
+            moves.append((src, final, r.partition, start))
+        missing = set(expected) - set(staged)
+        if missing:
+            raise ConnectException(f"Topic {topic}: no output file for partitions "
+                                   f"{sorted(ranges[i].partition for i in missing)}; refusing to commit")
+        for src, final, p, start in moves:
             _fsync_file(src)
-            for old in glob.glob(os.path.join(self.path, glob.escape(f"{t}+{p}+{start:020d}-") + "*")):
+            for old in glob.glob(os.path.join(self.path, glob.escape(f"{topic}+{p}+{start:020d}-") + "*")):
                 if old != final:
                     os.remove(old)  # a previous, uncommitted attempt of this batch
             os.replace(src, final)
         _fsync_dir(self.path)
+
+
+_FALLBACK = object()
 
 
 def _extend_schema(prev: dict, new: dict) -> dict:
