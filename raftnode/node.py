@@ -74,7 +74,7 @@ class RaftConfig:
     leader_fallback_timeout: float = 2.0
     raft_min_timeout: float = 0.4
     raft_max_timeout: float = 1.2
-    append_entries_period: float = 0.05
+    append_entries_period: float = 0.01
     connection_timeout: float = 1.5
     tick_period: float = 0.005
     log_compaction_min_entries: int = 20000

@@ -83,7 +83,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Basic first: DRF answers 401 with its WWW-Authenticate challenge.
-        "rest_framework.authentication.BasicAuthentication",
+        "webapp.connect.api.authentication.CachedBasicAuthentication",
         "webapp.connect.api.forwarding.ForwardedUserAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],

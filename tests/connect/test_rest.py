@@ -154,3 +154,12 @@ def test_stale_offset_commit_is_fenced_with_409(api, node, tmp_path):
                     **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "POST", path, body).items()})
     assert resp.status_code == 409 and "not assigned" in resp.json()["message"]
     assert api.get("/connectors/src/offsets").json() == {"offsets": []}
+
+
+def test_password_change_invalidates_cached_credentials(api, django_user_model):
+    assert api.get("/connectors").status_code == 200
+    assert api.get("/connectors").status_code == 200  # served from the verified-credentials cache
+    user = django_user_model.objects.get(username="operator")
+    user.set_password("new")
+    user.save()
+    assert api.get("/connectors").status_code == 401

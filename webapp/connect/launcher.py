@@ -244,6 +244,7 @@ class LocalCluster:
         bootstrap_servers: Kafka for the tasks.
         raft_nodes: how many ``raft,worker`` nodes (Raft voting members).
         worker_nodes: how many ``worker`` nodes (no Raft state).
+        raft_roles: roles of the Raft members (``raft,worker`` or ``raft``).
         rest_ports, raft_ports: explicit ports (default: free ports).
         secret: the cluster secret.
         auth: admin user and password on every node.
@@ -254,6 +255,7 @@ class LocalCluster:
     bootstrap_servers: str
     raft_nodes: int = 3
     worker_nodes: int = 0
+    raft_roles: str = "raft,worker"
     rest_ports: list[int] | None = None
     raft_ports: list[int] | None = None
     secret: str = "local-cluster-secret"
@@ -274,7 +276,7 @@ class LocalCluster:
             self.nodes.append(NodeProcess(
                 node_id=f"node-{i + 1}", rest_port=rest[i], raft_port=raft[i] if is_raft else 0,
                 data_dir=os.path.join(self.data_dir, f"node-{i + 1}"), bootstrap_servers=self.bootstrap_servers,
-                roles="raft,worker" if is_raft else "worker", extra_args=[*extra, *self.extra_args],
+                roles=self.raft_roles if is_raft else "worker", extra_args=[*extra, *self.extra_args],
                 env={"RAFTCONNECT_CLUSTER_SECRET": self.secret}, auth=self.auth))
 
     def start(self, timeout: float = 120.0) -> "LocalCluster":

@@ -1,0 +1,306 @@
+#!/usr/bin/env python
+"""Cluster benchmarks: assignor, metadata writes, leader failover, task failover.
+
+Every figure is measured next to a baseline in the same run and reported as a
+ratio where one applies:
+
+* assignor — time to assign 10,000 tasks over 100 workers (goal <= 50 ms) and tasks
+  moved when one worker leaves, against the minimum any assignor must move (the
+  leaver's tasks);
+* metadata writes — connector config writes through REST (``PUT
+  /connectors/{n}/config``) on a 3-member cluster, sequential and with 32
+  concurrent clients: writes/s, p50/p99; baseline: raw pysyncobj ``@replicated``
+  calls on a 3-member cluster with the same tuning, same concurrency;
+* leader failover — ``kill -9`` of the leader, N trials (default 20): seconds until
+  a REST write on a survivor succeeds, p50/p99 (goal p99 <= 3 s); baseline: the
+  Raft election alone (time until a survivor reports LEADER);
+* task failover — ``kill -9`` of a worker-only node: seconds until its tasks are
+  RUNNING elsewhere (goal <= session timeout + 2 s = 7 s).
+
+Usage: ``python benchmarks/cluster/run.py [--trials 20] [--only NAME ...]``; results
+are appended to ``benchmarks/cluster/RESULTS.md`` with the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+
+
+def pct(values: list[float], p: float) -> float:
+    """The ``p``-th percentile (nearest rank) of ``values``."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Python {platform.python_version()}"
+
+
+# --------------------------------------------------------------------------- assignor
+def bench_assignor() -> list[str]:
+    from webapp.coordinator.assignor import Assignment, WeightedRoundRobinAssignor
+
+    workers = {f"w{i:03d}": 1.0 + (i % 3) for i in range(100)}
+    tasks = [f"c{i // 10}-{i % 10}" for i in range(10_000)]
+    connectors = sorted({t.rsplit("-", 1)[0] for t in tasks})
+    a = WeightedRoundRobinAssignor(0.5)
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        first = a.assign(workers=workers, leader_worker="w000", connectors=connectors, tasks=tasks)
+        times.append(time.perf_counter() - t0)
+    gone = "w050"
+    left = {w: v for w, v in workers.items() if w != gone}
+    t0 = time.perf_counter()
+    after = a.assign(workers=left, leader_worker="w000", connectors=connectors, tasks=tasks, previous=first)
+    incremental = time.perf_counter() - t0
+    moved = sum(1 for t, w in after.tasks.items() if first.tasks[t] != w)
+    minimum = sum(1 for w in first.tasks.values() if w == gone)
+    assert isinstance(after, Assignment)
+    return [f"| assignor: 10,000 tasks over 100 workers, full | {statistics.median(times) * 1000:.1f} ms (median of 7) | goal <= 50 ms |",
+            f"| assignor: one worker leaves, incremental | {incremental * 1000:.1f} ms; {moved} tasks moved | minimum possible {minimum} (ratio {moved / max(minimum, 1):.2f}) |"]
+
+
+# ------------------------------------------------------------------- metadata writes
+def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[float]]:
+    """Baseline: a 3-member raw pysyncobj cluster in this process with our tuning."""
+    from pysyncobj import SyncObj, SyncObjConf, replicated
+
+    class KV(SyncObj):
+        def __init__(self, me, others, d):
+            super().__init__(me, others, SyncObjConf(password="bench", autoTickPeriod=0.005, appendEntriesPeriod=0.01,
+                                                    journalFile=os.path.join(d, "j"), raftMinTimeout=0.4,
+                                                    raftMaxTimeout=1.2))
+            self.data = {}
+
+        @replicated
+        def put(self, k, v):
+            self.data[k] = v
+
+    d = tempfile.mkdtemp()
+    ports = [free_port() for _ in range(3)]
+    addrs = [f"127.0.0.1:{p}" for p in ports]
+    nodes = []
+    for i, a in enumerate(addrs):
+        os.makedirs(os.path.join(d, str(i)))
+        nodes.append(KV(a, [x for x in addrs if x != a], os.path.join(d, str(i))))
+    deadline = time.time() + 20
+    while not any(n._isLeader() for n in nodes) and time.time() < deadline:
+        time.sleep(0.05)
+    leader = next(n for n in nodes if n._isLeader())
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def one(i):
+        t0 = time.perf_counter()
+        leader.put(f"k{i}", {"connector.class": SOURCE, "i": str(i)}, sync=True, timeout=10)
+        with lock:
+            lat.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(one, range(total)))
+    elapsed = time.perf_counter() - t0
+    for n in nodes:
+        n.destroy()
+    return elapsed, lat
+
+
+def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float, list[float]]:
+    from webapp.connect.launcher import ConnectClient
+
+    local = threading.local()
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def one(i):
+        if not hasattr(local, "c"):
+            local.c = ConnectClient(leader.url, leader.auth)
+        cfg = {"connector.class": SOURCE, "path": path, "format": "csv", "topic": f"t{i % 50}", "tasks.max": "1"}
+        t0 = time.perf_counter()
+        local.c.request("PUT", f"/connectors/bench-{i % 200}/config", json=cfg)
+        with lock:
+            lat.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(one, range(total)))
+    return time.perf_counter() - t0, lat
+
+
+def bench_writes(kafka, work: Path) -> list[str]:
+    from webapp.connect.launcher import LocalCluster
+
+    csv = work / "w.csv"
+    csv.write_text("a\n1\n")
+    rows = []
+    # raft-only members: the metadata path is measured without agents running the connectors
+    cluster = LocalCluster(data_dir=str(work / "writes"), bootstrap_servers=kafka.bootstrap_servers,
+                           raft_roles="raft").start()
+    try:
+        leader = cluster.leader()
+        for conc, total in ((1, 300), (32, 2000)):
+            r_el, r_lat = _rest_writes(leader, conc, total, str(csv))
+            b_el, b_lat = _raw_pysyncobj_writes(conc, total)
+            rows.append(
+                f"| connector config writes via REST, {conc} client(s) | {total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
+                f"p99 {pct(r_lat, 99) * 1000:.1f} ms | raw pysyncobj {total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, "
+                f"p99 {pct(b_lat, 99) * 1000:.1f} ms; ratio {(total / r_el) / (total / b_el):.2f} |")
+            print(rows[-1], flush=True)
+    finally:
+        cluster.stop()
+    return rows
+
+
+# ------------------------------------------------------------------ leader failover
+def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
+    from webapp.connect.launcher import LocalCluster, wait_for
+
+    csv = work / "f.csv"
+    csv.write_text("a\n1\n")
+    write_times, election_times = [], []
+    for trial in range(trials):
+        cluster = LocalCluster(data_dir=str(work / f"failover-{trial}"), bootstrap_servers=kafka.bootstrap_servers).start()
+        try:
+            leader = cluster.leader()
+            survivors = [n for n in cluster.nodes if n is not leader]
+            cfg = {"connector.class": SOURCE, "path": str(csv), "format": "csv", "topic": "t", "tasks.max": "1"}
+            leader.client().request("PUT", "/connectors/warm/config", json=cfg)
+            leader.kill()
+            t0 = time.perf_counter()
+            done = threading.Event()
+
+            def elected():
+                wait_for(lambda: any(s.client().request("GET", "/raftconnect/v1/raft")["state"] == "LEADER"
+                                     for s in survivors), 30, interval=0.01, what="election")
+                election_times.append(time.perf_counter() - t0)
+                done.set()
+
+            th = threading.Thread(target=elected)
+            th.start()
+            survivors[0].client().request("PUT", "/connectors/after/config", json=cfg)
+            write_times.append(time.perf_counter() - t0)
+            th.join()
+            print(f"  trial {trial + 1}: write ok after {write_times[-1]:.2f} s (election {election_times[-1]:.2f} s)",
+                  flush=True)
+        finally:
+            cluster.stop()
+    return [f"| leader kill -9 -> REST write on a survivor succeeds ({trials} trials) | p50 {pct(write_times, 50):.2f} s, "
+            f"p99 {pct(write_times, 99):.2f} s, max {max(write_times):.2f} s | election alone p50 {pct(election_times, 50):.2f} s, "
+            f"p99 {pct(election_times, 99):.2f} s; goal p99 <= 3 s |"]
+
+
+# -------------------------------------------------------------------- task failover
+def bench_task_failover(kafka, work: Path, trials: int) -> list[str]:
+    from webapp.connect.launcher import LocalCluster, wait_for
+
+    csv = work / "t.csv"
+    csv.write_text("id\n" + "".join(f"{i}\n" for i in range(100)))
+    times = []
+    for trial in range(trials):
+        cluster = LocalCluster(data_dir=str(work / f"taskfail-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
+                               raft_nodes=2, worker_nodes=1).start()
+        try:
+            c = cluster.leader().client()
+            worker = cluster.nodes[-1]
+            for i in range(3):
+                c.request("PUT", f"/connectors/s{i}/config",
+                          json={"connector.class": SOURCE, "path": str(csv), "format": "csv", "topic": f"tf{i}",
+                                "tasks.max": "1"})
+
+            def on_worker():
+                view = c.request("GET", "/raftconnect/v1/cluster")
+                node = next(n for n in view["nodes"] if n["id"] == worker.node_id)
+                return node["tasks"] and all(
+                    t["state"] == "RUNNING" for s in ("s0", "s1", "s2") for t in c.status(s)["tasks"]) and node["tasks"]
+
+            moved = wait_for(on_worker, 120, what="a RUNNING task on the worker-only node")
+            worker.kill()
+            t0 = time.perf_counter()
+
+            def running_elsewhere():
+                for key in moved:
+                    name, _, num = key.rpartition("-")
+                    t = c.status(name)["tasks"][int(num)]
+                    if t["state"] != "RUNNING" or t["worker_id"] == worker.url.split("//")[1]:
+                        return False
+                return True
+
+            wait_for(running_elsewhere, 60, interval=0.05, what="tasks RUNNING elsewhere")
+            times.append(time.perf_counter() - t0)
+            print(f"  trial {trial + 1}: tasks RUNNING elsewhere after {times[-1]:.2f} s", flush=True)
+        finally:
+            cluster.stop()
+    return [f"| worker kill -9 -> its tasks RUNNING elsewhere ({trials} trials) | p50 {pct(times, 50):.2f} s, "
+            f"max {max(times):.2f} s | goal <= session timeout 5 s + 2 s; Kafka Connect default waits up to "
+            f"scheduled.rebalance.max.delay.ms = 300 s |"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--task-trials", type=int, default=5)
+    parser.add_argument("--only", nargs="*", choices=["assignor", "writes", "leader", "task"])
+    args = parser.parse_args()
+    import django
+
+    django.setup()
+    from webapp.kafka.embedded import EmbeddedKafka
+
+    only = set(args.only or ["assignor", "writes", "leader", "task"])
+    rows: list[str] = []
+    if "assignor" in only:
+        rows += bench_assignor()
+        print("\n".join(rows), flush=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    with EmbeddedKafka(log_dir=work / "kafka") as kafka:
+        if "writes" in only:
+            rows += bench_writes(kafka, work)
+        if "leader" in only:
+            rows += bench_leader_failover(kafka, work, args.trials)
+            print(rows[-1], flush=True)
+        if "task" in only:
+            rows += bench_task_failover(kafka, work, args.task_trials)
+            print(rows[-1], flush=True)
+    out = Path(__file__).with_name("RESULTS.md")
+    if not out.exists():
+        out.write_text("# Cluster benchmark results\n\n`python benchmarks/cluster/run.py` (see its docstring for "
+                       "what each row measures and its baseline).\n")
+    with out.open("a") as fh:
+        fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n\n| what | result | baseline / goal |\n|---|---|---|\n")
+        fh.write("\n".join(rows) + "\n")
+    print(f"recorded in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
