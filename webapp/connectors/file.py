@@ -1267,3 +1267,8 @@ def _spark_error(e: BaseException) -> str:
         if idx >= 0:
             return text[idx:].splitlines()[0][:2000]
     return (text.splitlines()[0] if text else repr(e))[:2000]
+
+
+# The runtime instantiates a connector's tasks through ``Connector.task_class`` (api.py).
+FileSourceConnector.task_class = FileSourceTask
+FileSinkConnector.task_class = FileSinkTask
