@@ -126,7 +126,8 @@ def test_restart_keeps_configs_target_states_and_offsets(tmp_path, kafka, flight
     c.create_connector("src", source_cfg(flights_slice, "restart"))
     wait_for(lambda: c.offsets("src")["offsets"], 120, what="first committed offsets")
     c.pause("src")
-    wait_for(lambda: c.status("src")["connector"]["state"] == "PAUSED", 30, what="PAUSED")
+    # tasks finish and commit their in-flight batch before they report PAUSED
+    wait_for(lambda: _all_paused(c, "src"), 30, what="connector and tasks PAUSED")
     offsets, config = c.offsets("src"), c.request("GET", "/connectors/src/config")
     assert node.stop() == 0
     node = start_node(tmp_path, kafka, name="n1")
@@ -135,9 +136,15 @@ def test_restart_keeps_configs_target_states_and_offsets(tmp_path, kafka, flight
         assert c.connectors() == ["src"]
         assert c.request("GET", "/connectors/src/config") == config
         assert c.offsets("src") == offsets
-        wait_for(lambda: c.status("src")["connector"]["state"] == "PAUSED", 60, what="PAUSED after restart")
+        wait_for(lambda: _all_paused(c, "src"), 60, what="PAUSED after restart")
+        assert c.offsets("src") == offsets  # paused tasks did not move
     finally:
         node.stop()
+
+
+def _all_paused(c, name) -> bool:
+    st = c.status(name)
+    return st["connector"]["state"] == "PAUSED" and bool(st["tasks"]) and all(t["state"] == "PAUSED" for t in st["tasks"])
 
 
 def test_kill_9_mid_pipeline_loses_nothing(tmp_path, kafka, flights_slice):
