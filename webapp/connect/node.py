@@ -231,7 +231,9 @@ class ConnectNode:
         st = self.raft.state
         raft_status = self.raft.status()
         assignment = st.assignment
-        live = self.coordinator.live_workers() if self.coordinator and self.coordinator.active else {}
+        active = self.coordinator is not None and self.coordinator.active
+        live = self.coordinator.live_workers() if active else {}
+        reported = dict(self.coordinator.reported) if active else {}
         nodes = []
         for node_id, m in sorted(st.members.items()):
             nodes.append({
@@ -240,6 +242,8 @@ class ConnectNode:
                 "alive": node_id in live,
                 "connectors": sorted(c for c, w in assignment["connectors"].items() if w == node_id),
                 "tasks": sorted(t for t, w in assignment["tasks"].items() if w == node_id),
+                # what the agent said in its last heartbeat it actually runs (may lag the assignment)
+                "running_tasks": sorted((reported.get(node_id) or {}).get("tasks", {})),
             })
         return {"node_id": self.options.node_id, "raft": raft_status, "leader": raft_status["leader"],
                 "generation": assignment["generation"], "epoch": assignment["epoch"],

@@ -133,6 +133,18 @@ class GroupCoordinator:
         view["session_timeout_ms"] = int(self.session_timeout * 1000)
         return view
 
+    def touch(self, worker_id: str) -> None:
+        """Count any signed request from a known, live worker as proof of life.
+
+        Offset commits and status reports prove the worker runs as much as a
+        heartbeat does; under CPU pressure (e.g. a JVM starting on the same host)
+        they keep a busy worker's session from expiring between late heartbeats.
+        A worker whose session already expired must heartbeat to rejoin.
+        """
+        with self._lock:
+            if worker_id in self.last_seen:
+                self.last_seen[worker_id] = self.clock()
+
     def leave(self, worker_id: str) -> None:
         """A worker leaves the group voluntarily; its tasks move at once."""
         with self._lock:

@@ -50,7 +50,7 @@ class ControlPlaneClient:
         self.timeout = timeout
         self.session = requests.Session()
 
-    def _call(self, method: str, path: str, payload: Any | None = None) -> Any:
+    def _call(self, method: str, path: str, payload: Any | None = None, timeout: float | None = None) -> Any:
         body = json.dumps(payload).encode() if payload is not None else b""
         last: Exception | None = None
         for address in self.cluster:
@@ -58,7 +58,7 @@ class ControlPlaneClient:
             headers["Content-Type"] = "application/json"
             try:
                 resp = self.session.request(method, f"http://{address}{path}", data=body or None,
-                                            headers=headers, timeout=self.timeout)
+                                            headers=headers, timeout=timeout or self.timeout)
             except requests.RequestException as exc:
                 last = exc
                 continue
@@ -72,7 +72,8 @@ class ControlPlaneClient:
             return resp.json() if resp.content else None
         raise _Retryable(str(last))
 
-    def call(self, method: str, path: str, payload: Any | None = None, retry_for: float = 15.0) -> Any:
+    def call(self, method: str, path: str, payload: Any | None = None, retry_for: float = 15.0,
+             timeout: float | None = None) -> Any:
         """One internal call, retried with exponential backoff for ``retry_for`` seconds.
 
         Errors: :class:`Fenced` (409, not retried), :class:`ControlPlaneUnavailable`.
@@ -80,7 +81,7 @@ class ControlPlaneClient:
         @retry(retry=retry_if_exception_type(_Retryable), stop=stop_after_delay(retry_for),
                wait=wait_exponential(multiplier=0.05, max=1.0), reraise=True)
         def attempt():
-            return self._call(method, path, payload)
+            return self._call(method, path, payload, timeout)
 
         try:
             return attempt()
@@ -88,10 +89,15 @@ class ControlPlaneClient:
             raise ControlPlaneUnavailable(str(exc)) from exc
 
     # ------------------------------------------------------------ endpoints
-    def heartbeat(self, member: dict[str, Any], running: dict[str, Any]) -> dict[str, Any]:
-        """Heartbeat (or join); returns this worker's assignment view. Not retried."""
+    def heartbeat(self, member: dict[str, Any], running: dict[str, Any], timeout: float = 2.0) -> dict[str, Any]:
+        """Heartbeat (or join); returns this worker's assignment view.
+
+        Not retried, and each node gets at most ``timeout`` seconds: a heartbeat
+        that waits longer is worth less than the next one.
+        """
         return self.call("POST", "/raftconnect/v1/internal/heartbeat",
-                         {"worker_id": self.worker_id, "member": member, "running": running}, retry_for=0)
+                         {"worker_id": self.worker_id, "member": member, "running": running}, retry_for=0,
+                         timeout=timeout)
 
     def leave(self) -> None:
         """Leave the group (best effort)."""

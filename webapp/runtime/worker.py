@@ -176,13 +176,17 @@ class Worker:
         self._spark_factory = spark_factory
         self._spark = None
         self._spark_lock = threading.Lock()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # held by the reconcile thread while it changes what runs
+        self._snapshot_lock = threading.Lock()  # short: guards the dicts for readers (heartbeat)
         self.tasks: dict[str, WorkerTask] = {}
         self.connectors: dict[str, dict[str, Any]] = {}
         self.generation = -1
         self._stop = threading.Event()
         self._last_contact = time.monotonic()
         self._hb_thread: threading.Thread | None = None
+        self._reconcile_thread: threading.Thread | None = None
+        self._pending: dict[str, Any] | None = None  # newest view not yet applied
+        self._pending_cv = threading.Condition()
 
     def spark(self):
         """The agent's SparkSession, created on first use."""
@@ -193,13 +197,17 @@ class Worker:
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        """Start heartbeating (the first heartbeat joins the group)."""
+        """Start heartbeating (the first heartbeat joins the group) and the reconcile thread."""
+        self._reconcile_thread = threading.Thread(target=self._reconcile_loop, name="reconcile", daemon=True)
+        self._reconcile_thread.start()
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._hb_thread.start()
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop every task (bounded by ``timeout`` seconds) and leave the group."""
         self._stop.set()
+        with self._pending_cv:
+            self._pending_cv.notify_all()
         self.stop_all(timeout)
         try:
             self.client.leave()
@@ -208,7 +216,7 @@ class Worker:
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Stop all tasks and connectors; wait up to ``timeout`` seconds for task threads."""
-        with self._lock:
+        with self._lock, self._snapshot_lock:
             tasks = list(self.tasks.values())
             self.tasks.clear()
             self.connectors.clear()
@@ -218,16 +226,38 @@ class Worker:
         for t in tasks:
             t.join(max(0.0, deadline - time.monotonic()))
 
+    def fence_all(self) -> None:
+        """Tell every task to stop after its current batch, without waiting (safe from the heartbeat thread).
+
+        Used when the coordinator has been unreachable for longer than the session
+        timeout: the tasks have been given to others, so none may keep writing.
+        The reconcile thread removes the stopped threads when the next view arrives.
+        """
+        with self._snapshot_lock:
+            tasks = list(self.tasks.values())
+            self.connectors.clear()
+        for t in tasks:
+            t.stop()
+        self.generation = -1  # accept whatever view comes next
+
     def running(self) -> dict[str, Any]:
         """What runs here: ``{"generation", "connectors": [...], "tasks": {key: {"state", metrics...}}}``."""
-        with self._lock:
-            return {"generation": self.generation, "connectors": sorted(self.connectors),
-                    "tasks": {k: {"state": t.state, **t.metrics.as_json()} for k, t in self.tasks.items()}}
+        with self._snapshot_lock:
+            tasks = list(self.tasks.items())
+            connectors = sorted(self.connectors)
+        return {"generation": self.generation, "connectors": connectors,
+                "tasks": {k: {"state": t.state, **t.metrics.as_json()} for k, t in tasks if t.is_alive()}}
 
     def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():
+            ok = False
             try:
+                t0 = time.monotonic()
                 view = self.client.heartbeat(self.member, self.running())
+                took = time.monotonic() - t0
+                if took > 1.0:
+                    log.warning("heartbeat took %.2f s (session timeout %.1f s)", took, self.session_timeout)
+                ok = True
                 self._last_contact = time.monotonic()
                 self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
                 self.apply_assignment(view)
@@ -236,20 +266,44 @@ class Worker:
                 if silent > self.session_timeout and (self.tasks or self.connectors):
                     log.warning("no contact with the coordinator for %.1f s (> session timeout): stopping all tasks",
                                 silent)
-                    self.stop_all(timeout=self.session_timeout)
+                    self.fence_all()
                 log.debug("heartbeat failed: %s", exc)
             except Exception:
                 log.exception("heartbeat loop error")
-            self._stop.wait(self.heartbeat_interval)
+            # after a failure try again soon: the session is running out
+            self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
 
     # -------------------------------------------------------------- reconcile
     def apply_assignment(self, view: dict[str, Any]) -> None:
-        """Make what runs here match ``view`` (see GroupCoordinator.worker_view); idempotent.
+        """Queue ``view`` (see GroupCoordinator.worker_view) to be applied; returns at once.
 
-        Views older than the newest one applied are ignored.
+        Only the newest view is kept; views older than the newest applied are
+        ignored. Applying happens on the reconcile thread, so a heartbeat never
+        waits for a connector or a stopping task (which could take a whole batch)
+        and the session cannot expire because of it.
         """
         if self._stop.is_set():
             return
+        with self._pending_cv:
+            if self._pending is None or view.get("generation", 0) >= self._pending.get("generation", 0):
+                self._pending = view
+            self._pending_cv.notify()
+
+    def _reconcile_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._pending_cv:
+                while self._pending is None and not self._stop.is_set():
+                    self._pending_cv.wait(1.0)
+                view, self._pending = self._pending, None
+            if view is None or self._stop.is_set():
+                continue
+            try:
+                self.reconcile(view)
+            except Exception:
+                log.exception("reconcile failed")
+
+    def reconcile(self, view: dict[str, Any]) -> None:
+        """Make what runs here match ``view`` now; idempotent (called by the reconcile thread)."""
         with self._lock:
             if view.get("generation", 0) < self.generation:
                 return
@@ -260,14 +314,16 @@ class Worker:
     def _reconcile_connectors(self, wanted: dict[str, Any]) -> None:
         for name in list(self.connectors):
             if name not in wanted:
-                self.connectors.pop(name)
+                with self._snapshot_lock:
+                    self.connectors.pop(name)
         for name, c in wanted.items():
             have = self.connectors.get(name)
             fresh = have is None or have["config"] != c["config"] or have["generation"] != c["generation"]
             if not fresh and have["target_state"] == c["target_state"] and have["tasks"] == c["tasks"]:
                 continue
-            self.connectors[name] = {"config": c["config"], "generation": c["generation"],
-                                     "target_state": c["target_state"], "tasks": c["tasks"]}
+            with self._snapshot_lock:
+                self.connectors[name] = {"config": c["config"], "generation": c["generation"],
+                                         "target_state": c["target_state"], "tasks": c["tasks"]}
             try:
                 if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
                     plugin = registry.resolve(c["config"].get("connector.class", ""))
@@ -281,7 +337,8 @@ class Worker:
                 self.client.report_status(name, None, c["generation"], state)
             except Fenced as exc:
                 log.warning("connector %s fenced: %s", name, exc)
-                self.connectors.pop(name, None)
+                with self._snapshot_lock:
+                    self.connectors.pop(name, None)
             except Exception:
                 trace = traceback.format_exc()
                 log.error("connector %s failed:\n%s", name, trace)
@@ -300,7 +357,8 @@ class Worker:
                     continue  # failed tasks are not restarted silently
                 t.stop()
                 t.join(60)
-                del self.tasks[key]
+                with self._snapshot_lock:
+                    del self.tasks[key]
         for key, w in wanted.items():
             t = self.tasks.get(key)
             if t is not None:
@@ -310,5 +368,6 @@ class Worker:
             t = WorkerTask(task_id=ConnectorTaskId(w["connector"], w["task"]), config=w["config"],
                            generation=w["generation"], target_state=w["target_state"], client=self.client,
                            spark=self.spark, kafka_config=self.kafka_config, work_dir=self.data_dir)
-            self.tasks[key] = t
+            with self._snapshot_lock:
+                self.tasks[key] = t
             t.start()

@@ -6,6 +6,8 @@ generation of its assignment; stale ones are refused with 409 (fencing).
 """
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from rest_framework.authentication import BaseAuthentication
@@ -21,6 +23,8 @@ from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
 
 from .views import ConnectAPIView
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ClusterMemberAuthentication", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
            "OffsetsCommitView"]
@@ -80,16 +84,26 @@ def _coordinator():
     return node.coordinator
 
 
+def _touch(worker_id: str) -> None:
+    coordinator = _coordinator()
+    if coordinator is not None and coordinator.active:
+        coordinator.touch(worker_id)
+
+
 class HeartbeatView(InternalView):
     """``POST /raftconnect/v1/internal/heartbeat``: join/heartbeat; returns the worker's view."""
 
     def post(self, request: Request) -> Response:
         body = request.data
         worker_id = self.field(body, "worker_id", str)
+        t0 = time.monotonic()
         try:
             view = _coordinator().heartbeat(worker_id, body.get("member") or {}, body.get("running") or {})
         except NotCoordinator as exc:
             raise ConnectRestError(str(exc), 421) from exc
+        took = time.monotonic() - t0
+        if took > 0.5:
+            log.warning("heartbeat of %s took %.2f s to handle", worker_id, took)
         return Response(view)
 
 
@@ -107,6 +121,7 @@ class TaskConfigsView(InternalView):
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         configs = self.field(body, "configs", list)
+        _touch(body.get("worker_id", ""))
         current().store.put_task_configs(name, configs, worker_id=self.field(body, "worker_id", str),
                                          generation=self.field(body, "generation", int))
         _coordinator().poke()
@@ -121,6 +136,7 @@ class StatusReportView(InternalView):
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         state = self.field(body, "state", str)
+        _touch(body.get("worker_id", ""))
         if state not in self.STATES:
             raise BadRequest(f"Unknown state {state}")
         current().store.put_status(name, self.field(body, "task", int, optional=True),
@@ -139,6 +155,7 @@ class OffsetsCommitView(InternalView):
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         entries = [SourceOffset(p, o) for p, o in self.field(body, "offsets", list)]
+        _touch(body.get("worker_id", ""))
         current().store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
                                        worker_id=self.field(body, "worker_id", str),
                                        generation=self.field(body, "generation", int))
