@@ -30,6 +30,7 @@ cluster: setup
 
 bench: setup
 	$(PY) benchmarks/pipeline/run.py
+	$(PY) benchmarks/cluster/run.py
 
 clean:
 	rm -rf var .pytest_cache
