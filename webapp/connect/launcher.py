@@ -287,10 +287,13 @@ class LocalCluster:
             node.wait_healthy(timeout)
         return self
 
-    def stop(self) -> None:
-        """SIGTERM every node still running (workers first)."""
-        for node in reversed(self.nodes):
-            node.stop()
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM every node still running, all at once, and wait for them (kill after ``timeout`` s)."""
+        running = self.running()
+        for node in running:
+            node.proc.send_signal(signal.SIGTERM)
+        for node in running:
+            node.stop(timeout)
 
     def running(self) -> list[NodeProcess]:
         """Nodes whose process is alive."""

@@ -112,8 +112,9 @@ class ConnectNode:
     def __init__(self, options: NodeOptions):
         self.options = options
         os.makedirs(options.data_dir, exist_ok=True)
-        if options.raft_peers and not options.cluster_secret:
-            raise ValueError("A multi-member cluster needs RAFTCONNECT_CLUSTER_SECRET")
+        if (options.raft_peers or "raft" not in options.roles) and not options.cluster_secret:
+            raise ValueError("A multi-member cluster (and any worker-only node) needs RAFTCONNECT_CLUSTER_SECRET, "
+                             "the same on every node")
         self.secret = options.cluster_secret or _load_or_create_secret(options.data_dir)
         self.raft: RaftNode | None = None
         self.store: RaftMetadataStore | None = None
@@ -156,6 +157,31 @@ class ConnectNode:
         o = self.options
         return {"roles": sorted(o.roles), "rest_address": o.rest_address,
                 "raft_address": o.raft_address if "raft" in o.roles else None, "weight": float(o.weight)}
+
+    def cluster_leader(self, refresh: bool = False) -> str | None:
+        """For a worker-only node: the leader's REST address, asked of ``--cluster`` nodes and cached.
+
+        Falls back to the first cluster node (which forwards writes) when no node
+        names a leader. ``refresh`` drops the cached answer.
+        """
+        if refresh or getattr(self, "_cluster_leader", None) is None:
+            import requests
+
+            from webapp.coordinator.signing import signed_headers
+
+            found = None
+            for address in self.options.cluster:
+                path = "/raftconnect/v1/internal/leader"
+                try:
+                    resp = requests.get(f"http://{address}{path}", timeout=2,
+                                        headers=signed_headers(self.secret, "GET", path, b""))
+                    if resp.ok and resp.json().get("leader_rest_address"):
+                        found = resp.json()["leader_rest_address"]
+                        break
+                except requests.RequestException:
+                    continue
+            self._cluster_leader = found
+        return self._cluster_leader or (self.options.cluster[0] if self.options.cluster else None)
 
     def leader_rest_address(self) -> str | None:
         """REST address of the current Raft leader, or ``None`` while unknown."""

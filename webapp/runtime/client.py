@@ -101,7 +101,7 @@ class ControlPlaneClient:
 
     def leave(self) -> None:
         """Leave the group (best effort)."""
-        self.call("POST", "/raftconnect/v1/internal/leave", {"worker_id": self.worker_id}, retry_for=2)
+        self.call("POST", "/raftconnect/v1/internal/leave", {"worker_id": self.worker_id}, retry_for=0, timeout=2.0)
 
     def put_task_configs(self, connector: str, generation: int, configs: list[dict[str, str]]) -> None:
         """Store the connector's task configs (fenced by ``generation``)."""

@@ -85,8 +85,11 @@ class ForwardedUserAuthentication(BaseAuthentication):
         return ForwardedUser(name, "superuser" in flags), None
 
 
-def forward_target(request: Request, node) -> str | None:
+def forward_target(request: Request, node, stale: str | None = None) -> str | None:
     """The REST address to proxy ``request`` to, or ``None`` to serve it here.
+
+    ``stale`` is a target that just proved unreachable (a worker-only node then
+    asks the cluster for the leader again).
 
     Raises :class:`~webapp.connect.herder.ConnectRestError` (503) when a write
     finds no leader within the wait.
@@ -94,8 +97,8 @@ def forward_target(request: Request, node) -> str | None:
     raw = request._request
     if raw.headers.get(FORWARDED_HEADER) == "1":
         return None
-    if node.raft is None:  # worker-only node
-        return node.options.cluster[0] if node.options.cluster else None
+    if node.raft is None:  # worker-only node: no local state, everything goes to the leader
+        return node.cluster_leader(refresh=stale is not None and stale == node.cluster_leader())
     leader_only = getattr(request, "leader_only", False)
     if (request.method not in UNSAFE and not leader_only) or node.raft.is_leader:
         return None

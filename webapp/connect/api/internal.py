@@ -14,6 +14,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from rest_framework.views import APIView
 from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
@@ -26,7 +27,7 @@ from .views import ConnectAPIView
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterMemberAuthentication", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
+__all__ = ["ClusterMemberAuthentication", "LeaderView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
            "OffsetsCommitView"]
 
 
@@ -105,6 +106,20 @@ class HeartbeatView(InternalView):
         if took > 0.5:
             log.warning("heartbeat of %s took %.2f s to handle", worker_id, took)
         return Response(view)
+
+
+class LeaderView(InternalView):
+    """``GET /raftconnect/v1/internal/leader``: ``{"leader_rest_address"}`` as this member knows it (never forwarded)."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        APIView.initial(self, request, *args, **kwargs)  # authentication only: always answered here
+
+    def get(self, request: Request) -> Response:
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member", 421)
+        address = node.options.rest_address if node.raft.is_leader else node.leader_rest_address()
+        return Response({"leader_rest_address": address})
 
 
 class LeaveView(InternalView):

@@ -78,7 +78,7 @@ class ConnectAPIView(APIView):
             if node.raft is not None and node.raft.is_leader:
                 handler = getattr(self, self.request.method.lower())
                 return handler(self.request, *self.args, **self.kwargs)
-            target = forward_target(self.request, node) or target
+            target = forward_target(self.request, node, stale=target) or target
 
 
 def _json_object(request: Request) -> dict[str, Any]:
