@@ -498,7 +498,6 @@ class FileSourceTask(Task):
         self._splits: list[_Split] = []
         self._positions: list[int] = []
         self._infos: dict[str, _FileInfo] = {}
-        self._rg_cache: tuple[str, int, Any] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -558,60 +557,57 @@ class FileSourceTask(Task):
 
     def stop(self) -> None:
         self._infos.clear()
-        self._rg_cache = None
 
     # -- batches --------------------------------------------------------------------
     def run_batch(self) -> BatchResult | None:
         for i, split in enumerate(self._splits):
-            chunk = self._read_chunk(split, self._positions[i])
-            if chunk is None:
+            try:
+                plan = self._plan_chunk(split, self._positions[i])
+            except ConnectException:
+                raise
+            except FileNotFoundError as e:
+                raise ConnectException(f"File {split.filename} disappeared: {e}") from e
+            except Exception as e:  # pyarrow.ArrowInvalid and friends from schema inference
+                raise ConnectException(f"Cannot read {split.filename} at position {self._positions[i]}: {e}") \
+                    from e
+            if plan is None:
                 continue
-            table, new_pos = chunk
-            produced = self._produce(table, self._infos[split.filename]) if table.num_rows else 0
+            pieces, new_pos = plan
+            produced = self._produce(split, pieces) if pieces else 0
             self._positions[i] = new_pos
             key = "row" if split.format == "parquet" else "position"
             return BatchResult(produced, (SourceOffset(split.partition(), {key: new_pos}),))
         return None
 
-    def _produce(self, table, info: _FileInfo) -> int:
-        import pyarrow as pa
+    def _produce(self, split: _Split, pieces: list[dict]) -> int:
+        """One Spark job: workers parse ``pieces`` → JVM encodes values → workers produce."""
+        from pyspark.sql.pandas.types import from_arrow_schema
 
         from webapp.kafka.spark_io import KafkaIOError, produce_dataframe
         from webapp.runtime.converters import encode_value_column
 
+        info = self._info(split)
         spark = self.context.spark
-        table = _normalize_for_spark(table)
-        # One Arrow batch becomes one Spark partition: cut into about one slice per core.
-        parallelism = max(1, spark.sparkContext.defaultParallelism)
-        rows = table.num_rows
-        step = max(1, math.ceil(rows / parallelism))
-        table = pa.Table.from_batches(
-            [b for off in range(0, rows, step) for b in table.slice(off, step).combine_chunks().to_batches()],
-            schema=table.schema)
-        df = spark.createDataFrame(table)
+        parse = _make_parse_fn(pieces, split.format, info.arrow_schema, self.delimiter, self.null_values)
+        n = len(pieces)
+        df = spark.range(0, n, 1, n).mapInArrow(parse, from_arrow_schema(info.arrow_schema))
         value = encode_value_column(df.schema, self.schemas_enable, connect_schema=info.connect_schema)
         try:
-            delivered = produce_dataframe(df.select(value.alias("value")), self.topic, self.context.kafka_config,
-                                          producer_config=self.producer_overrides)
+            return produce_dataframe(df.select(value.alias("value")), self.topic, self.context.kafka_config,
+                                     producer_config=self.producer_overrides)
         except KafkaIOError as e:
             raise ConnectException(str(e)) from e
-        if delivered != rows:
-            raise ConnectException(f"produced {delivered} of {rows} records to {self.topic}")
-        return delivered
 
-    # -- reading --------------------------------------------------------------------
-    def _read_chunk(self, split: _Split, pos: int):
-        """(Arrow table, next position) for the next chunk of ``split``, or None when done."""
-        try:
-            if split.format == "parquet":
-                return self._read_parquet(split, pos)
-            return self._read_text(split, pos)
-        except ConnectException:
-            raise
-        except FileNotFoundError as e:
-            raise ConnectException(f"File {split.filename} disappeared: {e}") from e
-        except Exception as e:  # pyarrow.ArrowInvalid etc.
-            raise ConnectException(f"Cannot read {split.filename} at position {pos}: {e}") from e
+    def _parallelism(self, rows: int) -> int:
+        cores = max(1, self.context.spark.sparkContext.defaultParallelism)
+        return max(1, min(cores, math.ceil(rows / _MIN_PIECE_ROWS)))
+
+    # -- planning -------------------------------------------------------------------
+    def _plan_chunk(self, split: _Split, pos: int):
+        """(pieces for the Spark tasks, next position) for the next chunk, or None when done."""
+        if split.format == "parquet":
+            return self._plan_parquet(split, pos)
+        return self._plan_text(split, pos)
 
     def _info(self, split: _Split) -> _FileInfo:
         info = self._infos.get(split.filename)
@@ -644,9 +640,12 @@ class FileSourceTask(Task):
         if split.format == "csv":
             import pyarrow.csv as pacsv
 
-            ro = pacsv.ReadOptions(autogenerate_column_names=not header, block_size=max(1 << 20, len(sample) // 4 + 1))
-            table = pacsv.read_csv(io.BytesIO(sample), read_options=ro, parse_options=self._csv_parse(),
-                                   convert_options=self._csv_convert(None))
+            table = pacsv.read_csv(
+                io.BytesIO(sample),
+                read_options=pacsv.ReadOptions(autogenerate_column_names=not header,
+                                               block_size=max(1 << 20, len(sample) // 4 + 1)),
+                parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
+                convert_options=_csv_convert_options(None, self.null_values))
         else:
             import pyarrow.json as pajson
 
@@ -655,7 +654,8 @@ class FileSourceTask(Task):
         names = table.column_names
         if len(set(names)) != len(names):
             raise ConnectException(f"{split.filename}: duplicate column names {names}")
-        schema = pa.schema([pa.field(fl.name, _fix_inferred_type(fl.type)) for fl in table.schema])
+        schema = _normalize_for_spark(
+            pa.table({f.name: pa.array([], _fix_inferred_type(f.type)) for f in table.schema})).schema
         lines = max(1, sample.count(b"\n"))
         try:
             connect = arrow_to_connect_schema(schema, name=self.schema_name)
@@ -663,22 +663,8 @@ class FileSourceTask(Task):
             raise ConnectException(f"{split.filename}: {e}") from e
         return _FileInfo(schema, connect, avg_row_bytes=max(1.0, len(sample) / lines), header=header)
 
-    def _csv_parse(self):
-        import pyarrow.csv as pacsv
-
-        return pacsv.ParseOptions(delimiter=self.delimiter)
-
-    def _csv_convert(self, schema):
-        import pyarrow.csv as pacsv
-
-        kwargs: dict[str, Any] = {"strings_can_be_null": True, "quoted_strings_can_be_null": True}
-        if self.null_values is not None:
-            kwargs["null_values"] = self.null_values
-        if schema is not None:
-            kwargs["column_types"] = {f.name: f.type for f in schema}
-        return pacsv.ConvertOptions(**kwargs)
-
-    def _read_text(self, split: _Split, pos: int):
+    def _plan_text(self, split: _Split, pos: int):
+        """Newline-aligned byte ranges covering the next ~batch.max.rows lines from ``pos``."""
         import numpy as np
 
         size = os.path.getsize(split.filename)
@@ -688,14 +674,16 @@ class FileSourceTask(Task):
         info = self._info(split)
         limit = end - pos
         want = min(limit, int(self.batch_rows * info.avg_row_bytes * 1.1) + (64 << 10))
-        max_lines = self.batch_rows + (1 if (pos == 0 and info.header) else 0)
+        header = pos == 0 and info.header
+        max_lines = self.batch_rows + (1 if header else 0)
         with open(split.filename, "rb") as f:
             f.seek(pos)
             buf = f.read(want)
             while True:
                 newlines = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
                 if len(newlines) >= max_lines:
-                    cut = int(newlines[max_lines - 1]) + 1
+                    newlines = newlines[:max_lines]
+                    cut = int(newlines[-1]) + 1
                     break
                 if len(buf) >= limit:
                     cut = len(buf)  # the range's end (a final line without newline included)
@@ -705,26 +693,18 @@ class FileSourceTask(Task):
                     cut = len(buf)
                     break
                 buf += more
-        data = buf[:cut]
-        skip_header = pos == 0 and info.header
-        if split.format == "csv":
-            import pyarrow.csv as pacsv
-
-            ro = pacsv.ReadOptions(column_names=info.arrow_schema.names, skip_rows=1 if skip_header else 0,
-                                   block_size=max(1 << 20, len(data) // 4 + 1))
-            table = pacsv.read_csv(io.BytesIO(data), read_options=ro, parse_options=self._csv_parse(),
-                                   convert_options=self._csv_convert(info.arrow_schema))
-        else:
-            import pyarrow.json as pajson
-
-            table = pajson.read_json(
-                io.BytesIO(data),
-                read_options=pajson.ReadOptions(block_size=max(1 << 22, len(data) // 4 + 1)),
-                parse_options=pajson.ParseOptions(explicit_schema=info.arrow_schema,
-                                                  unexpected_field_behavior="ignore"),
-            )
-            table = table.select(info.arrow_schema.names)
-        return table, pos + cut
+        del buf
+        lines = len(newlines) + (1 if cut > (int(newlines[-1]) + 1 if len(newlines) else 0) else 0)
+        n = self._parallelism(lines)
+        bounds = [0]
+        for k in range(1, n):  # cut after the newline closest to an even share of lines
+            b = int(newlines[min(len(newlines) - 1, k * len(newlines) // n)]) + 1 if len(newlines) else cut
+            if bounds[-1] < b < cut:
+                bounds.append(b)
+        bounds.append(cut)
+        pieces = [{"path": split.filename, "start": pos + a, "end": pos + b, "skip_header": header and a == 0}
+                  for a, b in zip(bounds, bounds[1:])]
+        return pieces, pos + cut
 
     def _row_group_starts(self, filename: str) -> list[int]:
         import pyarrow.parquet as pq
@@ -735,38 +715,98 @@ class FileSourceTask(Task):
             starts.append(starts[-1] + md.row_group(i).num_rows)
         return starts
 
-    def _read_parquet(self, split: _Split, pos: int):
-        import bisect
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        info = self._info(split)
+    def _plan_parquet(self, split: _Split, pos: int):
+        """Row ranges covering the next ~batch.max.rows rows of the split from row ``pos``."""
+        self._info(split)
         starts = self._row_group_starts(split.filename)
         groups = len(starts) - 1
         g_end = groups if (split.whole or split.end is None) else min(split.end, groups)
         row_end = starts[g_end]
         if pos >= row_end:
             return None
-        pf = pq.ParquetFile(split.filename)
-        pieces, need, cur = [], self.batch_rows, pos
-        while need > 0 and cur < row_end:
-            g = bisect.bisect_right(starts, cur) - 1
-            cached = self._rg_cache
-            if cached is not None and cached[0] == split.filename and cached[1] == g:
-                table = cached[2]
-            else:
-                table = pf.read_row_group(g)
-                self._rg_cache = (split.filename, g, table)
-            piece = table.slice(cur - starts[g], need)
-            pieces.append(piece)
-            need -= piece.num_rows
-            cur += piece.num_rows
-        table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        table = _normalize_for_spark(table)
-        if not table.schema.equals(info.arrow_schema):
-            table = table.cast(info.arrow_schema)
-        return table, cur
+        stop = min(row_end, pos + self.batch_rows)
+        n = self._parallelism(stop - pos)
+        cuts = [pos + (stop - pos) * k // n for k in range(n + 1)]
+        pieces = [{"path": split.filename, "start": a, "end": b} for a, b in zip(cuts, cuts[1:]) if b > a]
+        return pieces, stop
+
+
+_MIN_PIECE_ROWS = 10_000  # rows below which a chunk is not spread over more Spark tasks
+
+
+def _csv_convert_options(schema, null_values):
+    import pyarrow.csv as pacsv
+
+    kwargs: dict[str, Any] = {"strings_can_be_null": True, "quoted_strings_can_be_null": True}
+    if null_values is not None:
+        kwargs["null_values"] = list(null_values)
+    if schema is not None:
+        kwargs["column_types"] = {f.name: f.type for f in schema}
+    return pacsv.ConvertOptions(**kwargs)
+
+
+def _make_parse_fn(pieces: list[dict], fmt: str, schema, delimiter: str, null_values):
+    """The mapInArrow function run by Spark's Python workers: parse piece ``id`` → Arrow batches.
+
+    Imports only pyarrow (the closure is shipped by value; workers never import this
+    project). Raises ValueError("[source] ...") naming the file and range on parse errors.
+    """
+    convert = _csv_convert_options(schema, null_values) if fmt == "csv" else None
+
+    def parse(batches):
+        import io as _io
+
+        import pyarrow as pa
+
+        ids = [i for b in batches for i in b.column(0).to_pylist()]
+        for i in ids:
+            piece = pieces[i]
+            path, start, end = piece["path"], piece["start"], piece["end"]
+            try:
+                if fmt == "parquet":
+                    import pyarrow.parquet as pq
+
+                    pf = pq.ParquetFile(path)
+                    md, parts, first = pf.metadata, [], 0
+                    for g in range(md.num_row_groups):
+                        rows = md.row_group(g).num_rows
+                        lo, hi = max(start, first), min(end, first + rows)
+                        if lo < hi:
+                            parts.append(pf.read_row_group(g).slice(lo - first, hi - lo))
+                        first += rows
+                    table = pa.concat_tables(parts) if parts else schema.empty_table()
+                else:
+                    with open(path, "rb") as f:
+                        f.seek(start)
+                        data = f.read(end - start)
+                    if fmt == "csv":
+                        import pyarrow.csv as pacsv
+
+                        table = pacsv.read_csv(
+                            _io.BytesIO(data),
+                            read_options=pacsv.ReadOptions(column_names=schema.names,
+                                                           skip_rows=1 if piece.get("skip_header") else 0,
+                                                           block_size=max(1 << 20, len(data) // 2 + 1)),
+                            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                            convert_options=convert)
+                    else:
+                        import pyarrow.json as pajson
+
+                        table = pajson.read_json(
+                            _io.BytesIO(data),
+                            read_options=pajson.ReadOptions(block_size=max(1 << 22, len(data) // 2 + 1)),
+                            parse_options=pajson.ParseOptions(explicit_schema=schema,
+                                                              unexpected_field_behavior="ignore"))
+                table = table.select(schema.names)
+                if not table.schema.equals(schema):
+                    table = table.cast(schema)
+            except Exception as e:
+                unit = "rows" if fmt == "parquet" else "bytes"
+                raise ValueError(f"[source] cannot parse {path} {unit} {start}-{end}: {e}") from None
+            for batch in table.to_batches(max_chunksize=10_000):
+                yield batch
+
+    return parse
 
 
 # --------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
 def _unwrap_spark_error(e: BaseException) -> str:
     """The most useful line of a Spark job failure (the Python worker's exception)."""
     text = str(e)
-    for marker in ("[kafka] ", "KafkaException: ", "KafkaError"):
+    for marker in ("[kafka] ", "[source] ", "KafkaException: ", "KafkaError"):
         idx = text.rfind(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0]
