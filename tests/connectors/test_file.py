@@ -156,7 +156,7 @@ def test_csv_to_topic_to_parquet_exact_with_two_tasks_on_one_file(spark, kafka_b
             "value.converter.schemas.enable": schemas_enable}
     records, offsets, configs = run_source(spark, kafka_broker, {
         "path": str(flights_12k), "format": "csv", "topic": topic, "tasks.max": "2",
-        "batch.max.rows": "5000", "split.min.bytes": "1000", **conv}, tmp_path, "src")
+        "batch.max.rows": "7000", "split.min.bytes": "1000", **conv}, tmp_path, "src")
     # One file, two tasks: two newline-aligned byte ranges covering the file.
     splits = [json.loads(c["task.splits"]) for c in configs]
     assert [len(s) for s in splits] == [1, 1]
@@ -174,7 +174,7 @@ def test_csv_to_topic_to_parquet_exact_with_two_tasks_on_one_file(spark, kafka_b
         assert schema["type"] == "struct" and {"field": "dep_time", "type": "int64", "optional": True} in schema["fields"]
 
     sunk, sink_offsets = run_sink(spark, kafka_broker, {
-        "topics": topic, "path": str(out), "format": "parquet", "tasks.max": "2", "batch.max.rows": "4000",
+        "topics": topic, "path": str(out), "format": "parquet", "tasks.max": "2", "batch.max.rows": "7000",
         **conv}, tmp_path, "sink")
     assert sunk == 12_000
     assert sum(o.offset["kafka_offset"] for o in sink_offsets.values()) == 12_000

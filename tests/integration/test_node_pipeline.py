@@ -203,3 +203,21 @@ def count_topic(bootstrap: str, topic: str) -> int:
         return count
     finally:
         consumer.close()
+
+
+def test_failed_task_shows_its_trace_in_status(tmp_path, kafka):
+    bad = tmp_path / "bad.csv"
+    # a well-formed start (the schema is inferred from it), then a row with the wrong number of columns
+    bad.write_text("a,b\n" + "".join(f"{i},x{i}\n" for i in range(2000)) + "1,2,3,4\n")
+    node = start_node(tmp_path, kafka)
+    try:
+        c = node.client()
+        c.create_connector("bad", source_cfg(bad, "bad", **{"tasks.max": "1", "batch.max.rows": "500"}))
+        st = wait_for(lambda: next((t for t in c.status("bad")["tasks"] if t["state"] == "FAILED"), None), 120,
+                      what="the task to fail")
+        assert st["trace"] and "Traceback" in st["trace"], st
+        assert st["worker_id"] == f"127.0.0.1:{node.rest_port}"
+        # a failed task is not restarted silently
+        assert c.status("bad")["tasks"][0]["state"] == "FAILED"
+    finally:
+        node.stop()

@@ -252,6 +252,32 @@ class ConnectNode:
         set_current(None)
 
     # ------------------------------------------------------------ selectors
+    def member_raft_status(self, members: dict[str, dict[str, Any]], timeout: float = 1.0) -> dict[str, Any]:
+        """``{node_id: raft status | {"state": "UNREACHABLE"}}`` of every Raft member, asked in parallel."""
+        import requests
+        from concurrent.futures import ThreadPoolExecutor
+
+        from webapp.coordinator.signing import signed_headers
+
+        path = "/raftconnect/v1/internal/raft"
+
+        def ask(item):
+            node_id, m = item
+            if node_id == self.options.node_id:
+                return node_id, self.raft.status()
+            try:
+                resp = requests.get(f"http://{m['rest_address']}{path}", timeout=timeout,
+                                    headers=signed_headers(self.secret, "GET", path, b""))
+                return node_id, resp.json() if resp.ok else {"state": "UNREACHABLE"}
+            except (requests.RequestException, ValueError):
+                return node_id, {"state": "UNREACHABLE"}
+
+        voters = [(i, m) for i, m in members.items() if m.get("raft_address")]
+        if not voters:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(16, len(voters))) as pool:
+            return dict(pool.map(ask, voters))
+
     def cluster_view(self) -> dict[str, Any]:
         """``GET /raftconnect/v1/cluster``: nodes, Raft status, assignment per worker."""
         st = self.raft.state
@@ -261,11 +287,18 @@ class ConnectNode:
         live = self.coordinator.live_workers() if active else {}
         reported = dict(self.coordinator.reported) if active else {}
         nodes = []
-        for node_id, m in sorted(st.members.items()):
+        members = dict(st.members)
+        raft_of = self.member_raft_status(members)
+        for node_id, m in sorted(members.items()):
+            r = raft_of.get(node_id)
             nodes.append({
                 "id": node_id, "roles": m.get("roles"), "rest_address": m.get("rest_address"),
                 "raft_address": m.get("raft_address"), "weight": m.get("weight"),
                 "alive": node_id in live,
+                "raft": None if r is None else {k: r.get(k) for k in
+                                                ("state", "term", "leader", "commit_index", "applied_index")},
+                "raft_lag": None if r is None or r.get("applied_index") is None
+                else max(0, raft_status["commit_index"] - r["applied_index"]),
                 "connectors": sorted(c for c, w in assignment["connectors"].items() if w == node_id),
                 "tasks": sorted(t for t, w in assignment["tasks"].items() if w == node_id),
                 # what the agent said in its last heartbeat it actually runs (may lag the assignment)

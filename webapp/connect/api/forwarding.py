@@ -28,7 +28,7 @@ from rest_framework.request import Request
 
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, signed_headers, verify
 
-__all__ = ["ForwardToLeader", "TargetUnreachable", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
+__all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
            "FORWARDED_USER_HEADER"]
 
 log = logging.getLogger(__name__)
@@ -156,3 +156,50 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> 
     if "Location" in resp.headers:
         out["Location"] = resp.headers["Location"]
     return out
+
+
+_pool = None
+
+
+def proxy_watching_leader(request: Request, target: str, node, timeout: float = 30.0) -> HttpResponse:
+    """:func:`proxy`, abandoned as soon as this node sees that ``target`` is no longer the leader.
+
+    A leader paused by SIGSTOP (or cut off) still completes TCP handshakes, so a
+    forwarded request would wait for its full timeout. While waiting, the
+    forwarding node checks its own view of the leader every 50 ms (a worker-only
+    node asks the cluster every second); when another node leads, or this node
+    itself, the request is abandoned with :class:`TargetUnreachable` and the
+    caller forwards again. A deposed leader cannot commit without a quorum, so the
+    abandoned request does not also take effect (unless it committed just before
+    the change, when a retried create then answers 409).
+    """
+    global _pool
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="forward")
+    request._request.body  # read the body in this thread before handing the request over
+    future = _pool.submit(proxy, request, target, node.secret, timeout)
+    deadline = time.monotonic() + timeout
+    last_remote_check = time.monotonic()
+    while True:
+        try:
+            return future.result(timeout=0.05)
+        except FutureTimeout:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            from webapp.connect.herder import ConnectRestError
+
+            raise ConnectRestError(f"The leader at {target} did not answer within {timeout:.0f} s", 503)
+        if node.raft is not None:
+            moved = node.raft.is_leader or node.leader_rest_address() not in (None, target)
+        elif now - last_remote_check >= 1.0:
+            last_remote_check = now
+            moved = node.cluster_leader(refresh=True) != target
+        else:
+            moved = False
+        if moved:
+            log.warning("forwarded %s %s: %s is no longer the leader, forwarding again",
+                        request.method, request._request.path, target)
+            raise TargetUnreachable(f"{target} is no longer the leader")

@@ -27,7 +27,7 @@ from .views import ConnectAPIView
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterMemberAuthentication", "LeaderView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
+__all__ = ["ClusterMemberAuthentication", "LeaderView", "LocalRaftView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
            "OffsetsCommitView"]
 
 
@@ -120,6 +120,19 @@ class LeaderView(InternalView):
             raise ConnectRestError("This node is not a Raft member", 421)
         address = node.options.rest_address if node.raft.is_leader else node.leader_rest_address()
         return Response({"leader_rest_address": address})
+
+
+class LocalRaftView(InternalView):
+    """``GET /raftconnect/v1/internal/raft``: this member's own Raft status (never forwarded)."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        APIView.initial(self, request, *args, **kwargs)
+
+    def get(self, request: Request) -> Response:
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member", 404)
+        return Response(node.raft.status())
 
 
 class LeaveView(InternalView):

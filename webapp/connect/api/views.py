@@ -19,7 +19,7 @@ from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 from webapp.connectors import registry
 
-from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy
+from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
 
 __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
@@ -69,7 +69,7 @@ class ConnectAPIView(APIView):
         deadline = time.monotonic() + float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
         while True:
             try:
-                return proxy(self.request, target, node.secret)
+                return proxy_watching_leader(self.request, target, node)
             except TargetUnreachable:
                 if time.monotonic() >= deadline:
                     raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found", 503)
