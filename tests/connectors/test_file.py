@@ -360,3 +360,39 @@ def test_sink_without_topic_or_records_does_nothing(spark, kafka_broker, tmp_pat
     task = FileSinkTask(context(spark, kafka_broker, "idle", 0, tmp_path), conn.task_configs(1)[0])
     task.start()
     assert task.run_batch() is None
+
+
+def test_sink_handles_schema_change_and_tombstones_within_a_batch(spark, kafka_broker, tmp_path):
+    """Records 0-149 have schema A, 150-199 schema B (one more field), plus tombstones.
+
+    The sink plans from the first records, notices the unplanned schema in the same
+    job and redoes the batch with the merged schema; tombstones move offsets only.
+    """
+    from webapp.runtime.converters import encode_value, struct_schema
+
+    topic, out = unique("evolve"), tmp_path / "out"
+    ensure_topic(kafka_broker.client_config(), topic, 1)
+    a = struct_schema([{"field": "id", "type": "int64", "optional": False},
+                       {"field": "name", "type": "string", "optional": True}], name="rec")
+    b = struct_schema([*a["fields"], {"field": "score", "type": "double", "optional": True}], name="rec")
+    p = Producer(kafka_broker.client_config())
+    for i in range(200):
+        schema, row = (a, {"id": i, "name": f"n{i}"}) if i < 150 else (b, {"id": i, "name": None, "score": i / 2})
+        p.produce(topic, encode_value(row, schema))
+        if i % 50 == 0:
+            p.produce(topic, None)  # tombstone
+    assert p.flush(10) == 0
+    total, offsets = run_sink(spark, kafka_broker, {"topics": topic, "path": str(out)}, tmp_path, "evolve")
+    assert total == 204
+    assert offsets[partition_key({"kafka_topic": topic, "kafka_partition": 0})].offset == {"kafka_offset": 204}
+    got = pq.read_table(out).sort_by("id")
+    assert got.column_names == ["id", "name", "score"]
+    assert got.column("id").to_pylist() == list(range(200))
+    assert got.column("name").to_pylist() == [f"n{i}" for i in range(150)] + [None] * 50
+    assert got.column("score").to_pylist() == [None] * 150 + [i / 2 for i in range(150, 200)]
+
+
+def test_connectors_name_their_task_classes():
+    assert FileSourceConnector.task_class is FileSourceTask
+    assert FileSinkConnector.task_class is FileSinkTask
+    assert FileSourceConnector.type == "source" and FileSinkConnector.type == "sink"
