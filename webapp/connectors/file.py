@@ -1,8 +1,10 @@
 """File connectors on Spark: CSV / JSON-lines / Parquet files ⇄ Kafka topics.
 
-Source (:class:`FileSourceConnector`): reads a file or the files of a directory,
-parses chunks with pyarrow (C++), encodes each row as a Connect ``JsonConverter``
-value in the JVM and produces them to ``topic`` from the Spark tasks.
+Source (:class:`FileSourceConnector`): reads a file or the files of a directory.
+Per batch the driver only plans newline-aligned byte ranges (csv/json) or row
+ranges (parquet); Spark's Python workers read and parse them with pyarrow (C++,
+column types inferred once per file), the JVM encodes each row as a Connect
+``JsonConverter`` value, and the workers produce them to ``topic``.
 
 Sink (:class:`FileSinkConnector`): reads explicit offset ranges of the
 ``topics``' partitions inside Spark tasks, decodes the JsonConverter values in the
