@@ -46,8 +46,8 @@ def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4)
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = "baseline"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep the handle alive until the future resolves
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
     t0 = time.perf_counter()
     table = pacsv.read_csv(csv_path, convert_options=pacsv.ConvertOptions(null_values=["NA", ""],
                                                                           strings_can_be_null=True,
