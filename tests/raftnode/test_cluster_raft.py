@@ -1,0 +1,61 @@
+"""Three in-process Raft members on loopback: snapshot catch-up and bind address."""
+from __future__ import annotations
+
+import socket
+
+from raftnode import RaftConfig, RaftNode
+from webapp.connect.launcher import wait_for
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def member(tmp_path, i: int, addrs: list[str]) -> RaftNode:
+    return RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
+                               data_dir=str(tmp_path / f"m{i}"), password="secret",
+                               log_compaction_min_entries=50, log_compaction_min_time=0.1))
+
+
+def leader_of(nodes: list[RaftNode]) -> RaftNode:
+    return wait_for(lambda: next((n for n in nodes if n.is_leader), None), 15, interval=0.05, what="a leader")
+
+
+def test_restarted_member_catches_up_from_a_snapshot(tmp_path):
+    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
+    nodes = [member(tmp_path, i, addrs) for i in range(3)]
+    try:
+        leader = leader_of(nodes)
+        follower_index = next(i for i, n in enumerate(nodes) if n is not leader)
+        nodes[follower_index].destroy()
+        for i in range(300):  # far past the compaction threshold while the follower is down
+            leader.propose("_put_connector_config", f"c{i}", {"i": str(i)}, None, False)
+        for n in nodes:
+            if n is not nodes[follower_index]:
+                n.syncobj.forceLogCompaction()
+        wait_for(lambda: leader.status()["log_size"] < 300, 15, what="the leader to compact its log")
+        nodes[follower_index] = member(tmp_path, follower_index, addrs)
+        back = nodes[follower_index]
+        wait_for(lambda: len(back.state.connectors) == 300, 30, what="the restarted member to catch up")
+        assert back.state.connector("c299")["config"] == {"i": "299"}
+    finally:
+        for n in nodes:
+            n.destroy()
+
+
+def test_raft_port_listens_only_on_the_given_address(tmp_path):
+    port = free_port()
+    node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{port}", data_dir=str(tmp_path / "r"), password="s"))
+    try:
+        assert node.wait_ready(15)
+        listening = []
+        with open("/proc/net/tcp") as fh:
+            for line in fh.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.split(":")[1], 16) == port:  # 0A = LISTEN
+                    listening.append(local.split(":")[0])
+        assert listening == ["0100007F"], listening  # 127.0.0.1 only, not 0.0.0.0
+    finally:
+        node.destroy()
