@@ -1,0 +1,66 @@
+"""Tables of the relational metadata stores (PostgreSQL, MySQL/MariaDB).
+
+Owns the schema that :class:`webapp.storage.relational.RelationalMetadataStore`
+reads and writes through a runtime database alias; the schema is created by this
+app's migrations (``migrate storage --database <alias>``). Nothing else should
+write these tables: go through the store so fencing and atomicity hold.
+
+Shapes:
+    Connector: one row per connector — ``config`` ``{str: str}``, ``target_state``
+        one of STARTED/PAUSED/STOPPED, ``task_configs`` ``[{str: str}, ..]``.
+    Status: one row per connector (``task = -1``) or task (``task >= 0``).
+    Offset: one row per source partition of a connector; ``partition_key`` is
+        :func:`webapp.connectors.api.partition_key` of ``partition`` and
+        ``key_hash`` its SHA-256 (hex), which carries the uniqueness (a long
+        partition key could not be indexed on MySQL).
+"""
+from __future__ import annotations
+
+from django.db import models
+
+__all__ = ["Connector", "Status", "Offset", "CONNECTOR_TASK"]
+
+#: ``Status.task`` of the connector instance's own status.
+CONNECTOR_TASK = -1
+
+
+class Connector(models.Model):
+    """A connector's config, desired state and task configs."""
+
+    name = models.CharField(max_length=255, primary_key=True)
+    config = models.JSONField(default=dict)
+    target_state = models.CharField(max_length=16, default="STARTED")
+    task_configs = models.JSONField(default=list)
+
+    class Meta:
+        app_label = "storage"
+
+
+class Status(models.Model):
+    """The last reported status of a connector (``task = -1``) or one of its tasks."""
+
+    connector = models.CharField(max_length=255)
+    task = models.IntegerField()
+    state = models.CharField(max_length=32)
+    trace = models.TextField(null=True, blank=True)
+    worker_id = models.CharField(max_length=255)
+    generation = models.BigIntegerField()
+
+    class Meta:
+        app_label = "storage"
+        constraints = [models.UniqueConstraint(fields=["connector", "task"], name="storage_status_unique_task")]
+
+
+class Offset(models.Model):
+    """The committed offset of one source partition of a connector (kept when the connector is deleted)."""
+
+    connector = models.CharField(max_length=255)
+    key_hash = models.CharField(max_length=64)
+    partition_key = models.TextField()
+    partition = models.JSONField()
+    offset = models.JSONField()
+
+    class Meta:
+        app_label = "storage"
+        constraints = [models.UniqueConstraint(fields=["connector", "key_hash"],
+                                               name="storage_offset_unique_partition")]

@@ -1,0 +1,455 @@
+"""Relational metadata stores: PostgreSQL and MySQL/MariaDB, one implementation on Django's ORM.
+
+Owns turning a store URL (``postgresql://user[:password]@host:port/db``,
+``mysql://user[:password]@host:port/db``) into a Django database alias created at
+run time, preparing that database (create it if missing, apply this app's
+migrations), and implementing :class:`~webapp.storage.base.MetadataStore` on the
+tables of :mod:`webapp.storage.models`.
+
+Consistency: every write is one database transaction (``transaction.atomic``) that
+locks the connector's row where the write depends on it, so a check (existence,
+fencing) and its write commit together or not at all. Reads see the last
+committed state of the database.
+
+Fencing: this store cannot see the Raft assignment, so it is given a
+``fence(connector, task, worker_id, generation) -> str | None`` callable (for
+example a node's ``raft.state.check_fence``) that returns why a write must be
+refused, or ``None``. A returned reason raises :class:`FencedWrite` before
+anything is written. Writes with ``worker_id=None`` (the coordinator's own) skip
+fencing, as in :mod:`webapp.storage.raft`.
+
+Errors: connection and operational failures become :class:`StoreUnavailable`
+(retryable; messages name the URL with its password redacted, never the
+password); other errors are as documented on each method. Passwords never appear
+in messages, ``repr`` or logs of this module: use :func:`redact_url`.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+import uuid
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+try:  # mysqlclient needs MySQL's C headers to build; PyMySQL stands in for it.
+    import MySQLdb  # noqa: F401
+except ImportError:  # pragma: no cover - depends on what is installed
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+
+import dj_database_url
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
+
+from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+
+from .base import (
+    TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NotFound, StoreUnavailable,
+)
+
+__all__ = ["RelationalMetadataStore", "FenceCheck", "SCHEMES", "redact_url", "database_settings"]
+
+#: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``.
+FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
+
+#: URL scheme → canonical backend name (``postgresql`` or ``mysql``).
+SCHEMES = {
+    "postgresql": "postgresql", "postgres": "postgresql", "pgsql": "postgresql",
+    "mysql": "mysql", "mariadb": "mysql",
+}
+
+_CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
+
+T = TypeVar("T")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``; safe to show in messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username or ''}:***@{host}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def database_settings(url: str) -> dict[str, Any]:
+    """Django ``DATABASES`` entry for a store URL (``postgresql://`` or ``mysql://``, aliases in :data:`SCHEMES`).
+
+    Adds a connect timeout and, for MySQL, utf8mb4 and READ COMMITTED isolation.
+    Errors: :class:`ValueError` for another scheme or a URL without a database
+    name (the message carries the redacted URL).
+    """
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    backend = SCHEMES.get(scheme)
+    if backend is None:
+        raise ValueError(f"not a relational store URL: {redact_url(url)} (schemes: {', '.join(sorted(SCHEMES))})")
+    cfg = dj_database_url.parse(backend + url[len(scheme):])
+    if not cfg.get("NAME"):
+        raise ValueError(f"store URL names no database: {redact_url(url)}")
+    options = cfg.setdefault("OPTIONS", {})
+    options.setdefault("connect_timeout", _CONNECT_TIMEOUT)
+    if backend == "mysql":
+        options.setdefault("charset", "utf8mb4")
+        options.setdefault("isolation_level", "read committed")
+    return cfg
+
+
+def _key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _status_dict(row: Any) -> dict[str, Any]:
+    return {"state": row.state, "trace": row.trace, "worker_id": row.worker_id, "generation": row.generation}
+
+
+class RelationalMetadataStore(MetadataStore):
+    """Metadata in a PostgreSQL or MySQL/MariaDB database (see module docstring).
+
+    Args:
+        name: the store's configured name (``pg``, ``mysql``, ...).
+        url: ``postgresql://user[:password]@host:port/db`` or ``mysql://...``.
+        fence: fencing check for worker writes (see module docstring); ``None``
+            accepts every write (only for tools and tests without a cluster).
+
+    Attributes:
+        alias: the Django database alias this store registered (unique per instance).
+        backend: ``postgresql`` or ``mysql``.
+        safe_url: ``url`` with its password redacted.
+
+    Call :meth:`prepare` once before the first use of a new database, and
+    :meth:`close` when done (it unregisters the alias).
+    Errors: :class:`ValueError` for a URL that is not a relational store URL.
+    """
+
+    def __init__(self, name: str, url: str, fence: FenceCheck | None = None):
+        self.name = name
+        self.safe_url = redact_url(url)
+        self._settings = database_settings(url)
+        self._password = str(self._settings.get("PASSWORD") or "")
+        self.backend = "postgresql" if "postgresql" in self._settings["ENGINE"] else "mysql"
+        self.fence = fence
+        self.alias = f"metadata_{uuid.uuid4().hex[:12]}"
+        self._aliases: list[str] = []
+        self._lock = threading.Lock()
+        self._register(self.alias, self._settings)
+
+    def __repr__(self) -> str:
+        return f"RelationalMetadataStore(name={self.name!r}, url={self.safe_url!r})"
+
+    # ------------------------------------------------------------ connections
+    def _register(self, alias: str, cfg: dict[str, Any]) -> None:
+        # configure_settings fills Django's defaults (and insists on a "default" entry).
+        full = connections.configure_settings({"default": {"ENGINE": "django.db.backends.dummy"}, alias: dict(cfg)})
+        with self._lock:
+            connections.settings[alias] = full[alias]
+            self._aliases.append(alias)
+
+    def _unregister(self, alias: str) -> None:
+        try:
+            connections[alias].close()
+        except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
+            pass
+        with self._lock:
+            connections.settings.pop(alias, None)
+            try:
+                delattr(connections._connections, alias)
+            except AttributeError:
+                pass
+            if alias in self._aliases:
+                self._aliases.remove(alias)
+
+    def close(self) -> None:
+        """Close this thread's connection and unregister the store's Django aliases. Never raises."""
+        for alias in list(self._aliases):
+            self._unregister(alias)
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        if self._password:
+            detail = detail.replace(self._password, "***")
+        try:  # the connection may be unusable now; the next call reconnects
+            connections[self.alias].close()
+        except Exception:  # noqa: BLE001
+            pass
+        return StoreUnavailable(f"metadata store {self.name!r} ({self.backend} at {self.safe_url}) "
+                                f"is unavailable: {detail}")
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except (OperationalError, InterfaceError) as exc:
+            raise self._unavailable(exc) from None
+
+    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
+        if worker_id is None or self.fence is None:
+            return
+        why = self.fence(connector, task, worker_id, generation)
+        if why:
+            raise FencedWrite(why)
+
+    def _locked_connector(self, name: str):
+        from .models import Connector
+
+        row = Connector.objects.using(self.alias).select_for_update().filter(name=name).first()
+        if row is None:
+            raise NotFound(f"Connector {name} not found")
+        return row
+
+    # ------------------------------------------------------------- lifecycle
+    def prepare(self) -> None:
+        """Create the database if it is missing and apply this app's migrations to it.
+
+        Idempotent; safe to call on every start. Errors: :class:`StoreUnavailable`
+        (server unreachable, no privilege to create the database, ...).
+        """
+        from django.core.management import call_command
+
+        self._call(self._create_database)
+        self._call(lambda: call_command("migrate", "storage", database=self.alias, verbosity=0,
+                                        interactive=False))
+
+    def _create_database(self) -> None:
+        admin = dict(self._settings, NAME="postgres" if self.backend == "postgresql" else "")
+        alias = f"{self.alias}_admin"
+        self._register(alias, admin)
+        try:
+            conn = connections[alias]
+            db = self._settings["NAME"]
+            with conn.cursor() as cur:
+                if self.backend == "postgresql":
+                    cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db])
+                    if cur.fetchone() is None:
+                        try:
+                            cur.execute(f"CREATE DATABASE {conn.ops.quote_name(db)}")
+                        except DatabaseError as exc:  # created meanwhile by another process
+                            if "already exists" not in str(exc):
+                                raise
+                else:
+                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {conn.ops.quote_name(db)} "
+                                "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        finally:
+            self._unregister(alias)
+
+    # ------------------------------------------------------------------ config
+    def connector_names(self) -> list[str]:
+        """Names of all connectors, sorted; last committed state. Errors: :class:`StoreUnavailable`."""
+        from .models import Connector
+
+        return self._call(lambda: sorted(Connector.objects.using(self.alias).values_list("name", flat=True)))
+
+    def get_connector(self, name: str) -> ConnectorRecord | None:
+        """The connector's record, or ``None`` when it does not exist. Errors: :class:`StoreUnavailable`."""
+        from .models import Connector
+
+        row = self._call(lambda: Connector.objects.using(self.alias).filter(name=name).first())
+        if row is None:
+            return None
+        return ConnectorRecord(name=row.name, config=dict(row.config), target_state=row.target_state,
+                               tasks=[dict(t) for t in row.task_configs])
+
+    def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
+                             create_only: bool = False) -> bool:
+        """Create or replace a connector's config in one transaction; ``True`` when it was created.
+
+        ``target_state`` applies on create (default STARTED) and, when given, on
+        update; task configs and statuses are kept. Errors: :class:`AlreadyExists`
+        with ``create_only``, :class:`ValueError` for an unknown target state,
+        :class:`StoreUnavailable`.
+        """
+        from .models import Connector
+
+        if target_state is not None and target_state not in TARGET_STATES:
+            raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
+
+        def write() -> bool:
+            with transaction.atomic(using=self.alias):
+                row = Connector.objects.using(self.alias).select_for_update().filter(name=name).first()
+                if row is not None:
+                    if create_only:
+                        raise AlreadyExists(f"Connector {name} already exists")
+                    row.config = dict(config)
+                    if target_state:
+                        row.target_state = target_state
+                    row.save(using=self.alias, update_fields=["config", "target_state"])
+                    return False
+                Connector.objects.using(self.alias).create(
+                    name=name, config=dict(config), target_state=target_state or "STARTED", task_configs=[])
+                return True
+
+        try:
+            return self._call(write)
+        except IntegrityError:  # another writer created it between our read and insert
+            if create_only:
+                raise AlreadyExists(f"Connector {name} already exists") from None
+            return self._call(write)
+
+    def remove_connector_config(self, name: str) -> None:
+        """Delete the connector, its task configs and statuses in one transaction (offsets are kept).
+
+        Errors: :class:`NotFound`, :class:`StoreUnavailable`.
+        """
+        from .models import Connector, Status
+
+        def write() -> None:
+            with transaction.atomic(using=self.alias):
+                deleted, _ = Connector.objects.using(self.alias).filter(name=name).delete()
+                if not deleted:
+                    raise NotFound(f"Connector {name} not found")
+                Status.objects.using(self.alias).filter(connector=name).delete()
+
+        self._call(write)
+
+    def put_target_state(self, name: str, target_state: str) -> None:
+        """Set the desired state (one of :data:`~webapp.storage.base.TARGET_STATES`).
+
+        Errors: :class:`NotFound`, :class:`ValueError` for an unknown state, :class:`StoreUnavailable`.
+        """
+        from .models import Connector
+
+        if target_state not in TARGET_STATES:
+            raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
+
+        def write() -> None:
+            updated = Connector.objects.using(self.alias).filter(name=name).update(target_state=target_state)
+            if not updated:
+                raise NotFound(f"Connector {name} not found")
+
+        self._call(write)
+
+    def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
+                         generation: int) -> None:
+        """Replace the task configs in one transaction; statuses of tasks beyond the new count are dropped.
+
+        Fenced with ``fence(name, None, worker_id, generation)`` (the connector
+        instance) unless ``worker_id`` is ``None`` (the coordinator's own write).
+        Errors: :class:`NotFound` (checked first), :class:`FencedWrite`, :class:`StoreUnavailable`.
+        """
+        from .models import Status
+
+        new = [dict(t) for t in task_configs]
+
+        def write() -> None:
+            with transaction.atomic(using=self.alias):
+                row = self._locked_connector(name)
+                self._check_fence(name, None, worker_id, generation)
+                if row.task_configs != new:
+                    row.task_configs = new
+                    row.save(using=self.alias, update_fields=["task_configs"])
+                    Status.objects.using(self.alias).filter(connector=name, task__gte=len(new)).delete()
+
+        self._call(write)
+
+    # ------------------------------------------------------------------ status
+    def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
+                   generation: int) -> None:
+        """Record the status (``state`` and ``trace`` of ``status``) of the connector (``task=None``) or a task.
+
+        One transaction holding the connector's row lock; fenced with
+        ``fence(name, task, worker_id, generation)``. Errors: :class:`NotFound`
+        (checked first), :class:`FencedWrite`, :class:`StoreUnavailable`.
+        """
+        from .models import CONNECTOR_TASK, Status
+
+        def write() -> None:
+            with transaction.atomic(using=self.alias):
+                self._locked_connector(name)
+                self._check_fence(name, task, worker_id, generation)
+                Status.objects.using(self.alias).update_or_create(
+                    connector=name, task=CONNECTOR_TASK if task is None else int(task),
+                    defaults={"state": status["state"], "trace": status.get("trace"),
+                              "worker_id": worker_id, "generation": generation})
+
+        self._call(write)
+
+    def get_statuses(self, name: str) -> dict[str, Any]:
+        """``{"connector": status | None, "tasks": {"<i>": status}}``, a status being
+        ``{"state", "trace", "worker_id", "generation"}``; the empty shape for an unknown
+        connector. Errors: :class:`StoreUnavailable`.
+        """
+        from .models import CONNECTOR_TASK, Status
+
+        rows = self._call(lambda: list(Status.objects.using(self.alias).filter(connector=name).order_by("task")))
+        out: dict[str, Any] = {"connector": None, "tasks": {}}
+        for row in rows:
+            if row.task == CONNECTOR_TASK:
+                out["connector"] = _status_dict(row)
+            else:
+                out["tasks"][str(row.task)] = _status_dict(row)
+        return out
+
+    # ----------------------------------------------------------------- offsets
+    def get_offsets(self, name: str) -> list[SourceOffset]:
+        """Committed offsets of ``name`` (empty when none; kept after the connector is removed).
+
+        Errors: :class:`StoreUnavailable`.
+        """
+        from .models import Offset
+
+        rows = self._call(lambda: list(Offset.objects.using(self.alias).filter(connector=name).order_by("id")))
+        return [SourceOffset(row.partition, row.offset) for row in rows]
+
+    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
+        """Apply ``(partition, offset | None)`` entries in the caller's transaction; the last entry of a key wins."""
+        from .models import Offset
+
+        final: dict[str, tuple[dict, dict | None]] = {}
+        for partition, offset in entries:
+            final[partition_key(partition)] = (dict(partition), dict(offset) if offset is not None else None)
+        removed = [_key_hash(k) for k, (_, o) in final.items() if o is None]
+        kept = [Offset(connector=name, key_hash=_key_hash(k), partition_key=k, partition=p, offset=o)
+                for k, (p, o) in final.items() if o is not None]
+        if removed:
+            Offset.objects.using(self.alias).filter(connector=name, key_hash__in=removed).delete()
+        if kept:
+            # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target (the unique key is implied).
+            unique = ["connector", "key_hash"] if self.backend == "postgresql" else None
+            Offset.objects.using(self.alias).bulk_create(
+                kept, update_conflicts=True, unique_fields=unique,
+                update_fields=["partition_key", "partition", "offset"])
+
+    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
+                       generation: int) -> None:
+        """Atomically store all ``offsets`` of one batch of ``task_id`` (one transaction, one upsert).
+
+        Within a batch the last offset of a partition wins. Fenced with
+        ``fence(connector, task, worker_id, generation)``; the connector need not
+        exist. Errors: :class:`FencedWrite`, :class:`StoreUnavailable`.
+        """
+        entries = [(o.partition, o.offset) for o in offsets]
+
+        def write() -> None:
+            self._check_fence(task_id.connector, task_id.task, worker_id, generation)
+            with transaction.atomic(using=self.alias):
+                self._write_offsets(task_id.connector, entries)
+
+        self._call(write)
+
+    def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
+        """Operator change of a stopped connector's offsets in one transaction; an offset of ``None``
+        removes the partition. Not fenced (the operator's write). Errors: :class:`StoreUnavailable`.
+        """
+        entries = []
+        for item in offsets:
+            partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
+            entries.append((partition, offset))
+
+        def write() -> None:
+            with transaction.atomic(using=self.alias):
+                self._write_offsets(name, entries)
+
+        self._call(write)
+
+    def reset_offsets(self, name: str) -> None:
+        """Remove every offset of ``name`` (no error when there are none). Errors: :class:`StoreUnavailable`."""
+        from .models import Offset
+
+        self._call(lambda: Offset.objects.using(self.alias).filter(connector=name).delete())
