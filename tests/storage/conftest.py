@@ -1,0 +1,100 @@
+"""Fixtures of the metadata store tests: one real backend per parameter (raft, postgresql, mariadb).
+
+``backend`` is module-scoped and parametrized: each parameter starts a real
+single-member Raft group (the fencing authority of every backend, as on a node)
+and, for the relational backends, creates a database ``raftconnect_test_<random>``
+on the local server, prepares it and drops it at the end. A server that is down
+makes the tests error — they never skip.
+"""
+from __future__ import annotations
+
+import socket
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from raftnode import RaftConfig, RaftNode
+from webapp.storage.base import MetadataStore
+
+PG_URL = "postgresql://postgres@127.0.0.1:5432/{db}"
+MARIADB_URL = "mysql://root@127.0.0.1:3306/{db}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_raft(data_dir: str) -> RaftNode:
+    node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=data_dir, password="test-secret"))
+    assert node.wait_ready(15), node.status()
+    node.propose("_become_coordinator", node.term, "n1")
+    return node
+
+
+@dataclass
+class Backend:
+    """A store under test plus the Raft group whose assignment fences its writes."""
+
+    kind: str
+    store: MetadataStore
+    raft: RaftNode
+
+    def assign(self, connectors: dict[str, str], tasks: dict[str, str]) -> int:
+        """Commit a new assignment (``{name: worker}``, ``{"name-i": worker}``); returns its generation."""
+        generation = self.raft.state.assignment["generation"] + 1
+        self.raft.propose("_set_assignment", self.raft.term, generation, connectors, tasks)
+        return generation
+
+
+def drop_database(kind: str, db: str) -> None:
+    """Drop a test database straight through the driver (the store's aliases are closed by then)."""
+    if kind == "postgresql":
+        import psycopg
+
+        with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    else:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="")
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        finally:
+            conn.close()
+
+
+@pytest.fixture(autouse=True)
+def _db_access(django_db_blocker):
+    """The stores manage their own connections on runtime aliases; let them (no Django test DB)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture(scope="module", params=["raft", "postgresql", "mariadb"])
+def backend(request, tmp_path_factory, django_db_blocker):
+    kind = request.param
+    raft = start_raft(str(tmp_path_factory.mktemp(f"raft-{kind}")))
+    try:
+        if kind == "raft":
+            from webapp.storage.raft import RaftMetadataStore
+
+            yield Backend(kind, RaftMetadataStore(raft), raft)
+            return
+        from webapp.storage.relational import RelationalMetadataStore
+
+        db = f"raftconnect_test_{uuid.uuid4().hex[:10]}"
+        url = (PG_URL if kind == "postgresql" else MARIADB_URL).format(db=db)
+        with django_db_blocker.unblock():
+            store = RelationalMetadataStore(kind, url, fence=raft.state.check_fence)
+            try:
+                store.prepare()
+                yield Backend(kind, store, raft)
+            finally:
+                store.close()
+                drop_database(store.backend, db)
+    finally:
+        raft.destroy()

@@ -1,0 +1,219 @@
+"""One contract for every metadata store: raft, postgresql and mariadb run the same tests.
+
+Each test uses connector names of its own (the backends are shared per module).
+Fencing follows a real Raft assignment (see ``conftest.py``).
+"""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.storage.base import AlreadyExists, FencedWrite, NotFound, StoreUnavailable
+
+
+def unique(prefix: str = "c") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def offsets_of(store, name: str) -> dict[str, dict]:
+    return {partition_key(o.partition): dict(o.offset) for o in store.get_offsets(name)}
+
+
+def key(partition: dict) -> str:
+    return partition_key(partition)
+
+
+def test_configs_create_get_list_update_with_target_states(backend):
+    s = backend.store
+    a, b = unique("a"), unique("b")
+    assert s.get_connector(a) is None
+    assert s.put_connector_config(a, {"connector.class": "X", "k": "1"}) is True
+    assert s.put_connector_config(b, {"connector.class": "Y"}, target_state="PAUSED") is True
+    rec = s.get_connector(a)
+    assert (rec.name, rec.config, rec.target_state, rec.tasks) == (a, {"connector.class": "X", "k": "1"},
+                                                                    "STARTED", [])
+    assert s.get_connector(b).target_state == "PAUSED"
+    names = s.connector_names()
+    assert names == sorted(names) and {a, b} <= set(names)
+    # update: config replaced; target state kept unless given
+    assert s.put_connector_config(b, {"connector.class": "Y", "k": "2"}) is False
+    assert s.get_connector(b).config == {"connector.class": "Y", "k": "2"}
+    assert s.get_connector(b).target_state == "PAUSED"
+    assert s.put_connector_config(b, {"connector.class": "Y"}, target_state="STOPPED") is False
+    assert s.get_connector(b).target_state == "STOPPED"
+    s.put_target_state(a, "PAUSED")
+    assert s.get_connector(a).target_state == "PAUSED"
+
+
+def test_create_only_clash_raises_already_exists_and_keeps_the_config(backend):
+    s = backend.store
+    c = unique()
+    assert s.put_connector_config(c, {"k": "v"}, create_only=True) is True
+    with pytest.raises(AlreadyExists):
+        s.put_connector_config(c, {"k": "other"}, create_only=True)
+    assert s.get_connector(c).config == {"k": "v"}
+
+
+def test_target_state_of_missing_connector_is_not_found(backend):
+    with pytest.raises(NotFound):
+        backend.store.put_target_state(unique("missing"), "PAUSED")
+
+
+def test_remove_deletes_config_tasks_and_statuses_but_keeps_offsets(backend):
+    s = backend.store
+    c = unique()
+    s.put_connector_config(c, {"k": "v"})
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    s.put_task_configs(c, [{"t": "0"}], worker_id="w1", generation=gen)
+    s.put_status(c, 0, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    s.commit_offsets(ConnectorTaskId(c, 0), [SourceOffset({"f": "a"}, {"pos": 3})], worker_id="w1", generation=gen)
+    s.remove_connector_config(c)
+    assert s.get_connector(c) is None
+    assert c not in s.connector_names()
+    assert s.get_statuses(c) == {"connector": None, "tasks": {}}
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 3}}
+    with pytest.raises(NotFound):
+        s.remove_connector_config(c)
+    # a re-created connector starts without tasks but resumes from its offsets
+    assert s.put_connector_config(c, {"k": "v"}) is True
+    assert s.get_connector(c).tasks == []
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 3}}
+
+
+def test_task_configs_are_fenced_by_the_connector_assignment(backend):
+    s = backend.store
+    c = unique()
+    s.put_connector_config(c, {"k": "v"})
+    g1 = backend.assign({c: "w1"}, {})
+    s.put_task_configs(c, [{"t": "0"}, {"t": "1"}], worker_id="w1", generation=g1)
+    assert s.get_connector(c).tasks == [{"t": "0"}, {"t": "1"}]
+    assert [str(t) for t in s.get_connector(c).task_ids] == [f"{c}-0", f"{c}-1"]
+    with pytest.raises(FencedWrite):
+        s.put_task_configs(c, [], worker_id="w2", generation=g1)
+    # the connector moves to w2
+    g2 = backend.assign({c: "w2"}, {})
+    with pytest.raises(FencedWrite, match="not assigned"):
+        s.put_task_configs(c, [], worker_id="w1", generation=g2)
+    with pytest.raises(FencedWrite, match="stale generation"):
+        s.put_task_configs(c, [], worker_id="w2", generation=g1)
+    assert s.get_connector(c).tasks == [{"t": "0"}, {"t": "1"}]
+    s.put_task_configs(c, [{"t": "0", "x": "y"}], worker_id="w2", generation=g2)
+    assert s.get_connector(c).tasks == [{"t": "0", "x": "y"}]
+    # the coordinator's own write (worker_id=None) is not fenced
+    s.put_task_configs(c, [], worker_id=None, generation=0)
+    assert s.get_connector(c).tasks == []
+    with pytest.raises(NotFound):
+        s.put_task_configs(unique("missing"), [], worker_id=None, generation=0)
+
+
+def test_statuses_per_connector_and_task(backend):
+    s = backend.store
+    c = unique()
+    s.put_connector_config(c, {"k": "v"})
+    assert s.get_statuses(c) == {"connector": None, "tasks": {}}
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1", f"{c}-1": "w2"})
+    s.put_task_configs(c, [{"t": "0"}, {"t": "1"}], worker_id="w1", generation=gen)
+    s.put_status(c, None, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    s.put_status(c, 0, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    s.put_status(c, 1, {"state": "FAILED", "trace": "boom\n  at line 1"}, worker_id="w2", generation=gen)
+    s.put_status(c, 0, {"state": "PAUSED", "trace": None}, worker_id="w1", generation=gen)  # latest wins
+    assert s.get_statuses(c) == {
+        "connector": {"state": "RUNNING", "trace": None, "worker_id": "w1", "generation": gen},
+        "tasks": {"0": {"state": "PAUSED", "trace": None, "worker_id": "w1", "generation": gen},
+                  "1": {"state": "FAILED", "trace": "boom\n  at line 1", "worker_id": "w2", "generation": gen}},
+    }
+    with pytest.raises(FencedWrite):
+        s.put_status(c, 1, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    with pytest.raises(FencedWrite):
+        s.put_status(c, None, {"state": "RUNNING", "trace": None}, worker_id="w2", generation=gen)
+    assert s.get_statuses(c)["tasks"]["1"]["state"] == "FAILED"
+    with pytest.raises(NotFound):
+        s.put_status(unique("missing"), None, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    # shrinking the task list drops the statuses of tasks that no longer exist
+    s.put_task_configs(c, [{"t": "0"}], worker_id="w1", generation=gen)
+    assert set(s.get_statuses(c)["tasks"]) == {"0"}
+
+
+def test_offset_commit_is_one_fenced_batch_and_the_latest_value_wins(backend):
+    s = backend.store
+    c = unique()
+    task = ConnectorTaskId(c, 0)
+    assert s.get_offsets(c) == []
+    g1 = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    pa, pb = {"filename": "/data/a.csv"}, {"filename": "/data/b.csv", "part": 1}
+    s.commit_offsets(task, [SourceOffset(pa, {"position": 10}), SourceOffset(pb, {"position": 5}),
+                            SourceOffset(pa, {"position": 12})], worker_id="w1", generation=g1)
+    assert offsets_of(s, c) == {key(pa): {"position": 12}, key(pb): {"position": 5}}
+    assert {key(o.partition): dict(o.partition) for o in s.get_offsets(c)} == {key(pa): pa, key(pb): pb}
+    s.commit_offsets(task, [SourceOffset(pa, {"position": 20})], worker_id="w1", generation=g1)
+    assert offsets_of(s, c) == {key(pa): {"position": 20}, key(pb): {"position": 5}}
+    # the task moves to w2: a late batch of w1 is refused as a whole, and so is a stale generation
+    g2 = backend.assign({c: "w1"}, {f"{c}-0": "w2"})
+    late = [SourceOffset(pa, {"position": 99}), SourceOffset({"filename": "/data/new"}, {"position": 1})]
+    with pytest.raises(FencedWrite):
+        s.commit_offsets(task, late, worker_id="w1", generation=g2)
+    with pytest.raises(FencedWrite):
+        s.commit_offsets(task, late, worker_id="w2", generation=g1)
+    assert offsets_of(s, c) == {key(pa): {"position": 20}, key(pb): {"position": 5}}
+    s.commit_offsets(task, [SourceOffset(pb, {"position": 6})], worker_id="w2", generation=g2)
+    assert offsets_of(s, c) == {key(pa): {"position": 20}, key(pb): {"position": 6}}
+    # offsets of another connector are separate
+    assert s.get_offsets(unique("other")) == []
+
+
+def test_alter_removes_partitions_with_none_and_reset_clears_all(backend):
+    s = backend.store
+    c = unique()
+    pa, pb, pc = {"f": "a"}, {"f": "b"}, {"f": "c"}
+    s.alter_offsets(c, [SourceOffset(pa, {"pos": 1}), SourceOffset(pb, {"pos": 2})])
+    assert offsets_of(s, c) == {key(pa): {"pos": 1}, key(pb): {"pos": 2}}
+    s.alter_offsets(c, [(pa, None), SourceOffset(pb, {"pos": 7}), SourceOffset(pc, {"pos": 3})])
+    assert offsets_of(s, c) == {key(pb): {"pos": 7}, key(pc): {"pos": 3}}
+    s.alter_offsets(c, [({"f": "never-committed"}, None)])  # removing nothing is fine
+    other = unique("other")
+    s.alter_offsets(other, [SourceOffset(pa, {"pos": 5})])
+    s.reset_offsets(c)
+    assert s.get_offsets(c) == []
+    assert offsets_of(s, other) == {key(pa): {"pos": 5}}
+    s.reset_offsets(unique("missing"))  # nothing to reset is not an error
+
+
+UNREACHABLE = {
+    "postgresql": "postgresql://postgres:Sup3r-Secret-PW@127.0.0.1:1/raftconnect",
+    "mariadb": "mysql://root:Sup3r-Secret-PW@127.0.0.1:1/raftconnect",
+}
+
+
+@pytest.mark.parametrize("kind", ["raft", "postgresql", "mariadb"])
+def test_unreachable_store_is_unavailable_and_never_shows_the_password(kind, tmp_path):
+    if kind == "raft":
+        from raftnode import RaftConfig, RaftNode
+        from webapp.storage.raft import RaftMetadataStore
+
+        from .conftest import free_port
+
+        # a member whose only peer is down never gets a quorum
+        node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", peers=["127.0.0.1:1"],
+                                   data_dir=str(tmp_path / "raft"), password="Sup3r-Secret-PW"))
+        store, close = RaftMetadataStore(node, write_timeout=1.0), node.destroy
+    else:
+        from webapp.storage.relational import RelationalMetadataStore
+
+        store = RelationalMetadataStore(kind, UNREACHABLE[kind], fence=None)
+        close = store.close
+    try:
+        calls = [lambda: store.put_connector_config("c", {"k": "v"})]
+        if kind != "raft":
+            calls += [store.prepare, store.connector_names, lambda: store.get_offsets("c")]
+        for call in calls:
+            with pytest.raises(StoreUnavailable) as exc:
+                call()
+            assert "Sup3r-Secret-PW" not in str(exc.value) and "Sup3r-Secret-PW" not in repr(exc.value)
+            assert exc.value.http_status == 503
+        assert "Sup3r-Secret-PW" not in repr(store)
+        if kind != "raft":
+            assert "127.0.0.1:1" in str(exc.value) and "***" in str(exc.value)
+    finally:
+        close()
