@@ -168,7 +168,11 @@ class RelationalMetadataStore(MetadataStore):
                 self._aliases.remove(alias)
 
     def close(self) -> None:
-        """Close this thread's connection and unregister the store's Django aliases. Never raises."""
+        """Close this thread's connection and unregister the store's Django aliases. Never raises.
+
+        Connections other threads opened on the alias close when those threads
+        end (Django keeps connections per thread); the store is unusable afterwards.
+        """
         for alias in list(self._aliases):
             self._unregister(alias)
 
