@@ -25,7 +25,6 @@ in messages, ``repr`` or logs of this module: use :func:`redact_url`.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 import uuid
