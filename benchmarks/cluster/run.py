@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -35,6 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from webapp.kafka.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -47,12 +46,6 @@ def pct(values: list[float], p: float) -> float:
     """The ``p``-th percentile (nearest rank) of ``values``."""
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def machine() -> str:

@@ -38,7 +38,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4) -> float:
     """Run the hand-written pipeline; returns seconds. Raises on any lost row."""
-    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq

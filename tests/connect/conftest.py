@@ -2,18 +2,12 @@
 from __future__ import annotations
 
 import base64
-import socket
 
 import pytest
 
 from webapp.connect.launcher import wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from webapp.kafka.embedded import free_port
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from webapp.connectors.api import ConnectException, ConnectorTaskId, SourceOffset, TaskContext, partition_key
+from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
 from webapp.kafka.topics import ensure_topic, partition_count
 from webapp.runtime.converters import decode_value

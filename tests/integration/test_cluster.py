@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
+from webapp.connect.demo import SOURCE_CLASS
 from webapp.connect.launcher import LocalCluster, NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
+from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -174,7 +175,7 @@ def test_add_and_remove_a_raft_member_online(cluster_factory, tmp_path, kafka, s
     leader = cluster.leader()
     leader.client().create_connector("c", source(small_csv, "m1"))
     members = leader.client().request("GET", "/raftconnect/v1/raft")["members"]
-    newcomer = NodeProcess(node_id="node-new", rest_port=_port(), raft_port=_port(), data_dir=str(tmp_path / "new"),
+    newcomer = NodeProcess(node_id="node-new", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "new"),
                            bootstrap_servers=kafka.bootstrap_servers, roles="raft",
                            extra_args=["--raft-peers", ",".join(members)],
                            env={"RAFTCONNECT_CLUSTER_SECRET": cluster.secret}, auth=cluster.auth)
@@ -231,14 +232,6 @@ def test_kill_9_of_worker_only_node_moves_its_tasks(cluster_factory, small_csv):
     print(f"tasks of the killed worker reassigned after {time.monotonic() - t0:.2f} s (session timeout 5 s)")
     assignment = c.request("GET", "/raftconnect/v1/assignment")["tasks"]
     assert all(assignment[t] != worker.node_id for t in moved)
-
-
-def _port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_paused_worker_is_fenced_and_stops_its_tasks(cluster_factory, tmp_path):

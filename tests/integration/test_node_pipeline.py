@@ -8,10 +8,8 @@ of each task, and counted).
 """
 from __future__ import annotations
 
-import socket
 import time
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -20,16 +18,11 @@ import pytest
 from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS, flights_csv, read_csv_reference, verify_sink
 from webapp.connect.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
+from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
 
 BATCH = 4000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

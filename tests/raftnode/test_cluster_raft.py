@@ -1,16 +1,10 @@
 """Three in-process Raft members on loopback: snapshot catch-up and bind address."""
 from __future__ import annotations
 
-import socket
 
 from raftnode import RaftConfig, RaftNode
 from webapp.connect.launcher import wait_for
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from webapp.kafka.embedded import free_port
 
 
 def member(tmp_path, i: int, addrs: list[str]) -> RaftNode:

@@ -1,17 +1,11 @@
 """The replicated state machine on a real single-member pysyncobj group."""
 from __future__ import annotations
 
-import socket
 
 import pytest
 
 from raftnode import CommandRejected, RaftConfig, RaftNode
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from webapp.kafka.embedded import free_port
 
 
 @pytest.fixture

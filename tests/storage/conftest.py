@@ -8,7 +8,6 @@ makes the tests error — they never skip.
 """
 from __future__ import annotations
 
-import socket
 import uuid
 from dataclasses import dataclass
 
@@ -16,15 +15,10 @@ import pytest
 
 from raftnode import RaftConfig, RaftNode
 from webapp.storage.base import MetadataStore
+from webapp.kafka.embedded import free_port
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{db}"
 MARIADB_URL = "mysql://root@127.0.0.1:3306/{db}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_raft(data_dir: str) -> RaftNode:

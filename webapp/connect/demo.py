@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .launcher import REPO_ROOT, ConnectClient, NodeProcess, wait_for
+from .launcher import REPO_ROOT, NodeProcess
 
 __all__ = ["flights_csv", "read_csv_reference", "column_checksums", "verify_sink", "VerifyReport",
            "run_demo", "DemoResult", "SOURCE_CLASS", "SINK_CLASS"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import requests
+from webapp.kafka.embedded import free_port
 
 __all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
 
@@ -227,14 +228,6 @@ class NodeProcess:
             os.killpg(self.proc.pid, sig)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class LocalCluster:
     """Several :class:`NodeProcess` forming one cluster on loopback.
@@ -265,8 +258,8 @@ class LocalCluster:
 
     def __post_init__(self) -> None:
         total = self.raft_nodes + self.worker_nodes
-        rest = self.rest_ports or [_free_port() for _ in range(total)]
-        raft = self.raft_ports or [_free_port() for _ in range(self.raft_nodes)]
+        rest = self.rest_ports or [free_port() for _ in range(total)]
+        raft = self.raft_ports or [free_port() for _ in range(self.raft_nodes)]
         raft_addrs = [f"127.0.0.1:{p}" for p in raft]
         rest_addrs = [f"127.0.0.1:{p}" for p in rest[: self.raft_nodes]]
         for i in range(total):

@@ -16,7 +16,7 @@ Per-row Python is limited to the ``produce()`` / ``consume()`` calls themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 __all__ = [
     "KafkaIOError",

@@ -108,7 +108,6 @@ def _check_schema(schema: Mapping[str, Any]) -> str:
 # Arrow <-> Connect
 # --------------------------------------------------------------------------------------
 def _arrow_type_to_connect(t, nullable: bool) -> dict:
-    import pyarrow as pa
     import pyarrow.types as pt
 
     opt = {"optional": bool(nullable)}
