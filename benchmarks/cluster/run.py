@@ -14,6 +14,8 @@ ratio where one applies:
 * leader failover — ``kill -9`` of the leader, N trials (default 20): seconds until
   a REST write on a survivor succeeds, p50/p99 (goal p99 <= 3 s); baseline: the
   Raft election alone (time until a survivor reports LEADER);
+* isolated leader — both followers SIGSTOPped: seconds until the leader steps
+  down (goal <= 3 s; pysyncobj's default ``leaderFallbackTimeout`` is 30 s);
 * task failover — ``kill -9`` of a worker-only node: seconds until its tasks are
   RUNNING elsewhere (goal <= session timeout + 2 s = 7 s).
 
@@ -212,6 +214,36 @@ def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
             f"p99 {pct(election_times, 99):.2f} s; goal p99 <= 3 s |"]
 
 
+# --------------------------------------------------------------- isolated leader
+def bench_isolated_leader(kafka, work: Path, trials: int) -> list[str]:
+    import signal
+
+    from webapp.connect.launcher import LocalCluster, wait_for
+
+    times, elections = [], []
+    for trial in range(trials):
+        cluster = LocalCluster(data_dir=str(work / f"isolated-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
+                               raft_roles="raft").start()
+        try:
+            leader = cluster.leader()
+            others = [n for n in cluster.nodes if n is not leader]
+            for n in others:
+                n.signal(signal.SIGSTOP)
+            t0 = time.perf_counter()
+            try:
+                wait_for(lambda: leader.client().request("GET", "/raftconnect/v1/raft")["state"] != "LEADER", 30,
+                         interval=0.02, what="step down")
+                times.append(time.perf_counter() - t0)
+            finally:
+                for n in others:
+                    n.signal(signal.SIGCONT)
+            print(f"  trial {trial + 1}: isolated leader stepped down after {times[-1]:.2f} s", flush=True)
+        finally:
+            cluster.stop()
+    return [f"| isolated leader (both followers SIGSTOPped) steps down ({trials} trials) | p50 {pct(times, 50):.2f} s, "
+            f"max {max(times):.2f} s | goal <= 3 s; pysyncobj default leaderFallbackTimeout 30 s |"]
+
+
 # -------------------------------------------------------------------- task failover
 def bench_task_failover(kafka, work: Path, trials: int) -> list[str]:
     from webapp.connect.launcher import LocalCluster, wait_for
@@ -262,14 +294,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--task-trials", type=int, default=5)
-    parser.add_argument("--only", nargs="*", choices=["assignor", "writes", "leader", "task"])
+    parser.add_argument("--only", nargs="*", choices=["assignor", "writes", "leader", "isolated", "task"])
     args = parser.parse_args()
     import django
 
     django.setup()
     from webapp.kafka.embedded import EmbeddedKafka
 
-    only = set(args.only or ["assignor", "writes", "leader", "task"])
+    only = set(args.only or ["assignor", "writes", "leader", "isolated", "task"])
     rows: list[str] = []
     if "assignor" in only:
         rows += bench_assignor()
@@ -280,6 +312,9 @@ def main() -> int:
             rows += bench_writes(kafka, work)
         if "leader" in only:
             rows += bench_leader_failover(kafka, work, args.trials)
+            print(rows[-1], flush=True)
+        if "isolated" in only:
+            rows += bench_isolated_leader(kafka, work, args.task_trials)
             print(rows[-1], flush=True)
         if "task" in only:
             rows += bench_task_failover(kafka, work, args.task_trials)
