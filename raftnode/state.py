@@ -20,9 +20,14 @@ from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
 
-__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT"]
+__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING"]
 
 STORE_RAFT = "raft"
+
+#: Phases of a metadata store switch, in order; ``completed`` and ``aborted`` end it.
+SWITCH_PHASES = ("prepare", "copy", "verify", "committed", "completed", "aborted")
+#: Phases before the commit point: a switch in one of these can still be rolled back.
+SWITCH_RUNNING = ("prepare", "copy", "verify")
 
 
 class Rejected(dict):
@@ -57,6 +62,17 @@ class ClusterStateMachine(SyncObjConsumer):
         statuses: ``{name: {"connector": status, "tasks": {"i": status}}}`` where a status is
             ``{"state": .., "worker_id": .., "trace": str|None, "generation": int}``
         offsets: ``{name: {partition_key: [partition, offset]}}``
+        active_store: name of the store holding connector metadata (``raft`` or a
+            configured store name); ``store_initialized`` once the first leader set it.
+        switch: the latest store switch, or ``None``: ``{"id", "source", "target",
+            "phase" (see :data:`SWITCH_PHASES`), "epoch", "started_at", "updated_at"
+            (unix seconds, from the proposer), "progress": {..}, "error": str | None}``.
+        previous_store: the store active before the last completed switch (rollback target).
+
+    The connector metadata here is the ``raft`` store's. While another store is
+    active it is not served and plain metadata writes are refused (the ``raft``
+    store is then read-only); only a switch whose target is ``raft`` may clear
+    and import into it.
     """
 
     def __init__(self) -> None:
@@ -68,6 +84,9 @@ class ClusterStateMachine(SyncObjConsumer):
             "connectors": {}, "tasks": {}, "assigned_at": {},
         }
         self.active_store = STORE_RAFT
+        self.store_initialized = False
+        self.switch: dict[str, Any] | None = None
+        self.previous_store: str | None = None
         self.connectors: dict[str, dict[str, Any]] = {}
         self.statuses: dict[str, dict[str, Any]] = {}
         self.offsets: dict[str, dict[str, list]] = {}
@@ -118,6 +137,21 @@ class ClusterStateMachine(SyncObjConsumer):
             return f"stale generation {generation} for {what} (assigned at generation {at})"
         return None
 
+    def switch_in_progress(self) -> bool:
+        """Whether a store switch has started and not yet reached ``completed`` or ``aborted``."""
+        return self.switch is not None and self.switch["phase"] not in ("completed", "aborted")
+
+    def _raft_store_closed(self) -> Rejected | None:
+        if self.active_store != STORE_RAFT:
+            return Rejected(f"metadata store raft is read-only: the active metadata store is {self.active_store}", 503)
+        return None
+
+    def _raft_store_importable(self) -> Rejected | None:
+        sw = self.switch
+        if self.active_store == STORE_RAFT or (sw and sw["target"] == STORE_RAFT and sw["phase"] in SWITCH_RUNNING):
+            return None
+        return Rejected("metadata store raft only takes imports while it is a switch's target", 503)
+
     # --------------------------------------------------------- replicated: cluster
     @replicated
     def _register_member(self, node_id: str, info: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +193,9 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _put_connector_config(self, name: str, config: dict[str, str], target_state: str | None,
                               create_only: bool) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         rec = self.connectors.get(name)
         if rec is not None and create_only:
             return Rejected(f"Connector {name} already exists", 409)
@@ -177,6 +214,9 @@ class ClusterStateMachine(SyncObjConsumer):
 
     @replicated
     def _delete_connector(self, name: str) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         if name not in self.connectors:
             return Rejected(f"Connector {name} not found", 404)
         del self.connectors[name]
@@ -186,6 +226,9 @@ class ClusterStateMachine(SyncObjConsumer):
 
     @replicated
     def _put_target_state(self, name: str, target_state: str) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         rec = self.connectors.get(name)
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
@@ -195,6 +238,9 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _put_task_configs(self, name: str, worker_id: str, generation: int,
                           task_configs: list[dict[str, str]]) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         rec = self.connectors.get(name)
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
@@ -213,6 +259,9 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _put_status(self, name: str, task: int | None, worker_id: str, generation: int,
                     status: dict[str, Any]) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         if name not in self.connectors:
             return Rejected(f"Connector {name} not found", 404)
         why = self.check_fence(name, task, worker_id, generation)
@@ -229,6 +278,9 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _commit_offsets(self, name: str, task: int | None, worker_id: str, generation: int,
                         entries: list[list]) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         if task is not None:
             why = self.check_fence(name, task, worker_id, generation)
             if why:
@@ -243,5 +295,136 @@ class ClusterStateMachine(SyncObjConsumer):
 
     @replicated
     def _reset_offsets(self, name: str) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
         self.offsets.pop(name, None)
         return {"ok": True}
+
+    # ---------------------------------------------------- replicated: store switch
+    @replicated
+    def _init_store(self, name: str) -> dict[str, Any]:
+        """First leader of a new cluster: the store the cluster starts on (``runnode --metadata-store``)."""
+        if not self.store_initialized:
+            self.store_initialized = True
+            if not (self.connectors or self.offsets):  # data already in raft stays there (switch to move it)
+                self.active_store = name
+        return {"ok": True, "active_store": self.active_store}
+
+    @replicated
+    def _begin_switch(self, epoch: int, switch_id: str, source: str, target: str, now: float) -> dict[str, Any]:
+        if epoch < self.epoch:
+            return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
+        if self.switch_in_progress():
+            sw = self.switch
+            return Rejected(f"a switch from {sw['source']} to {sw['target']} is already in phase {sw['phase']}")
+        if source != self.active_store:
+            return Rejected(f"the active metadata store is {self.active_store}, not {source}")
+        if target == source:
+            return Rejected(f"metadata store {target} is already active", 400)
+        self.store_initialized = True
+        self.switch = {"id": switch_id, "source": source, "target": target, "phase": "prepare", "epoch": epoch,
+                       "started_at": now, "updated_at": now, "progress": {}, "error": None}
+        return {"ok": True, "switch": dict(self.switch)}
+
+    def _current_switch(self, epoch: int, switch_id: str) -> Rejected | None:
+        if epoch < self.epoch:
+            return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
+        if self.switch is None or self.switch["id"] != switch_id:
+            return Rejected(f"switch {switch_id} is not the current switch")
+        return None
+
+    @replicated
+    def _switch_phase(self, epoch: int, switch_id: str, phase: str, progress: dict[str, Any],
+                      now: float) -> dict[str, Any]:
+        bad = self._current_switch(epoch, switch_id)
+        if bad:
+            return bad
+        sw = self.switch
+        order = SWITCH_PHASES.index
+        if phase not in SWITCH_PHASES or phase in ("committed", "aborted") or order(phase) < order(sw["phase"]) \
+                or sw["phase"] in ("completed", "aborted"):
+            return Rejected(f"switch {switch_id} cannot go from {sw['phase']} to {phase}")
+        if phase == "completed" and sw["phase"] != "committed":
+            return Rejected(f"switch {switch_id} is not committed")
+        sw["phase"] = phase
+        sw["progress"] = dict(progress)
+        sw["updated_at"] = now
+        return {"ok": True}
+
+    @replicated
+    def _commit_switch(self, epoch: int, switch_id: str, digest: dict[str, Any], now: float) -> dict[str, Any]:
+        """The commit point of a switch: the target becomes the active store in one log entry."""
+        bad = self._current_switch(epoch, switch_id)
+        if bad:
+            return bad
+        sw = self.switch
+        if sw["phase"] != "verify":
+            return Rejected(f"switch {switch_id} is in phase {sw['phase']}, not verify")
+        self.previous_store = sw["source"]
+        self.active_store = sw["target"]
+        sw["phase"] = "committed"
+        sw["progress"] = dict(sw["progress"], digest=digest)
+        sw["updated_at"] = now
+        return {"ok": True, "active_store": self.active_store}
+
+    @replicated
+    def _abort_switch(self, epoch: int, switch_id: str, reason: str, now: float) -> dict[str, Any]:
+        bad = self._current_switch(epoch, switch_id)
+        if bad:
+            return bad
+        sw = self.switch
+        if sw["phase"] not in SWITCH_RUNNING:
+            return Rejected(f"switch {switch_id} is {sw['phase']} and can no longer be rolled back")
+        sw["phase"] = "aborted"
+        sw["error"] = reason
+        sw["updated_at"] = now
+        return {"ok": True}
+
+    @replicated
+    def _clear_metadata(self) -> dict[str, Any]:
+        """Empty the raft store's connector metadata (a switch to ``raft`` starts from nothing)."""
+        closed = self._raft_store_importable()
+        if closed or self.active_store == STORE_RAFT:
+            return closed or Rejected("the active metadata store raft cannot be cleared", 409)
+        self.connectors, self.statuses, self.offsets = {}, {}, {}
+        return {"ok": True}
+
+    @replicated
+    def _import_names(self, items: list[list]) -> dict[str, Any]:
+        """Replace kinds of names, unfenced (the switch's copy and mirror).
+
+        ``items``: ``[[name, kinds, record | None, statuses, offsets]]`` where
+        ``kinds`` ⊆ ``config``/``statuses``/``offsets``, ``record`` is
+        ``{"config", "target_state", "tasks"}`` and ``offsets`` is
+        ``[[partition_key, partition, offset]]``.
+        """
+        closed = self._raft_store_importable()
+        if closed:
+            return closed
+        for name, kinds, record, statuses, offsets in items:
+            self._import_one(name, kinds, record, statuses, offsets)
+        return {"ok": True, "imported": len(items)}
+
+    def _import_one(self, name: str, kinds: list[str], record: dict[str, Any] | None,
+                    statuses: dict[str, Any] | None, offsets: list[list] | None) -> None:
+        if "config" in kinds:
+            if record is None:
+                self.connectors.pop(name, None)
+            else:
+                old = self.connectors.get(name)
+                self.config_seq += 1
+                self.connectors[name] = {"config": dict(record["config"]), "target_state": record["target_state"],
+                                         "tasks": [dict(t) for t in record["tasks"]],
+                                         "created": old["created"] if old else self.config_seq,
+                                         "config_seq": self.config_seq}
+        if "statuses" in kinds:
+            if statuses and (statuses.get("connector") or statuses.get("tasks")):
+                self.statuses[name] = copy.deepcopy(statuses)
+            else:
+                self.statuses.pop(name, None)
+        if "offsets" in kinds:
+            if offsets:
+                self.offsets[name] = {key: [partition, offset] for key, partition, offset in offsets}
+            else:
+                self.offsets.pop(name, None)

@@ -24,6 +24,8 @@ from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.storage.raft import RaftMetadataStore
+from webapp.storage.registry import store_urls_from_env
+from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
 from .herder import Herder
 
@@ -74,6 +76,11 @@ class NodeOptions:
         heartbeat_interval_ms: agent heartbeat period.
         spark_master: Spark master URL for the agent.
         celery_broker: Celery broker URL (``None``: filesystem transport in data_dir).
+        metadata_store: the store a new cluster starts on (``raft`` or a configured
+            name); ignored, with a warning, by a cluster that already chose one.
+        store_urls: ``{name: url}`` of configured metadata stores (``None``: read
+            ``RAFTCONNECT_STORE_<NAME>`` from the environment).
+        switch_hold_seconds: pause between store-switch phases (drills and tests; default 0).
     """
 
     node_id: str
@@ -92,6 +99,9 @@ class NodeOptions:
     spark_master: str = "local[*]"
     celery_broker: str | None = None
     agent_concurrency: int = 8
+    metadata_store: str = "raft"
+    store_urls: dict[str, str] | None = None
+    switch_hold_seconds: float = 0.0
 
 
 def _load_or_create_secret(data_dir: str) -> str:
@@ -117,7 +127,9 @@ class ConnectNode:
                              "the same on every node")
         self.secret = options.cluster_secret or _load_or_create_secret(options.data_dir)
         self.raft: RaftNode | None = None
-        self.store: RaftMetadataStore | None = None
+        self.store: StoreRouter | None = None
+        self.stores: StoreSet | None = None
+        self.switches: SwitchManager | None = None
         self.coordinator: GroupCoordinator | None = None
         self.herder: Herder | None = None
         self.agent: subprocess.Popen | None = None
@@ -132,12 +144,19 @@ class ConnectNode:
                 raise ValueError("a worker-only node needs --cluster HOST:PORT,... (REST addresses of cluster nodes)")
             set_current(self)  # serves REST by forwarding everything to the cluster
             return
+        urls = store_urls_from_env() if o.store_urls is None else dict(o.store_urls)
+        wanted = o.metadata_store.strip().lower()
+        if wanted != "raft" and wanted not in urls:
+            raise ValueError(f"--metadata-store {wanted}: no such store is configured (configured: "
+                             f"{', '.join(['raft'] + sorted(urls))}; add RAFTCONNECT_STORE_{wanted.upper()}=<URL>)")
         self.raft = RaftNode(
             RaftConfig(self_address=o.raft_address, peers=list(o.raft_peers),
                        data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
             on_leader_change=self._on_leader_change,
         )
-        self.store = RaftMetadataStore(self.raft)
+        self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence)
+        self.store = StoreRouter(self.raft, self.stores)
+        self.switches = SwitchManager(self.raft, self.store, hold_seconds=o.switch_hold_seconds)
         self.coordinator = GroupCoordinator(raft=self.raft, store=self.store, node_id=o.node_id,
                                             dispatcher=CeleryDispatcher(),
                                             session_timeout_ms=o.session_timeout_ms,
@@ -146,11 +165,23 @@ class ConnectNode:
                              assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke)
         if not self.raft.wait_ready(ready_timeout):
             raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
+        self._init_metadata_store(wanted, ready_timeout)
         if self.raft.is_leader:
             self.coordinator.on_leader_change(True, self.raft.term)
         self.coordinator.start()
+        self.switches.start()
         self.raft.propose("_register_member", o.node_id, self.member_info(), timeout=ready_timeout)
         set_current(self)
+
+    def _init_metadata_store(self, wanted: str, timeout: float) -> None:
+        """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
+        if not self.raft.state.store_initialized:
+            self.stores.get(wanted)  # reachable and migrated before the cluster commits to it
+            self.raft.propose("_init_store", wanted, timeout=timeout)
+        active = self.raft.state.active_store
+        if active != wanted:
+            log.warning("this cluster's metadata store is %s; --metadata-store %s applies only to a new cluster "
+                        "(switch stores with POST /raftconnect/v1/metadata-store/switch)", active, wanted)
 
     def member_info(self) -> dict[str, Any]:
         """What this node registers in Raft: roles, REST and Raft addresses, weight."""
@@ -247,8 +278,12 @@ class ConnectNode:
                 self.agent.wait(5)
         if self.coordinator:
             self.coordinator.stop()
+        if self.switches:
+            self.switches.stop()
         if self.raft:
             self.raft.destroy()
+        if self.stores:
+            self.stores.close()
         set_current(None)
 
     # ------------------------------------------------------------ selectors

@@ -48,6 +48,12 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-timeout-ms", type=int, default=int(env("RAFTCONNECT_SESSION_TIMEOUT_MS", "5000")))
     parser.add_argument("--heartbeat-interval-ms", type=int, default=int(env("RAFTCONNECT_HEARTBEAT_INTERVAL_MS", "1000")))
     parser.add_argument("--spark-master", default=env("RAFTCONNECT_SPARK_MASTER", "local[*]"))
+    parser.add_argument("--metadata-store", default=env("RAFTCONNECT_METADATA_STORE", "raft"),
+                        help="metadata store a new cluster starts on: raft (default) or a store configured as "
+                             "RAFTCONNECT_STORE_<NAME>=<URL>; an existing cluster keeps its store")
+    parser.add_argument("--switch-hold-seconds", type=float,
+                        default=float(env("RAFTCONNECT_SWITCH_HOLD_SECONDS", "0")),
+                        help="pause between metadata store switch phases, for drills (default 0)")
     parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
 
 

@@ -20,6 +20,8 @@ from webapp.connectors.api import ConnectorTaskId, SourceOffset
 
 __all__ = [
     "ConnectorRecord",
+    "NameSnapshot",
+    "KINDS",
     "ConfigBackingStore",
     "StatusBackingStore",
     "OffsetBackingStore",
@@ -85,6 +87,29 @@ class ConnectorRecord:
     def task_ids(self) -> list[ConnectorTaskId]:
         """The ids of this connector's tasks, in order."""
         return [ConnectorTaskId(self.name, i) for i in range(len(self.tasks))]
+
+
+#: The kinds of metadata a store holds for one connector name, as named in switch progress and digests.
+#: ``config`` is the connector config, its target state and its task configs.
+KINDS = ("config", "statuses", "offsets")
+
+
+@dataclass
+class NameSnapshot:
+    """Everything one store holds under one connector name (the unit the store switch copies).
+
+    Attributes:
+        name: connector name.
+        record: the connector, or ``None`` when only offsets (or nothing) remain under the name.
+        statuses: ``{"connector": status | None, "tasks": {"<i>": status}}`` as
+            :meth:`StatusBackingStore.get_statuses` returns it.
+        offsets: committed offsets, in any order.
+    """
+
+    name: str
+    record: ConnectorRecord | None
+    statuses: dict[str, Any]
+    offsets: list[SourceOffset]
 
 
 class ConfigBackingStore(ABC):
@@ -180,8 +205,69 @@ class OffsetBackingStore(ABC):
 class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, ABC):
     """One metadata backend: configs, statuses and offsets behind one object.
 
+    Besides the three backing-store interfaces, a backend implements what the
+    online store switch (:mod:`webapp.storage.switch`) needs: listing every name
+    it holds, exporting and importing one name whole, clearing everything, and a
+    writer lease (:meth:`claim`) that fences writes of a deposed leader.
+
     Attributes:
         name: the store's configured name (``raft``, ``pg``, ...).
+        external: ``True`` when the data lives outside the Raft group, so a
+            deposed leader could still reach it and :meth:`claim` must fence it.
     """
 
     name: str = "abstract"
+    external: bool = True
+
+    def prepare(self) -> None:
+        """Make the store ready for use: reach it, create its schema. Idempotent.
+
+        Errors: :class:`StoreUnavailable` when it cannot be reached or set up.
+        """
+
+    def close(self) -> None:
+        """Release connections. The object must not be used afterwards."""
+
+    @abstractmethod
+    def offset_names(self) -> list[str]:
+        """Names that have committed offsets (including deleted connectors, whose offsets are kept), sorted."""
+
+    def all_names(self) -> list[str]:
+        """Every name the store holds anything under (configs or offsets), sorted."""
+        return sorted(set(self.connector_names()) | set(self.offset_names()))
+
+    def export_name(self, name: str) -> NameSnapshot:
+        """Everything held under ``name`` (see :class:`NameSnapshot`); an empty snapshot when nothing is."""
+        return NameSnapshot(name, self.get_connector(name), self.get_statuses(name), self.get_offsets(name))
+
+    @abstractmethod
+    def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
+        """Replace what the store holds under ``snapshot.name`` for each of ``kinds`` (see :data:`KINDS`).
+
+        Unfenced (the store switch copies what the source store already
+        accepted) but subject to :meth:`claim`. ``config`` with
+        ``snapshot.record=None`` removes the connector (config, target state and
+        task configs); ``statuses`` and ``offsets`` replace all of the name's
+        statuses or offsets with the snapshot's (empty removes them). One
+        transaction where the backend has them.
+
+        Errors: :class:`StoreUnavailable`, :class:`FencedWrite` (lease lost).
+        """
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove every connector, status and offset (a switch target starts empty).
+
+        Errors: :class:`StoreUnavailable`, :class:`FencedWrite` (lease lost).
+        """
+
+    def claim(self, term: int, *, read_only: bool = False) -> None:
+        """Take the writer lease for leader ``term``: from now on writes through other
+        objects (other nodes) holding an older term fail with :class:`FencedWrite`,
+        and with ``read_only=True`` every write fails (the store was switched away
+        from). A claim with a term older than the stored one fails with
+        :class:`FencedWrite`.
+
+        The default does nothing: right for stores whose writes are already
+        ordered by Raft terms (``external = False``).
+        """

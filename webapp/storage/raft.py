@@ -12,7 +12,9 @@ from typing import Any
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
 
-from .base import AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NotFound, StoreUnavailable
+from .base import (
+    KINDS, AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NameSnapshot, NotFound, StoreUnavailable,
+)
 
 __all__ = ["RaftMetadataStore"]
 
@@ -27,6 +29,7 @@ class RaftMetadataStore(MetadataStore):
     """
 
     name = "raft"
+    external = False  # a deposed leader cannot commit to the Raft log: claim() has nothing to fence
 
     def __init__(self, raft: RaftNode, write_timeout: float = 10.0):
         self.raft = raft
@@ -40,6 +43,8 @@ class RaftMetadataStore(MetadataStore):
         except CommandRejected as exc:
             if exc.code == 404:
                 raise NotFound(exc.reason) from exc
+            if exc.code == 503:
+                raise StoreUnavailable(exc.reason) from exc
             if "already exists" in exc.reason:
                 raise AlreadyExists(exc.reason) from exc
             raise FencedWrite(exc.reason) from exc
@@ -94,3 +99,25 @@ class RaftMetadataStore(MetadataStore):
 
     def reset_offsets(self, name: str) -> None:
         self._propose("_reset_offsets", name)
+
+    # switch support
+    def offset_names(self) -> list[str]:
+        return sorted(n for n, offs in list(self.raft.state.offsets.items()) if offs)
+
+    def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
+        self.import_names([snapshot], kinds)
+
+    def import_names(self, snapshots: list[NameSnapshot], kinds: tuple[str, ...] = KINDS) -> None:
+        """:meth:`import_name` for many names in one log entry (the switch copies in batches)."""
+        items = []
+        for snap in snapshots:
+            rec = snap.record
+            record = None if rec is None else {"config": dict(rec.config), "target_state": rec.target_state,
+                                               "tasks": [dict(t) for t in rec.tasks]}
+            offsets = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in snap.offsets]
+            items.append([snap.name, list(kinds), record, snap.statuses, offsets])
+        if items:
+            self._propose("_import_names", items)
+
+    def clear(self) -> None:
+        self._propose("_clear_metadata")

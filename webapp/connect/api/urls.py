@@ -1,6 +1,8 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
 from django.urls import path
 
+from webapp.storage import api as store_api
+
 from . import internal, views
 
 __all__ = ["urlpatterns"]
@@ -23,6 +25,9 @@ urlpatterns = [
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
+    path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
+    path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
+    path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
     path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
     path("raftconnect/v1/internal/leader", internal.LeaderView.as_view()),

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
+from webapp.storage.base import StoreError
 
 log = logging.getLogger("raftconnect.node")
 
@@ -55,6 +56,7 @@ class Command(BaseCommand):
             cluster_secret=os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or None,
             session_timeout_ms=o["session_timeout_ms"], heartbeat_interval_ms=o["heartbeat_interval_ms"],
             spark_master=o["spark_master"], celery_broker=os.environ.get("RAFTCONNECT_CELERY_BROKER"),
+            metadata_store=o["metadata_store"], switch_hold_seconds=o["switch_hold_seconds"],
         )
         if o["weight"] <= 0:
             raise CommandError("--weight must be positive")
@@ -63,7 +65,7 @@ class Command(BaseCommand):
         try:
             node = ConnectNode(options)
             node.start_control_plane()
-        except (ValueError, RuntimeError, NotImplementedError, OSError) as exc:
+        except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
             raise CommandError(str(exc)) from exc
         host, port = options.rest_address.rsplit(":", 1)
         server = create_server(application, host=host, port=int(port), threads=o["rest_threads"],

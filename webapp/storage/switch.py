@@ -1,0 +1,721 @@
+"""The active metadata store of a node, and switching a live cluster to another store.
+
+Owns three things:
+
+* :class:`StoreSet` — the stores a node can use: ``raft`` plus every store
+  configured as ``RAFTCONNECT_STORE_<NAME>=<URL>``, built and prepared on first use.
+* :class:`StoreRouter` — the :class:`~webapp.storage.base.MetadataStore` the rest
+  of the node talks to. Reads go to the store Raft names active
+  (``ClusterStateMachine.active_store``); writes go there too, on the leader,
+  under the store's writer lease (:meth:`MetadataStore.claim` with the Raft term)
+  and, while a switch copies, are mirrored to the switch's target.
+* :class:`SwitchManager` — runs a switch on the leader, phase by phase, every
+  phase recorded in Raft so any node can show it and a new leader can finish or
+  roll it back:
+
+  1. ``prepare``: build the target, migrate its schema, check it answers, take its
+     writer lease, empty it.
+  2. ``copy``: from now on every write that lands in the source is mirrored to the
+     target (the name's whole state of the written kinds is re-read from the
+     source and imported), while every name is copied in batches. A write and
+     the copy of its name hold the same stripe lock, so the target never keeps
+     an older value than the source.
+  3. ``verify``: every name is compared between source and target (under its
+     stripe lock, so concurrent writes are allowed); per kind, counts and a
+     SHA-256 over the canonical values are recorded.
+  4. ``committed``: with writes held back for the duration of one Raft commit,
+     ``_commit_switch`` makes the target the active store. This log entry is the
+     commit point: before it the switch can only roll back, after it only finish.
+  5. ``completed``: the old store's lease is set read-only, so a deposed leader
+     cannot write there any more.
+
+  Any error before the commit point (target unreachable, a mirror write failing,
+  a verify mismatch, an operator's rollback) aborts: mirroring stops and the
+  source stays active, having never stopped taking writes. A leader that finds a
+  switch it is not running (the old leader died) aborts it if not committed and
+  finishes it if committed, so a cluster never has two active stores.
+
+Consistency: all writes go through the leader (the REST layer forwards them), so
+the stripe locks and the write gate are process-local. Fencing of worker writes
+(generation) is each backend's, with the Raft assignment as the authority.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from typing import Any, Callable, Iterator
+
+from raftnode import CommandRejected, RaftNode, RaftUnavailable
+from raftnode.state import STORE_RAFT, SWITCH_RUNNING
+from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+
+from .base import KINDS, ConnectorRecord, MetadataStore, NameSnapshot, StoreError, StoreUnavailable
+from .registry import create_store
+from .relational import redact_url
+
+__all__ = ["WriteGate", "StoreSet", "StoreRouter", "SwitchManager", "SwitchError", "UnknownStore",
+           "canonical", "snapshot_digest"]
+
+log = logging.getLogger(__name__)
+
+#: Names copied and verified per batch (one stripe-lock set, one export and one import each).
+BATCH = 200
+_STRIPES = 64
+
+
+class SwitchError(Exception):
+    """A switch request that cannot be taken; ``status`` is the HTTP status (400, 404, 409, 503)."""
+
+    def __init__(self, message: str, status: int = 409):
+        super().__init__(message)
+        self.status = status
+
+
+class UnknownStore(SwitchError):
+    """No store of that name is configured on this node."""
+
+    def __init__(self, name: str, known: list[str]):
+        super().__init__(f"Unknown metadata store {name!r}; configured stores: {', '.join(known)} "
+                         f"(configure one with RAFTCONNECT_STORE_<NAME>=<URL>)", 404)
+
+
+class WriteGate:
+    """A shared/exclusive lock that prefers the exclusive side.
+
+    Writes hold it shared for their whole duration; the switch holds it
+    exclusive to change where writes go (start mirroring, commit). Not
+    re-entrant. Records the longest time any shared acquire waited
+    (:attr:`longest_wait`, seconds) — the write stall a switch caused.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+        self.longest_wait = 0.0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the gate shared (many holders at once)."""
+        t0 = time.monotonic()
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        waited = time.monotonic() - t0
+        if waited > self.longest_wait:
+            self.longest_wait = waited
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the gate alone: waits for current shared holders and holds new ones back."""
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._exclusive or self._shared:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class StoreSet:
+    """The metadata stores one node can use, by name (see module docstring).
+
+    Args:
+        raft_store: the node's ``raft`` store.
+        urls: ``{name: url}`` of configured stores (names lower case; ``raft`` is reserved).
+        fence: the fencing check handed to every built store (``raft.state.check_fence``).
+        factory: ``(name, url, fence) -> MetadataStore``; defaults to
+            :func:`webapp.storage.registry.create_store`.
+    """
+
+    def __init__(self, raft_store: MetadataStore, urls: dict[str, str], fence: Callable,
+                 factory: Callable[..., MetadataStore] = create_store):
+        self.urls = {k.lower(): v for k, v in urls.items() if k.lower() != STORE_RAFT}
+        if any(k.lower() == STORE_RAFT for k in urls):
+            log.warning("RAFTCONNECT_STORE_RAFT is ignored: 'raft' is the built-in Raft store")
+        self._fence = fence
+        self._factory = factory
+        self._stores: dict[str, MetadataStore] = {STORE_RAFT: raft_store}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        """``raft`` first, then the configured stores, sorted."""
+        return [STORE_RAFT] + sorted(self.urls)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """``[{"name", "backend", "url"}]`` with passwords redacted (``url`` is ``None`` for raft)."""
+        out = [{"name": STORE_RAFT, "backend": "raft", "url": None}]
+        for name in sorted(self.urls):
+            url = self.urls[name]
+            out.append({"name": name, "backend": url.split("://", 1)[0].lower(), "url": redact_url(url)})
+        return out
+
+    def get(self, name: str) -> MetadataStore:
+        """The store ``name``, built and prepared on first use.
+
+        Errors: :class:`UnknownStore`; :class:`StoreUnavailable` when it cannot be
+        prepared (the next call tries again); :class:`ValueError` for a bad URL.
+        """
+        store = self._stores.get(name)
+        if store is not None:
+            return store
+        if name not in self.urls:
+            raise UnknownStore(name, self.names())
+        with self._lock:
+            store = self._stores.get(name)
+            if store is None:
+                store = self._factory(name, self.urls[name], self._fence)
+                try:
+                    store.prepare()
+                except Exception:
+                    store.close()
+                    raise
+                self._stores[name] = store
+        return store
+
+    def close(self) -> None:
+        """Close every built store except ``raft`` (which the node owns)."""
+        with self._lock:
+            for name, store in list(self._stores.items()):
+                if name != STORE_RAFT:
+                    store.close()
+                    del self._stores[name]
+
+
+def _normal_status(st: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not st:
+        return None
+    return {"state": st.get("state"), "trace": st.get("trace"), "worker_id": st.get("worker_id"),
+            "generation": st.get("generation")}
+
+
+def canonical(snapshot: NameSnapshot) -> dict[str, Any]:
+    """A backend-independent form of a snapshot: ``{kind: JSON-able value}`` for each of :data:`KINDS`.
+
+    Task statuses are reduced to ``state``, ``trace``, ``worker_id``,
+    ``generation`` (what every backend keeps); offsets are sorted by partition key.
+    """
+    rec = snapshot.record
+    config = None if rec is None else {"config": rec.config, "target_state": rec.target_state, "tasks": rec.tasks}
+    st = snapshot.statuses or {}
+    tasks = {str(k): _normal_status(v) for k, v in (st.get("tasks") or {}).items() if v}
+    statuses = {"connector": _normal_status(st.get("connector")), "tasks": tasks}
+    offsets = sorted([partition_key(o.partition), o.offset] for o in snapshot.offsets)
+    return {"config": config, "statuses": statuses, "offsets": offsets}
+
+
+def _counts(canon: dict[str, Any]) -> dict[str, int]:
+    st = canon["statuses"]
+    return {"config": 0 if canon["config"] is None else 1,
+            "statuses": (st["connector"] is not None) + len(st["tasks"]),
+            "offsets": len(canon["offsets"])}
+
+
+class _Digest:
+    """Running per-kind counts and SHA-256 over canonical values, fed name by name in sorted order."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(KINDS, 0)
+        self.hashes = {k: hashlib.sha256() for k in KINDS}
+
+    def add(self, name: str, canon: dict[str, Any]) -> None:
+        for kind, n in _counts(canon).items():
+            self.counts[kind] += n
+        for kind in KINDS:
+            value = canon[kind]
+            if value:
+                self.hashes[kind].update(json.dumps([name, value], sort_keys=True, separators=(",", ":")).encode())
+
+    def result(self) -> dict[str, Any]:
+        return {k: {"count": self.counts[k], "sha256": self.hashes[k].hexdigest()} for k in KINDS}
+
+
+def snapshot_digest(store: MetadataStore) -> dict[str, Any]:
+    """``{kind: {"count", "sha256"}}`` of everything in ``store`` (reads every name; for tests and tools)."""
+    d = _Digest()
+    for name in store.all_names():
+        d.add(name, canonical(store.export_name(name)))
+    return d.result()
+
+
+def _export(store: MetadataStore, names: list[str]) -> list[NameSnapshot]:
+    batch = getattr(store, "export_names", None)
+    return list(batch(names)) if batch else [store.export_name(n) for n in names]
+
+
+def _import(store: MetadataStore, snapshots: list[NameSnapshot], kinds: tuple[str, ...] = KINDS) -> None:
+    batch = getattr(store, "import_names", None)
+    if batch:
+        batch(snapshots, kinds)
+    else:
+        for snap in snapshots:
+            store.import_name(snap, kinds)
+
+
+class StoreRouter(MetadataStore):
+    """The node's metadata store: the active store, plus mirroring during a switch (see module docstring).
+
+    Args:
+        raft: the local Raft member (which store is active; leadership and term for the lease).
+        stores: the node's :class:`StoreSet`.
+
+    Errors: as the active store's, plus :class:`StoreUnavailable` for a write on a
+    node that is not the Raft leader while an external store is active.
+    """
+
+    name = "router"
+
+    def __init__(self, raft: RaftNode, stores: StoreSet):
+        self.raft = raft
+        self.stores = stores
+        self.gate = WriteGate()
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._mirror: MetadataStore | None = None
+        self.mirror_error: BaseException | None = None
+        self._claimed: dict[str, int] = {}
+        self._claim_lock = threading.Lock()
+
+    # ------------------------------------------------------------ plumbing
+    @property
+    def active_name(self) -> str:
+        """Name of the store Raft says is active (this member's applied state)."""
+        return self.raft.state.active_store
+
+    @property
+    def active(self) -> MetadataStore:
+        """The active store object (built on first use).
+
+        Errors: :class:`StoreUnavailable` when it cannot be prepared or is not configured on this node.
+        """
+        name = self.active_name
+        try:
+            return self.stores.get(name)
+        except UnknownStore as exc:
+            raise StoreUnavailable(f"the active metadata store {name!r} is not configured on this node "
+                                   f"(set RAFTCONNECT_STORE_{name.upper()} on every node)") from exc
+
+    @property
+    def external(self) -> bool:  # type: ignore[override]
+        return self.active.external
+
+    @contextmanager
+    def stripes(self, names: list[str]) -> Iterator[None]:
+        """Hold the stripe locks of ``names`` (taken in index order, so never deadlocks)."""
+        idx = sorted({hash(n) % _STRIPES for n in names})
+        with ExitStack() as stack:
+            for i in idx:
+                stack.enter_context(self._stripes[i])
+            yield
+
+    def claim_store(self, store: MetadataStore, *, read_only: bool = False) -> None:
+        """Take ``store``'s writer lease for this leader's Raft term (no-op for non-external stores)."""
+        if not store.external:
+            return
+        term = self.raft.term
+        with self._claim_lock:
+            store.claim(term, read_only=read_only)
+            if read_only:
+                self._claimed.pop(store.name, None)
+            else:
+                self._claimed[store.name] = term
+
+    def _writable(self) -> MetadataStore:
+        store = self.active
+        if store.external:
+            if not self.raft.is_leader:
+                raise StoreUnavailable("this node is not the Raft leader; metadata writes go through the leader")
+            if self._claimed.get(store.name) != self.raft.term:
+                self.claim_store(store)
+        return store
+
+    def start_mirror(self, target: MetadataStore) -> None:
+        """From now on, mirror every write to ``target`` (call with the gate held exclusive)."""
+        self.mirror_error = None
+        self._mirror = target
+
+    def stop_mirror(self) -> None:
+        """Stop mirroring (call with the gate held exclusive, or when aborting)."""
+        self._mirror = None
+
+    def _write(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
+        with self.gate.shared():
+            store = self._writable()
+            mirror = self._mirror
+            if mirror is None:
+                return fn(store)
+            with self.stripes([name]):
+                try:
+                    return fn(store)
+                finally:
+                    self._mirror_name(store, mirror, name, kinds)
+
+    def _mirror_name(self, source: MetadataStore, mirror: MetadataStore, name: str, kinds: tuple[str, ...]) -> None:
+        if self.mirror_error is not None or self._mirror is not mirror:
+            return
+        try:
+            rec = source.get_connector(name) if "config" in kinds else None
+            statuses = source.get_statuses(name) if "statuses" in kinds else {}
+            offsets = source.get_offsets(name) if "offsets" in kinds else []
+            mirror.import_name(NameSnapshot(name, rec, statuses, offsets), kinds)
+        except Exception as exc:  # the switch thread sees this and aborts
+            log.warning("store switch: mirroring %s to %s failed: %s", name, mirror.name, exc)
+            self.mirror_error = exc
+            self._mirror = None
+
+    # ------------------------------------------------------------ reads
+    def connector_names(self) -> list[str]:
+        return self.active.connector_names()
+
+    def get_connector(self, name: str) -> ConnectorRecord | None:
+        return self.active.get_connector(name)
+
+    def get_statuses(self, name: str) -> dict[str, Any]:
+        return self.active.get_statuses(name)
+
+    def get_offsets(self, name: str) -> list[SourceOffset]:
+        return self.active.get_offsets(name)
+
+    def offset_names(self) -> list[str]:
+        return self.active.offset_names()
+
+    def export_name(self, name: str) -> NameSnapshot:
+        return self.active.export_name(name)
+
+    # ------------------------------------------------------------ writes
+    def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
+                             create_only: bool = False) -> bool:
+        return self._write(name, ("config",), lambda s: s.put_connector_config(
+            name, config, target_state=target_state, create_only=create_only))
+
+    def remove_connector_config(self, name: str) -> None:
+        self._write(name, ("config", "statuses"), lambda s: s.remove_connector_config(name))
+
+    def put_target_state(self, name: str, target_state: str) -> None:
+        self._write(name, ("config",), lambda s: s.put_target_state(name, target_state))
+
+    def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
+                         generation: int) -> None:
+        self._write(name, ("config", "statuses"), lambda s: s.put_task_configs(
+            name, task_configs, worker_id=worker_id, generation=generation))
+
+    def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
+                   generation: int) -> None:
+        self._write(name, ("statuses",), lambda s: s.put_status(
+            name, task, status, worker_id=worker_id, generation=generation))
+
+    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
+                       generation: int) -> None:
+        self._write(task_id.connector, ("offsets",), lambda s: s.commit_offsets(
+            task_id, offsets, worker_id=worker_id, generation=generation))
+
+    def alter_offsets(self, name: str, offsets: list) -> None:
+        self._write(name, ("offsets",), lambda s: s.alter_offsets(name, offsets))
+
+    def reset_offsets(self, name: str) -> None:
+        self._write(name, ("offsets",), lambda s: s.reset_offsets(name))
+
+    def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
+        self._write(snapshot.name, tuple(kinds), lambda s: s.import_name(snapshot, kinds))
+
+    def clear(self) -> None:
+        raise StoreUnavailable("the active metadata store cannot be cleared; switch to another store first")
+
+
+class _Aborted(Exception):
+    pass
+
+
+class SwitchManager:
+    """Runs store switches on the leader and finishes or rolls back ones a dead leader left (module docstring).
+
+    Args:
+        raft: the local Raft member.
+        router: the node's :class:`StoreRouter` (its :class:`StoreSet` names the targets).
+        hold_seconds: time each phase is held before the next (0 in production;
+            drills and tests use it to act in a chosen phase).
+        progress_interval: seconds between progress records in Raft.
+    """
+
+    def __init__(self, raft: RaftNode, router: StoreRouter, *, hold_seconds: float = 0.0,
+                 progress_interval: float = 0.5):
+        self.raft = raft
+        self.router = router
+        self.hold_seconds = hold_seconds
+        self.progress_interval = progress_interval
+        self._lock = threading.Lock()
+        self._running: str | None = None  # id of the switch this process runs
+        self._abort = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watch: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Start the watcher that finishes or rolls back switches left by a previous leader."""
+        if self._watch is None:
+            self._watch = threading.Thread(target=self._watch_loop, name="store-switch-watch", daemon=True)
+            self._watch.start()
+
+    def stop(self) -> None:
+        """Stop the watcher and ask a running switch to abort."""
+        self._stop.set()
+        self._abort.set()
+
+    # ------------------------------------------------------------ API
+    def status(self) -> dict[str, Any]:
+        """The ``GET /raftconnect/v1/metadata-store`` body.
+
+        Shape: ``{"active": name, "previous": name | None, "stores": [{"name",
+        "backend", "url" (redacted), "active": bool}], "switch": {...} | None}``
+        (switch as in :class:`raftnode.state.ClusterStateMachine`).
+        """
+        st = self.raft.state
+        stores = [dict(s, active=s["name"] == st.active_store) for s in self.router.stores.describe()]
+        if st.active_store not in {s["name"] for s in stores}:
+            stores.append({"name": st.active_store, "backend": None, "url": None, "active": True,
+                           "error": "the active store is not configured on this node"})
+        switch = None
+        if st.switch is not None:
+            switch = json.loads(json.dumps(st.switch))
+        return {"active": st.active_store, "previous": st.previous_store, "stores": stores, "switch": switch}
+
+    def begin(self, target: str) -> dict[str, Any]:
+        """Start switching to ``target`` (leader only); returns :meth:`status` once the switch is recorded.
+
+        Errors: :class:`SwitchError` — 400 bad name or already active, 404 unknown
+        store, 409 a switch is already running, 503 not the leader.
+        """
+        if not isinstance(target, str) or not target.strip():
+            raise SwitchError('Request body must be {"target": "<store name>"}', 400)
+        target = target.strip().lower()
+        if target != STORE_RAFT and target not in self.router.stores.urls:
+            raise UnknownStore(target, self.router.stores.names())
+        if not self.raft.is_leader:
+            raise SwitchError("this node is not the Raft leader", 503)
+        with self._lock:
+            if self._running is not None:
+                raise SwitchError(f"switch {self._running} is still running on this leader", 409)
+            switch_id = uuid.uuid4().hex[:12]
+            term = self.raft.term
+            source = self.raft.state.active_store
+            self._running = switch_id  # before proposing, so the watcher never takes it for an orphan
+            try:
+                self.raft.propose("_begin_switch", term, switch_id, source, target, time.time())
+            except CommandRejected as exc:
+                self._running = None
+                raise SwitchError(exc.reason, 400 if exc.code == 400 else 409) from exc
+            except RaftUnavailable as exc:
+                self._running = None
+                raise SwitchError(str(exc), 503) from exc
+            self._abort.clear()
+            self._thread = threading.Thread(target=self._run, args=(switch_id, term, source, target),
+                                            name=f"store-switch-{switch_id}", daemon=True)
+            self._thread.start()
+        log.info("store switch %s: %s -> %s started", switch_id, source, target)
+        return self.status()
+
+    def rollback(self) -> dict[str, Any]:
+        """Roll back: abort the running switch, or switch back to the previous store after a completed one.
+
+        Errors: :class:`SwitchError` — 409 nothing to roll back (or a committed
+        switch still finishing), 503 not the leader.
+        """
+        if not self.raft.is_leader:
+            raise SwitchError("this node is not the Raft leader", 503)
+        st = self.raft.state
+        sw = st.switch
+        if sw is not None and sw["phase"] in SWITCH_RUNNING:
+            with self._lock:
+                running = self._running == sw["id"]
+                self._abort.set()
+            if not running:
+                self._propose_abort(sw["id"], "rolled back by an operator")
+            elif self._thread is not None:
+                self._thread.join(30)
+            return self.status()
+        if sw is not None and sw["phase"] == "committed":
+            raise SwitchError("the switch is committed and finishing; roll back once it has completed", 409)
+        if not st.previous_store:
+            raise SwitchError("there is no previous metadata store to roll back to", 409)
+        return self.begin(st.previous_store)
+
+    # ------------------------------------------------------------ the switch
+    def _propose(self, name: str, *args: Any) -> dict[str, Any]:
+        return self.raft.propose(name, *args, timeout=10.0)
+
+    def _propose_abort(self, switch_id: str, reason: str) -> None:
+        try:
+            self._propose("_abort_switch", self.raft.term, switch_id, reason, time.time())
+            log.warning("store switch %s aborted: %s", switch_id, reason)
+        except (CommandRejected, RaftUnavailable) as exc:
+            log.warning("store switch %s: could not record the abort (%s); the next leader will", switch_id, exc)
+
+    def _check(self, term: int) -> None:
+        if self._abort.is_set():
+            raise _Aborted("rolled back by an operator")
+        if self.raft.term != term or not self.raft.is_leader:
+            raise _Aborted("this node lost Raft leadership")
+        if self.router.mirror_error is not None:
+            raise _Aborted(f"mirroring a write to the target failed: {self.router.mirror_error}")
+
+    def _hold(self, term: int) -> None:
+        deadline = time.monotonic() + self.hold_seconds
+        while time.monotonic() < deadline:
+            self._check(term)
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        self._check(term)
+
+    def _run(self, switch_id: str, term: int, source_name: str, target_name: str) -> None:
+        progress: dict[str, Any] = {}
+        router = self.router
+        t_start = time.monotonic()
+        try:
+            source = router.stores.get(source_name)
+            # 1. prepare
+            try:
+                target = router.stores.get(target_name)
+                router.claim_store(target)
+                target.clear()
+            except StoreError as exc:
+                raise _Aborted(f"target store {target_name} is not usable: {exc}") from exc
+            self._hold(term)
+            # 2. copy while dual-writing
+            router.gate.longest_wait = 0.0
+            with router.gate.exclusive():
+                router.start_mirror(target)
+            names = source.all_names()
+            progress = {"names_total": len(names), "names_copied": 0}
+            self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
+            last = time.monotonic()
+            for i in range(0, len(names), BATCH):
+                self._check(term)
+                chunk = names[i:i + BATCH]
+                with router.stripes(chunk):
+                    _import(target, _export(source, chunk))
+                progress["names_copied"] = i + len(chunk)
+                if time.monotonic() - last >= self.progress_interval:
+                    self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
+                    last = time.monotonic()
+            self._hold(term)
+            # 3. verify
+            progress["names_verified"] = 0
+            self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
+            names = sorted(set(source.all_names()) | set(target.all_names()))
+            progress["names_total"] = len(names)
+            digest = _Digest()
+            for i in range(0, len(names), BATCH):
+                self._check(term)
+                chunk = names[i:i + BATCH]
+                with router.stripes(chunk):
+                    a, b = _export(source, chunk), _export(target, chunk)
+                for sa, sb in zip(a, b):
+                    ca, cb = canonical(sa), canonical(sb)
+                    if ca != cb:
+                        kinds = [k for k in KINDS if ca[k] != cb[k]]
+                        raise _Aborted(f"verify failed: {sa.name} differs in {', '.join(kinds)}")
+                    digest.add(sa.name, ca)
+                progress["names_verified"] = i + len(chunk)
+                if time.monotonic() - last >= self.progress_interval:
+                    self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
+                    last = time.monotonic()
+            self._hold(term)
+            # 4. commit: the single log entry that changes the active store
+            t0 = time.monotonic()
+            with router.gate.exclusive():
+                self._check(term)
+                self._propose("_commit_switch", term, switch_id, digest.result(), time.time())
+                router.stop_mirror()
+            progress["commit_stall_ms"] = round((time.monotonic() - t0) * 1000, 1)
+            progress["longest_write_stall_ms"] = round(router.gate.longest_wait * 1000, 1)
+            log.info("store switch %s: %s is now the active metadata store", switch_id, target_name)
+            self._finish(switch_id, term, source, progress, t_start)
+        except Exception as exc:
+            with router.gate.exclusive():
+                router.stop_mirror()
+            sw = self.raft.state.switch
+            if sw is not None and sw["id"] == switch_id and sw["phase"] == "committed":
+                log.warning("store switch %s: committed, but finishing failed (%s); the watcher retries",
+                            switch_id, exc)
+            else:
+                reason = str(exc) if isinstance(exc, (_Aborted, StoreError)) else f"{type(exc).__name__}: {exc}"
+                if not isinstance(exc, (_Aborted, StoreError)):
+                    log.exception("store switch %s failed", switch_id)
+                self._propose_abort(switch_id, reason)
+        finally:
+            with self._lock:
+                if self._running == switch_id:
+                    self._running = None
+
+    def _finish(self, switch_id: str, term: int, source: MetadataStore | None, progress: dict[str, Any],
+                t_start: float | None = None) -> None:
+        """After the commit point: make the old store read-only, then record ``completed``."""
+        self._hold(term)
+        if source is not None:
+            try:
+                self.router.claim_store(source, read_only=True)
+            except StoreError as exc:
+                # Unreachable old store: nobody can write it now either; its lease is
+                # checked again by any writer, whose claim would need a newer term.
+                log.warning("store switch %s: could not mark %s read-only: %s", switch_id, source.name, exc)
+                progress["old_store_read_only"] = False
+        if t_start is not None:
+            progress["duration_s"] = round(time.monotonic() - t_start, 3)
+        self._propose("_switch_phase", term, switch_id, "completed", progress, time.time())
+        log.info("store switch %s completed", switch_id)
+
+    # ------------------------------------------------------------ recovery
+    def recover(self) -> None:
+        """On the leader: roll back an unfinished switch this process is not running, or finish a committed one."""
+        if not self.raft.is_leader:
+            return
+        sw = self.raft.state.switch
+        if sw is None or sw["phase"] in ("completed", "aborted"):
+            return
+        with self._lock:
+            if self._running == sw["id"]:
+                return
+        if sw["phase"] in SWITCH_RUNNING:
+            self._propose_abort(sw["id"], f"the leader changed during phase {sw['phase']}; rolled back")
+        elif sw["phase"] == "committed":
+            try:
+                source = self.router.stores.get(sw["source"])
+            except (StoreError, SwitchError) as exc:
+                log.warning("store switch %s: old store %s unreachable: %s", sw["id"], sw["source"], exc)
+                source = None
+            progress = dict(sw.get("progress") or {})
+            progress.pop("digest", None)
+            hold, self.hold_seconds = self.hold_seconds, 0.0
+            try:
+                self._finish(sw["id"], self.raft.term, source, progress)
+            finally:
+                self.hold_seconds = hold
+
+    def _watch_loop(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                self.recover()
+            except (CommandRejected, RaftUnavailable, StoreError, _Aborted) as exc:
+                log.debug("store switch watcher: %s", exc)
+            except Exception:
+                log.exception("store switch watcher error")
