@@ -21,7 +21,7 @@ DEBUG = os.environ.get("RAFTCONNECT_DEBUG", "") == "1"
 ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").split(",") if h]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "webapp.admin_site.RaftConnectAdminConfig",  # django.contrib.admin with the metadata store page
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
