@@ -348,7 +348,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if phase == "completed" and sw["phase"] != "committed":
             return Rejected(f"switch {switch_id} is not committed")
         sw["phase"] = phase
-        sw["progress"] = dict(progress)
+        sw["progress"] = dict(sw["progress"], **progress)
         sw["updated_at"] = now
         return {"ok": True}
 

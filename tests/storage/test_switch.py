@@ -88,6 +88,7 @@ class Load:
         self.errors: list[BaseException] = []
         self.commits = 0
         self.longest_write = 0.0
+        self.longest_at = 0.0
         self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self._offsets, args=(n,), daemon=True) for n in self.names]
         self.threads.append(threading.Thread(target=self._meta, daemon=True))
@@ -109,7 +110,8 @@ class Load:
         fn()
         took = time.monotonic() - t0
         with self._lock:
-            self.longest_write = max(self.longest_write, took)
+            if took > self.longest_write:
+                self.longest_write, self.longest_at = took, t0
 
     def _offsets(self, name: str) -> None:
         router, n = self.parts.router, 0

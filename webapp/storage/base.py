@@ -31,6 +31,7 @@ __all__ = [
     "NotFound",
     "AlreadyExists",
     "FencedWrite",
+    "LeaseLost",
     "TARGET_STATES",
 ]
 
@@ -47,6 +48,12 @@ class StoreUnavailable(StoreError):
     """The store could not durably take the write or answer in time (retryable)."""
 
     http_status = 503
+
+
+class LeaseLost(StoreUnavailable):
+    """This writer no longer holds the store's writer lease (a newer leader claimed it, or the
+    cluster switched to another store). Retryable through the current leader, so 503 — not a
+    fencing of the worker, whose assignment may be perfectly current."""
 
 
 class NotFound(StoreError):
@@ -251,22 +258,22 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
         statuses or offsets with the snapshot's (empty removes them). One
         transaction where the backend has them.
 
-        Errors: :class:`StoreUnavailable`, :class:`FencedWrite` (lease lost).
+        Errors: :class:`StoreUnavailable`, :class:`LeaseLost`.
         """
 
     @abstractmethod
     def clear(self) -> None:
         """Remove every connector, status and offset (a switch target starts empty).
 
-        Errors: :class:`StoreUnavailable`, :class:`FencedWrite` (lease lost).
+        Errors: :class:`StoreUnavailable`, :class:`LeaseLost`.
         """
 
     def claim(self, term: int, *, read_only: bool = False) -> None:
         """Take the writer lease for leader ``term``: from now on writes through other
-        objects (other nodes) holding an older term fail with :class:`FencedWrite`,
+        objects (other nodes) holding an older term fail with :class:`LeaseLost`,
         and with ``read_only=True`` every write fails (the store was switched away
         from). A claim with a term older than the stored one fails with
-        :class:`FencedWrite`.
+        :class:`LeaseLost`.
 
         The default does nothing: right for stores whose writes are already
         ordered by Raft terms (``external = False``).

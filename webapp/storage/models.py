@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from django.db import models
 
-__all__ = ["Connector", "Status", "Offset", "CONNECTOR_TASK"]
+__all__ = ["Connector", "Status", "Offset", "WriterLease", "CONNECTOR_TASK", "LEASE_ID"]
 
 #: ``Status.task`` of the connector instance's own status.
 CONNECTOR_TASK = -1
+#: Primary key of the single :class:`WriterLease` row.
+LEASE_ID = 1
 
 
 class Connector(models.Model):
@@ -64,3 +66,20 @@ class Offset(models.Model):
         app_label = "storage"
         constraints = [models.UniqueConstraint(fields=["connector", "key_hash"],
                                                name="storage_offset_unique_partition")]
+
+
+class WriterLease(models.Model):
+    """The store's writer lease: one row (``id = 1``) naming the Raft term allowed to write.
+
+    ``term`` is the Raft term of the leader that last claimed the store;
+    ``read_only`` is set when the cluster switched to another store. Every write
+    transaction reads this row under a shared lock first; a claim updates it under
+    an exclusive lock (see :meth:`RelationalMetadataStore.claim`).
+    """
+
+    id = models.IntegerField(primary_key=True)
+    term = models.BigIntegerField(default=0)
+    read_only = models.BooleanField(default=False)
+
+    class Meta:
+        app_label = "storage"

@@ -18,6 +18,15 @@ refused, or ``None``. A returned reason raises :class:`FencedWrite` before
 anything is written. Writes with ``worker_id=None`` (the coordinator's own) skip
 fencing, as in :mod:`webapp.storage.raft`.
 
+Writer lease: a deposed leader could still reach the database, so every write
+transaction first reads the single :class:`~webapp.storage.models.WriterLease`
+row under a shared lock (``FOR SHARE`` on PostgreSQL, ``LOCK IN SHARE MODE`` on
+MySQL/MariaDB) and refuses with :class:`LeaseLost` unless it names the term this
+object claimed (:meth:`RelationalMetadataStore.claim`) and is not read-only.
+Writers share the lock; a new leader's claim takes it exclusively, so it waits
+for writes in flight and every later write of the old term fails. An object that
+never claimed may write only while no term was ever claimed (tools, tests).
+
 Errors: connection and operational failures become :class:`StoreUnavailable`
 (retryable; messages name the URL with its password redacted, never the
 password); other errors are as documented on each method. Passwords never appear
@@ -39,12 +48,14 @@ except ImportError:  # pragma: no cover - depends on what is installed
     pymysql.install_as_MySQLdb()
 
 import dj_database_url
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
 
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
-    TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NotFound, StoreUnavailable,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
+    NotFound, StoreUnavailable,
 )
 
 __all__ = ["RelationalMetadataStore", "FenceCheck", "SCHEMES", "redact_url", "database_settings"]
@@ -102,6 +113,15 @@ def database_settings(url: str) -> dict[str, Any]:
     return cfg
 
 
+def _lock_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is a deadlock or lock-wait timeout after which the transaction may simply run again."""
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__ or exc
+    code = cause.args[0] if getattr(cause, "args", None) else None
+    return code in (1213, 1205) or getattr(cause, "sqlstate", None) in ("40P01", "40001")
+
+
 def _key_hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
@@ -136,6 +156,7 @@ class RelationalMetadataStore(MetadataStore):
         self._password = str(self._settings.get("PASSWORD") or "")
         self.backend = "postgresql" if "postgresql" in self._settings["ENGINE"] else "mysql"
         self.fence = fence
+        self._term: int | None = None
         self.alias = f"metadata_{uuid.uuid4().hex[:12]}"
         self._aliases: list[str] = []
         self._lock = threading.Lock()
@@ -207,6 +228,68 @@ class RelationalMetadataStore(MetadataStore):
             raise NotFound(f"Connector {name} not found")
         return row
 
+    def _lease(self) -> None:
+        """Check the writer lease inside the caller's transaction (see module docstring)."""
+        from .models import LEASE_ID, WriterLease
+
+        table = connections[self.alias].ops.quote_name(WriterLease._meta.db_table)
+        lock = "FOR SHARE" if self.backend == "postgresql" else "LOCK IN SHARE MODE"
+        with connections[self.alias].cursor() as cur:
+            cur.execute(f"SELECT term, read_only FROM {table} WHERE id = %s {lock}", [LEASE_ID])
+            row = cur.fetchone()
+        term, read_only = (int(row[0]), bool(row[1])) if row else (0, False)
+        if read_only:
+            raise LeaseLost(f"metadata store {self.name!r} is read-only: the cluster switched to another store")
+        if term != (self._term or 0):
+            raise LeaseLost(f"metadata store {self.name!r} was claimed by the leader of term {term} "
+                            f"(this writer holds term {self._term or 0}); retry through the current leader")
+
+    def _atomic_write(self, fn: Callable[[], T], *, retry_integrity: bool = False) -> T:
+        """``fn()`` in one transaction that checks the writer lease first; errors as :meth:`_call`.
+
+        A transaction the server chose as a deadlock victim (InnoDB error 1213,
+        PostgreSQL 40P01) or that timed out waiting for a lock (1205) had no
+        effect, so it is run again: up to 5 attempts with a short random wait.
+        ``retry_integrity`` also retries a unique-key clash with a concurrent
+        insert (imports, which delete and re-insert a name's rows).
+        """
+        def run() -> T:
+            with transaction.atomic(using=self.alias):
+                self._lease()
+                return fn()
+
+        def conflict(exc: BaseException) -> bool:
+            return _lock_conflict(exc) or (retry_integrity and isinstance(exc, IntegrityError))
+
+        retrying = Retrying(retry=retry_if_exception(conflict), stop=stop_after_attempt(5),
+                            wait=wait_random(0.002, 0.05), reraise=True)
+        try:
+            return retrying(run)
+        except (OperationalError, InterfaceError) as exc:
+            raise self._unavailable(exc) from None
+
+    def claim(self, term: int, *, read_only: bool = False) -> None:
+        """Take the writer lease for Raft ``term`` (see module docstring); ``read_only`` blocks every writer.
+
+        Errors: :class:`LeaseLost` when a newer term already claimed the store,
+        :class:`StoreUnavailable`.
+        """
+        from .models import LEASE_ID, WriterLease
+
+        def write() -> None:
+            with transaction.atomic(using=self.alias):
+                row = WriterLease.objects.using(self.alias).select_for_update().filter(id=LEASE_ID).first()
+                if row is not None and row.term > term:
+                    raise LeaseLost(f"metadata store {self.name!r} was already claimed by term {row.term} > {term}")
+                WriterLease.objects.using(self.alias).update_or_create(
+                    id=LEASE_ID, defaults={"term": term, "read_only": read_only})
+
+        try:
+            self._call(write)
+        except IntegrityError:  # two first claims raced; the row exists now
+            self._call(write)
+        self._term = term
+
     # ------------------------------------------------------------- lifecycle
     def prepare(self) -> None:
         """Create the database if it is missing and apply this app's migrations to it.
@@ -274,26 +357,25 @@ class RelationalMetadataStore(MetadataStore):
             raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
 
         def write() -> bool:
-            with transaction.atomic(using=self.alias):
-                row = Connector.objects.using(self.alias).select_for_update().filter(name=name).first()
-                if row is not None:
-                    if create_only:
-                        raise AlreadyExists(f"Connector {name} already exists")
-                    row.config = dict(config)
-                    if target_state:
-                        row.target_state = target_state
-                    row.save(using=self.alias, update_fields=["config", "target_state"])
-                    return False
-                Connector.objects.using(self.alias).create(
-                    name=name, config=dict(config), target_state=target_state or "STARTED", task_configs=[])
-                return True
+            row = Connector.objects.using(self.alias).select_for_update().filter(name=name).first()
+            if row is not None:
+                if create_only:
+                    raise AlreadyExists(f"Connector {name} already exists")
+                row.config = dict(config)
+                if target_state:
+                    row.target_state = target_state
+                row.save(using=self.alias, update_fields=["config", "target_state"])
+                return False
+            Connector.objects.using(self.alias).create(
+                name=name, config=dict(config), target_state=target_state or "STARTED", task_configs=[])
+            return True
 
         try:
-            return self._call(write)
+            return self._atomic_write(write)
         except IntegrityError:  # another writer created it between our read and insert
             if create_only:
                 raise AlreadyExists(f"Connector {name} already exists") from None
-            return self._call(write)
+            return self._atomic_write(write)
 
     def remove_connector_config(self, name: str) -> None:
         """Delete the connector, its task configs and statuses in one transaction (offsets are kept).
@@ -303,13 +385,12 @@ class RelationalMetadataStore(MetadataStore):
         from .models import Connector, Status
 
         def write() -> None:
-            with transaction.atomic(using=self.alias):
-                deleted, _ = Connector.objects.using(self.alias).filter(name=name).delete()
-                if not deleted:
-                    raise NotFound(f"Connector {name} not found")
-                Status.objects.using(self.alias).filter(connector=name).delete()
+            deleted, _ = Connector.objects.using(self.alias).filter(name=name).delete()
+            if not deleted:
+                raise NotFound(f"Connector {name} not found")
+            Status.objects.using(self.alias).filter(connector=name).delete()
 
-        self._call(write)
+        self._atomic_write(write)
 
     def put_target_state(self, name: str, target_state: str) -> None:
         """Set the desired state (one of :data:`~webapp.storage.base.TARGET_STATES`).
@@ -326,7 +407,7 @@ class RelationalMetadataStore(MetadataStore):
             if not updated:
                 raise NotFound(f"Connector {name} not found")
 
-        self._call(write)
+        self._atomic_write(write)
 
     def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
                          generation: int) -> None:
@@ -341,15 +422,14 @@ class RelationalMetadataStore(MetadataStore):
         new = [dict(t) for t in task_configs]
 
         def write() -> None:
-            with transaction.atomic(using=self.alias):
-                row = self._locked_connector(name)
-                self._check_fence(name, None, worker_id, generation)
-                if row.task_configs != new:
-                    row.task_configs = new
-                    row.save(using=self.alias, update_fields=["task_configs"])
-                    Status.objects.using(self.alias).filter(connector=name, task__gte=len(new)).delete()
+            row = self._locked_connector(name)
+            self._check_fence(name, None, worker_id, generation)
+            if row.task_configs != new:
+                row.task_configs = new
+                row.save(using=self.alias, update_fields=["task_configs"])
+                Status.objects.using(self.alias).filter(connector=name, task__gte=len(new)).delete()
 
-        self._call(write)
+        self._atomic_write(write)
 
     # ------------------------------------------------------------------ status
     def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
@@ -363,15 +443,14 @@ class RelationalMetadataStore(MetadataStore):
         from .models import CONNECTOR_TASK, Status
 
         def write() -> None:
-            with transaction.atomic(using=self.alias):
-                self._locked_connector(name)
-                self._check_fence(name, task, worker_id, generation)
-                Status.objects.using(self.alias).update_or_create(
-                    connector=name, task=CONNECTOR_TASK if task is None else int(task),
-                    defaults={"state": status["state"], "trace": status.get("trace"),
-                              "worker_id": worker_id, "generation": generation})
+            self._locked_connector(name)
+            self._check_fence(name, task, worker_id, generation)
+            Status.objects.using(self.alias).update_or_create(
+                connector=name, task=CONNECTOR_TASK if task is None else int(task),
+                defaults={"state": status["state"], "trace": status.get("trace"),
+                          "worker_id": worker_id, "generation": generation})
 
-        self._call(write)
+        self._atomic_write(write)
 
     def get_statuses(self, name: str) -> dict[str, Any]:
         """``{"connector": status | None, "tasks": {"<i>": status}}``, a status being
@@ -429,12 +508,8 @@ class RelationalMetadataStore(MetadataStore):
         """
         entries = [(o.partition, o.offset) for o in offsets]
 
-        def write() -> None:
-            self._check_fence(task_id.connector, task_id.task, worker_id, generation)
-            with transaction.atomic(using=self.alias):
-                self._write_offsets(task_id.connector, entries)
-
-        self._call(write)
+        self._check_fence(task_id.connector, task_id.task, worker_id, generation)
+        self._atomic_write(lambda: self._write_offsets(task_id.connector, entries))
 
     def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
         """Operator change of a stopped connector's offsets in one transaction; an offset of ``None``
@@ -445,14 +520,104 @@ class RelationalMetadataStore(MetadataStore):
             partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
             entries.append((partition, offset))
 
-        def write() -> None:
-            with transaction.atomic(using=self.alias):
-                self._write_offsets(name, entries)
-
-        self._call(write)
+        self._atomic_write(lambda: self._write_offsets(name, entries))
 
     def reset_offsets(self, name: str) -> None:
         """Remove every offset of ``name`` (no error when there are none). Errors: :class:`StoreUnavailable`."""
         from .models import Offset
 
-        self._call(lambda: Offset.objects.using(self.alias).filter(connector=name).delete())
+        self._atomic_write(lambda: Offset.objects.using(self.alias).filter(connector=name).delete())
+
+    # ------------------------------------------------------------ switch support
+    def offset_names(self) -> list[str]:
+        """Names with committed offsets (deleted connectors included), sorted. Errors: :class:`StoreUnavailable`."""
+        from .models import Offset
+
+        return self._call(lambda: sorted(set(
+            Offset.objects.using(self.alias).values_list("connector", flat=True).distinct())))
+
+    def export_name(self, name: str) -> NameSnapshot:
+        return self.export_names([name])[0]
+
+    def export_names(self, names: list[str]) -> list[NameSnapshot]:
+        """:meth:`export_name` of many names in three queries; snapshots in the order of ``names``.
+
+        Errors: :class:`StoreUnavailable`.
+        """
+        from .models import CONNECTOR_TASK, Connector, Offset, Status
+
+        def read():
+            conns = {r.name: r for r in Connector.objects.using(self.alias).filter(name__in=names)}
+            stats = list(Status.objects.using(self.alias).filter(connector__in=names).order_by("task"))
+            offs = list(Offset.objects.using(self.alias).filter(connector__in=names).order_by("id"))
+            return conns, stats, offs
+
+        conns, stats, offs = self._call(read)
+        out = {n: NameSnapshot(n, None, {"connector": None, "tasks": {}}, []) for n in names}
+        for n, row in conns.items():
+            out[n].record = ConnectorRecord(name=n, config=dict(row.config), target_state=row.target_state,
+                                            tasks=[dict(t) for t in row.task_configs])
+        for row in stats:
+            if row.task == CONNECTOR_TASK:
+                out[row.connector].statuses["connector"] = _status_dict(row)
+            else:
+                out[row.connector].statuses["tasks"][str(row.task)] = _status_dict(row)
+        for row in offs:
+            out[row.connector].offsets.append(SourceOffset(row.partition, row.offset))
+        return [out[n] for n in names]
+
+    def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
+        self.import_names([snapshot], kinds)
+
+    def import_names(self, snapshots: list[NameSnapshot], kinds: tuple[str, ...] = KINDS) -> None:
+        """:meth:`import_name` of many names in one transaction (deletes, then bulk inserts).
+
+        Errors: :class:`LeaseLost`, :class:`StoreUnavailable`, :class:`ValueError`
+        for an unknown target state.
+        """
+        from .models import CONNECTOR_TASK, Connector, Offset, Status
+
+        names = [s.name for s in snapshots]
+        for snap in snapshots:
+            if "config" in kinds and snap.record is not None and snap.record.target_state not in TARGET_STATES:
+                raise ValueError(f"unknown target state {snap.record.target_state!r} of {snap.name}")
+
+        def write() -> None:
+            db = self.alias
+            if "config" in kinds:
+                Connector.objects.using(db).filter(name__in=names).delete()
+                Connector.objects.using(db).bulk_create([
+                    Connector(name=s.name, config=dict(s.record.config), target_state=s.record.target_state,
+                              task_configs=[dict(t) for t in s.record.tasks])
+                    for s in snapshots if s.record is not None])
+            if "statuses" in kinds:
+                Status.objects.using(db).filter(connector__in=names).delete()
+                rows = []
+                for s in snapshots:
+                    st = s.statuses or {}
+                    items = ([(CONNECTOR_TASK, st["connector"])] if st.get("connector") else []) + \
+                        [(int(k), v) for k, v in (st.get("tasks") or {}).items() if v]
+                    rows += [Status(connector=s.name, task=t, state=v["state"], trace=v.get("trace"),
+                                    worker_id=v.get("worker_id") or "", generation=int(v.get("generation") or 0))
+                             for t, v in items]
+                Status.objects.using(db).bulk_create(rows)
+            if "offsets" in kinds:
+                Offset.objects.using(db).filter(connector__in=names).delete()
+                rows = []
+                for s in snapshots:
+                    last = {partition_key(o.partition): o for o in s.offsets}
+                    rows += [Offset(connector=s.name, key_hash=_key_hash(k), partition_key=k,
+                                    partition=dict(o.partition), offset=dict(o.offset)) for k, o in last.items()]
+                Offset.objects.using(db).bulk_create(rows)
+
+        self._atomic_write(write, retry_integrity=True)
+
+    def clear(self) -> None:
+        """Remove every connector, status and offset in one transaction. Errors: :class:`LeaseLost`, :class:`StoreUnavailable`."""
+        from .models import Connector, Offset, Status
+
+        def write() -> None:
+            for model in (Connector, Status, Offset):
+                model.objects.using(self.alias).all().delete()
+
+        self._atomic_write(write)

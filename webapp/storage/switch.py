@@ -16,13 +16,15 @@ Owns three things:
   1. ``prepare``: build the target, migrate its schema, check it answers, take its
      writer lease, empty it.
   2. ``copy``: from now on every write that lands in the source is mirrored to the
-     target (the name's whole state of the written kinds is re-read from the
-     source and imported), while every name is copied in batches. A write and
-     the copy of its name hold the same stripe lock, so the target never keeps
-     an older value than the source.
-  3. ``verify``: every name is compared between source and target (under its
-     stripe lock, so concurrent writes are allowed); per kind, counts and a
-     SHA-256 over the canonical values are recorded.
+     target (the same offset entries, or the name's whole state of the written
+     kinds re-read from the source), while every name is copied in batches read
+     without locks; a name written during its batch is copied again under its
+     stripe lock, which each write holds from source to mirror, so the target
+     never keeps an older value than the source.
+  3. ``verify``: every name is compared between source and target; a
+     difference is looked at again under the name's stripe lock (it may be a
+     write between its two steps) before it fails the switch. Per kind, counts
+     and a SHA-256 over the canonical values are recorded.
   4. ``committed``: with writes held back for the duration of one Raft commit,
      ``_commit_switch`` makes the target the active store. This log entry is the
      commit point: before it the switch can only roll back, after it only finish.
@@ -292,6 +294,7 @@ class StoreRouter(MetadataStore):
         self.gate = WriteGate()
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
         self._mirror: MetadataStore | None = None
+        self._dirty: set[str] = set()
         self.mirror_error: BaseException | None = None
         self._claimed: dict[str, int] = {}
         self._claim_lock = threading.Lock()
@@ -349,6 +352,17 @@ class StoreRouter(MetadataStore):
                 self.claim_store(store)
         return store
 
+    def take_dirty(self) -> set[str]:
+        """Names written (and mirrored) since the last call; resets the set.
+
+        The copy reads a batch without stripe locks. A name written while the
+        batch was read and imported is in the set taken after the import (the
+        flag is set after the source write), and is then copied again under its
+        stripe lock, so an older value imported by the batch never stays.
+        """
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
     def start_mirror(self, target: MetadataStore) -> None:
         """From now on, mirror every write to ``target`` (call with the gate held exclusive)."""
         self.mirror_error = None
@@ -358,26 +372,41 @@ class StoreRouter(MetadataStore):
         """Stop mirroring (call with the gate held exclusive, or when aborting)."""
         self._mirror = None
 
-    def _write(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
+    def _write(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
+               offsets: list | None = None) -> Any:
+        """Run ``fn(active store)`` under the gate; while mirroring, bring ``name``'s ``kinds`` to the target.
+
+        ``offsets``: for offset writes, the ``(partition, offset | None)`` entries
+        written; an external target then applies the same entries (unfenced
+        ``alter_offsets``) instead of re-reading all of the name's offsets.
+        """
         with self.gate.shared():
             store = self._writable()
             mirror = self._mirror
             if mirror is None:
                 return fn(store)
             with self.stripes([name]):
+                ok = False
                 try:
-                    return fn(store)
+                    result = fn(store)
+                    ok = True
+                    return result
                 finally:
-                    self._mirror_name(store, mirror, name, kinds)
+                    self._dirty.add(name)  # after the source write, before the mirror (see take_dirty)
+                    self._mirror_name(store, mirror, name, kinds, offsets if ok else None)
 
-    def _mirror_name(self, source: MetadataStore, mirror: MetadataStore, name: str, kinds: tuple[str, ...]) -> None:
+    def _mirror_name(self, source: MetadataStore, mirror: MetadataStore, name: str, kinds: tuple[str, ...],
+                     offsets: list | None = None) -> None:
         if self.mirror_error is not None or self._mirror is not mirror:
             return
         try:
+            if offsets is not None and kinds == ("offsets",) and mirror.external:
+                mirror.alter_offsets(name, offsets)
+                return
             rec = source.get_connector(name) if "config" in kinds else None
             statuses = source.get_statuses(name) if "statuses" in kinds else {}
-            offsets = source.get_offsets(name) if "offsets" in kinds else []
-            mirror.import_name(NameSnapshot(name, rec, statuses, offsets), kinds)
+            offs = source.get_offsets(name) if "offsets" in kinds else []
+            mirror.import_name(NameSnapshot(name, rec, statuses, offs), kinds)
         except Exception as exc:  # the switch thread sees this and aborts
             log.warning("store switch: mirroring %s to %s failed: %s", name, mirror.name, exc)
             self.mirror_error = exc
@@ -427,10 +456,10 @@ class StoreRouter(MetadataStore):
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
         self._write(task_id.connector, ("offsets",), lambda s: s.commit_offsets(
-            task_id, offsets, worker_id=worker_id, generation=generation))
+            task_id, offsets, worker_id=worker_id, generation=generation), offsets=offsets)
 
     def alter_offsets(self, name: str, offsets: list) -> None:
-        self._write(name, ("offsets",), lambda s: s.alter_offsets(name, offsets))
+        self._write(name, ("offsets",), lambda s: s.alter_offsets(name, offsets), offsets=offsets)
 
     def reset_offsets(self, name: str) -> None:
         self._write(name, ("offsets",), lambda s: s.reset_offsets(name))
@@ -605,14 +634,20 @@ class SwitchManager:
             with router.gate.exclusive():
                 router.start_mirror(target)
             names = source.all_names()
-            progress = {"names_total": len(names), "names_copied": 0}
+            progress = {"names_total": len(names), "names_copied": 0,
+                        "prepare_s": round(time.monotonic() - t_start, 3)}
+            log.info("store switch %s: copy (%d names), prepare took %.2f s", switch_id, len(names),
+                     progress["prepare_s"])
             self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
             last = time.monotonic()
             for i in range(0, len(names), BATCH):
                 self._check(term)
                 chunk = names[i:i + BATCH]
-                with router.stripes(chunk):
-                    _import(target, _export(source, chunk))
+                router.take_dirty()
+                _import(target, _export(source, chunk))
+                for name in sorted(router.take_dirty() & set(chunk)):  # written meanwhile: copy again
+                    with router.stripes([name]):
+                        _import(target, _export(source, [name]))
                 progress["names_copied"] = i + len(chunk)
                 if time.monotonic() - last >= self.progress_interval:
                     self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
@@ -620,6 +655,8 @@ class SwitchManager:
             self._hold(term)
             # 3. verify
             progress["names_verified"] = 0
+            progress["copy_s"] = round(time.monotonic() - t_start - progress["prepare_s"], 3)
+            log.info("store switch %s: verify, copy took %.2f s", switch_id, progress["copy_s"])
             self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
             names = sorted(set(source.all_names()) | set(target.all_names()))
             progress["names_total"] = len(names)
@@ -627,10 +664,13 @@ class SwitchManager:
             for i in range(0, len(names), BATCH):
                 self._check(term)
                 chunk = names[i:i + BATCH]
-                with router.stripes(chunk):
-                    a, b = _export(source, chunk), _export(target, chunk)
+                a, b = _export(source, chunk), _export(target, chunk)
                 for sa, sb in zip(a, b):
                     ca, cb = canonical(sa), canonical(sb)
+                    if ca != cb:  # maybe a write between its source and mirror step: look again, locked
+                        with router.stripes([sa.name]):
+                            ca = canonical(_export(source, [sa.name])[0])
+                            cb = canonical(_export(target, [sa.name])[0])
                     if ca != cb:
                         kinds = [k for k in KINDS if ca[k] != cb[k]]
                         raise _Aborted(f"verify failed: {sa.name} differs in {', '.join(kinds)}")
