@@ -54,6 +54,7 @@ def test_switch_api_validates_and_never_shows_credentials(cluster):
 
 @pytest.mark.parametrize("phase", ["prepare", "copy", "verify", "committed"])
 def test_leader_kill_in_each_phase_ends_completed_or_rolled_back(cluster, phase, tmp_path):
+    (tmp_path / "in.csv").write_text("id\n1\n")
     for i in range(5):
         cluster.nodes[i % 3].client().create_connector(
             f"c{i}", {"connector.class": SOURCE_CLASS, "path": str(tmp_path / "in.csv"), "topic": f"t{i}"})
