@@ -8,12 +8,13 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17+ is required by Spark (install a JDK)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-deps -e plugins/raftconnect-redis-store
 	touch $(STAMP)
 
 demo: setup

@@ -19,6 +19,7 @@ from webapp.kafka.embedded import free_port
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{db}"
 MARIADB_URL = "mysql://root@127.0.0.1:3306/{db}"
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def start_raft(data_dir: str) -> RaftNode:
@@ -35,6 +36,13 @@ class Backend:
     kind: str
     store: MetadataStore
     raft: RaftNode
+    url: str | None = None
+
+    def reopen(self) -> MetadataStore:
+        """A second, independent handle on the same data (as another node would have); caller closes it."""
+        from webapp.storage.registry import create_store
+
+        return create_store(self.kind, self.url, fence=self.raft.state.check_fence)
 
     def assign(self, connectors: dict[str, str], tasks: dict[str, str]) -> int:
         """Commit a new assignment (``{name: worker}``, ``{"name-i": worker}``); returns its generation."""
@@ -68,7 +76,7 @@ def _db_access(django_db_blocker):
         yield
 
 
-@pytest.fixture(scope="module", params=["raft", "postgresql", "mariadb"])
+@pytest.fixture(scope="module", params=["raft", "postgresql", "mariadb", "redis"])
 def backend(request, tmp_path_factory, django_db_blocker):
     kind = request.param
     raft = start_raft(str(tmp_path_factory.mktemp(f"raft-{kind}")))
@@ -78,6 +86,24 @@ def backend(request, tmp_path_factory, django_db_blocker):
 
             yield Backend(kind, RaftMetadataStore(raft), raft)
             return
+        if kind == "redis":  # the example third-party plugin, found through its entry point
+            from webapp.storage.registry import create_store
+
+            prefix = f"raftconnect_test_{uuid.uuid4().hex[:10]}:"
+            store = create_store("redis", f"{REDIS_URL}?prefix={prefix}", fence=raft.state.check_fence)
+            try:
+                store.prepare()
+                yield Backend(kind, store, raft, f"{REDIS_URL}?prefix={prefix}")
+            finally:
+                import redis
+
+                client = redis.Redis.from_url(REDIS_URL)
+                keys = list(client.scan_iter(f"{prefix}*"))
+                if keys:
+                    client.delete(*keys)
+                client.close()
+                store.close()
+            return
         from webapp.storage.relational import RelationalMetadataStore
 
         db = f"raftconnect_test_{uuid.uuid4().hex[:10]}"
@@ -86,7 +112,7 @@ def backend(request, tmp_path_factory, django_db_blocker):
             store = RelationalMetadataStore(kind, url, fence=raft.state.check_fence)
             try:
                 store.prepare()
-                yield Backend(kind, store, raft)
+                yield Backend(kind, store, raft, url)
             finally:
                 store.close()
                 drop_database(store.backend, db)

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
-from webapp.storage.base import AlreadyExists, FencedWrite, NotFound, StoreUnavailable
+from webapp.storage.base import AlreadyExists, ConnectorRecord, FencedWrite, NotFound, StoreUnavailable
 
 
 def unique(prefix: str = "c") -> str:
@@ -217,3 +217,74 @@ def test_unreachable_store_is_unavailable_and_never_shows_the_password(kind, tmp
             assert "127.0.0.1:1" in str(exc.value) and "***" in str(exc.value)
     finally:
         close()
+
+
+# ---------------------------------------------------------------- switch support
+def test_import_then_export_gives_the_snapshot_back(backend):
+    from webapp.storage.base import NameSnapshot
+    from webapp.storage.switch import canonical
+
+    s, name = backend.store, unique("imp")
+    snap = NameSnapshot(name, ConnectorRecord(name, {"connector.class": "X", "k": "ü"}, "PAUSED", [{"t": "0"}, {"t": "1"}]),
+                        {"connector": {"state": "RUNNING", "trace": None, "worker_id": "w1", "generation": 3},
+                         "tasks": {"1": {"state": "FAILED", "trace": "boom", "worker_id": "w2", "generation": 4}}},
+                        [SourceOffset({"file": "a"}, {"position": 10}), SourceOffset({"file": "b"}, {"position": 2})])
+    s.import_name(snap)
+    assert canonical(s.export_name(name)) == canonical(snap)
+    assert name in s.connector_names() and name in s.offset_names() and name in s.all_names()
+
+
+def test_import_of_one_kind_leaves_the_others(backend):
+    from webapp.storage.base import NameSnapshot
+
+    s, name = backend.store, unique("kind")
+    s.put_connector_config(name, {"connector.class": "X"})
+    s.alter_offsets(name, [SourceOffset({"p": 0}, {"o": 1}), SourceOffset({"p": 1}, {"o": 1})])
+    s.import_name(NameSnapshot(name, None, {}, [SourceOffset({"p": 0}, {"o": 9})]), ("offsets",))
+    assert offsets_of(s, name) == {key({"p": 0}): {"o": 9}}
+    assert s.get_connector(name).config == {"connector.class": "X"}
+    s.import_name(NameSnapshot(name, None, {}, []), ("config",))  # removes the connector, keeps offsets
+    assert s.get_connector(name) is None and name not in s.connector_names()
+    assert name in s.offset_names() and offsets_of(s, name) == {key({"p": 0}): {"o": 9}}
+
+
+def test_clear_empties_the_store(backend):
+    s = backend.store
+    s.put_connector_config(unique("clr"), {"connector.class": "X"})
+    s.alter_offsets(unique("clr"), [SourceOffset({"p": 0}, {"o": 1})])
+    if backend.kind == "raft":  # the raft store may only be cleared as a switch target, never while active
+        from webapp.storage.base import StoreError
+
+        with pytest.raises(StoreError, match="cannot be cleared"):
+            s.clear()
+        return
+    s.clear()
+    assert s.connector_names() == [] and s.offset_names() == []
+
+
+def test_writer_lease_fences_an_older_term_and_read_only_blocks_all(backend):
+    if not backend.store.external:
+        pytest.skip("the raft store needs no lease: a deposed leader cannot commit to the Raft log")
+    from webapp.storage.base import LeaseLost
+
+    a, b = backend.store, backend.reopen()
+    try:
+        b.prepare()
+        name = unique("lease")
+        a.claim(5)
+        a.put_connector_config(name, {"connector.class": "X"})
+        b.claim(6)  # a newer leader
+        with pytest.raises(LeaseLost, match="term"):
+            a.put_target_state(name, "PAUSED")
+        with pytest.raises(LeaseLost):
+            a.claim(5)
+        b.put_target_state(name, "PAUSED")
+        b.claim(6, read_only=True)
+        with pytest.raises(LeaseLost, match="read-only"):
+            b.alter_offsets(name, [SourceOffset({"p": 0}, {"o": 1})])
+        assert b.get_connector(name).target_state == "PAUSED"  # reads still work
+        a.claim(7)  # a later switch back makes it writable again
+        a.put_target_state(name, "STARTED")
+        assert b.get_connector(name).target_state == "STARTED"
+    finally:
+        b.close()

@@ -36,9 +36,25 @@ def test_relational_schemes_give_the_relational_store(url, backend):
 
 
 def test_unknown_scheme_is_a_clear_value_error_without_the_password():
-    with pytest.raises(ValueError, match="unknown scheme 'redis'") as exc:
-        create_store("cache", "redis://u:Top-Secret@127.0.0.1:6379/0", None)
-    assert "Top-Secret" not in str(exc.value) and "postgresql" in str(exc.value)
+    with pytest.raises(ValueError, match="unknown scheme 'mongodb'") as exc:
+        create_store("cache", "mongodb://u:Top-Secret@127.0.0.1:27017/0", None)
+    assert "Top-Secret" not in str(exc.value) and "postgresql" in str(exc.value) and "redis" in str(exc.value)
+
+
+def test_the_redis_plugin_is_installed_and_unreachable_redis_hides_the_password():
+    from raftconnect_redis_store import RedisMetadataStore
+
+    from webapp.kafka.embedded import free_port
+    from webapp.storage.base import StoreUnavailable
+
+    store = create_store("cache", f"redis://:Top-Secret@127.0.0.1:{free_port()}/0", None)
+    assert isinstance(store, RedisMetadataStore)  # found through the raftconnect.metadata_stores entry point
+    try:
+        with pytest.raises(StoreUnavailable, match="unavailable") as exc:
+            store.prepare()
+        assert "Top-Secret" not in str(exc.value) and "***" in str(exc.value)
+    finally:
+        store.close()
     with pytest.raises(ValueError, match="names no database"):
         create_store("pg", "postgresql://postgres:Top-Secret@127.0.0.1:5432", None)
 

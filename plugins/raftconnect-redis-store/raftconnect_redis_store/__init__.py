@@ -1,0 +1,358 @@
+"""A RaftConnect metadata store on Redis, installed as a ``raftconnect.metadata_stores`` plugin.
+
+Owns mapping :class:`webapp.storage.base.MetadataStore` onto Redis keys under a
+prefix (see the package README for the layout) and making each write atomic
+with its checks: every write is one Lua script that first checks the writer
+lease (the term this object claimed, and not read-only) and then the
+connector's existence where the write needs it. Worker writes are fenced by the
+``fence`` callable RaftConnect hands in, before the script runs, as the
+relational stores do.
+
+Errors: a server that cannot be reached or times out gives ``StoreUnavailable``
+naming the URL with its password redacted; lease failures give ``LeaseLost``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+import redis
+
+from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.storage.base import (
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
+    NotFound, StoreUnavailable,
+)
+from webapp.storage.relational import redact_url
+
+__all__ = ["RedisMetadataStore"]
+
+CONNECTOR_TASK = "-1"
+
+# Every script starts with the lease check: KEYS[1] is the lease hash, ARGV[1] this writer's term.
+_LEASE = """
+local ro = redis.call('HGET', KEYS[1], 'read_only')
+if ro == '1' then return {err = 'LEASE read-only' } end
+local t = redis.call('HGET', KEYS[1], 'term') or '0'
+if tonumber(t) ~= tonumber(ARGV[1]) then return {err = 'LEASE term ' .. t} end
+"""
+
+# KEYS: lease, connectors, conn:<name>; ARGV: term, name, config, target_state|'', create_only
+_PUT_CONFIG = _LEASE + """
+local exists = redis.call('EXISTS', KEYS[3]) == 1
+if exists and ARGV[5] == '1' then return 'exists' end
+redis.call('HSET', KEYS[3], 'config', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], 'target_state', ARGV[4])
+elseif not exists then redis.call('HSET', KEYS[3], 'target_state', 'STARTED') end
+if not exists then redis.call('HSET', KEYS[3], 'tasks', '[]') end
+redis.call('SADD', KEYS[2], ARGV[2])
+if exists then return 'updated' end
+return 'created'
+"""
+
+# KEYS: lease, connectors, conn:<name>, st:<name>; ARGV: term, name
+_REMOVE = _LEASE + """
+if redis.call('EXISTS', KEYS[3]) == 0 then return 'notfound' end
+redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('SREM', KEYS[2], ARGV[2])
+return 'ok'
+"""
+
+# KEYS: lease, conn:<name>; ARGV: term, target_state
+_TARGET = _LEASE + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'notfound' end
+redis.call('HSET', KEYS[2], 'target_state', ARGV[2])
+return 'ok'
+"""
+
+# KEYS: lease, conn:<name>, st:<name>; ARGV: term, tasks json, task count
+_TASKS = _LEASE + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'notfound' end
+redis.call('HSET', KEYS[2], 'tasks', ARGV[2])
+local n = tonumber(ARGV[3])
+for _, k in ipairs(redis.call('HKEYS', KEYS[3])) do
+  if tonumber(k) >= n then redis.call('HDEL', KEYS[3], k) end
+end
+return 'ok'
+"""
+
+# KEYS: lease, conn:<name>, st:<name>; ARGV: term, task, status json
+_STATUS = _LEASE + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'notfound' end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return 'ok'
+"""
+
+# KEYS: lease, off:<name>, offnames; ARGV: term, name, then key/value pairs ('' value removes)
+_OFFSETS = _LEASE + """
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[2], ARGV[i])
+  else redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+end
+if redis.call('HLEN', KEYS[2]) > 0 then redis.call('SADD', KEYS[3], ARGV[2])
+else redis.call('SREM', KEYS[3], ARGV[2]) end
+return 'ok'
+"""
+
+# KEYS: lease, connectors, conn:<name>, st:<name>, off:<name>, offnames
+# ARGV: term, name, do_config, config|'' (''=none), target_state, tasks, do_statuses, n statuses,
+#       (task, json)*, do_offsets, (key, json)*
+_IMPORT = _LEASE + """
+local i = 3
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[3])
+  if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[3], 'config', ARGV[4], 'target_state', ARGV[5], 'tasks', ARGV[6])
+    redis.call('SADD', KEYS[2], ARGV[2])
+  else
+    redis.call('SREM', KEYS[2], ARGV[2])
+  end
+end
+i = 7
+if ARGV[i] == '1' then redis.call('DEL', KEYS[4]) end
+local n = tonumber(ARGV[i + 1])
+for j = 0, n - 1 do redis.call('HSET', KEYS[4], ARGV[i + 2 + 2 * j], ARGV[i + 3 + 2 * j]) end
+i = i + 2 + 2 * n
+if ARGV[i] == '1' then
+  redis.call('DEL', KEYS[5])
+  for j = i + 1, #ARGV, 2 do redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 1]) end
+  if redis.call('HLEN', KEYS[5]) > 0 then redis.call('SADD', KEYS[6], ARGV[2])
+  else redis.call('SREM', KEYS[6], ARGV[2]) end
+end
+return 'ok'
+"""
+
+# KEYS: lease, then every data key to delete; ARGV: term
+_CLEAR = _LEASE + """
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+return 'ok'
+"""
+
+# KEYS: lease; ARGV: term, read_only
+_CLAIM = """
+local t = tonumber(redis.call('HGET', KEYS[1], 'term') or '0')
+if t > tonumber(ARGV[1]) then return {err = 'LEASE newer ' .. t} end
+redis.call('HSET', KEYS[1], 'term', ARGV[1], 'read_only', ARGV[2])
+return 'ok'
+"""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class RedisMetadataStore(MetadataStore):
+    """Connector configs, statuses and offsets in Redis (see module docstring and README).
+
+    Args:
+        name: the store's configured name.
+        url: ``redis://[:password@]host[:port][/db][?prefix=...]``.
+        fence: ``fence(connector, task, worker_id, generation) -> reason | None``
+            for worker writes (``None`` accepts every write).
+
+    Errors: :class:`ValueError` for a URL that is not ``redis://`` or ``rediss://``.
+    """
+
+    external = True
+
+    def __init__(self, name: str, url: str, fence: Callable[..., str | None] | None = None):
+        parts = urlsplit(url)
+        if parts.scheme not in ("redis", "rediss"):
+            raise ValueError(f"not a Redis store URL: {redact_url(url)}")
+        self.name = name
+        self.safe_url = redact_url(url)
+        self._password = parts.password or ""
+        query = parse_qs(parts.query)
+        self.prefix = (query.pop("prefix", [f"raftconnect:{name}:"]))[0]
+        clean = url.split("?", 1)[0]
+        self.fence = fence
+        self._term: int | None = None
+        self._client = redis.Redis.from_url(clean, socket_connect_timeout=3, socket_timeout=5,
+                                            decode_responses=True)
+        self._scripts = {k: self._client.register_script(v) for k, v in {
+            "put_config": _PUT_CONFIG, "remove": _REMOVE, "target": _TARGET, "tasks": _TASKS,
+            "status": _STATUS, "offsets": _OFFSETS, "import": _IMPORT, "clear": _CLEAR, "claim": _CLAIM,
+        }.items()}
+
+    def __repr__(self) -> str:
+        return f"RedisMetadataStore(name={self.name!r}, url={self.safe_url!r})"
+
+    # ------------------------------------------------------------ plumbing
+    def _k(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    def _run(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except redis.ResponseError as exc:
+            msg = str(exc)
+            if "LEASE read-only" in msg:
+                raise LeaseLost(f"metadata store {self.name!r} is read-only: the cluster switched to "
+                                "another store") from None
+            if "LEASE" in msg:
+                raise LeaseLost(f"metadata store {self.name!r} lease: {msg.split('LEASE', 1)[1].strip()} "
+                                f"(this writer holds term {self._term or 0}); retry through the current leader") \
+                    from None
+            raise StoreUnavailable(f"metadata store {self.name!r} (redis at {self.safe_url}): {msg}") from None
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            if self._password:
+                detail = detail.replace(self._password, "***")
+            raise StoreUnavailable(f"metadata store {self.name!r} (redis at {self.safe_url}) is unavailable: "
+                                   f"{detail}") from None
+
+    def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        return self._run(lambda: self._scripts[name](keys=[self._k("lease"), *keys],
+                                                     args=[self._term or 0, *args]))
+
+    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
+        if worker_id is None or self.fence is None:
+            return
+        why = self.fence(connector, task, worker_id, generation)
+        if why:
+            raise FencedWrite(why)
+
+    # ------------------------------------------------------------ lifecycle
+    def prepare(self) -> None:
+        """Check the server answers (Redis needs no schema). Errors: ``StoreUnavailable``."""
+        self._run(self._client.ping)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        try:
+            self._client.close()
+        except Exception:  # noqa: BLE001 - closing must not raise
+            pass
+
+    def claim(self, term: int, *, read_only: bool = False) -> None:
+        """Take the writer lease for ``term``. Errors: ``LeaseLost`` (a newer term holds it), ``StoreUnavailable``."""
+        self._run(lambda: self._scripts["claim"](keys=[self._k("lease")], args=[term, "1" if read_only else "0"]))
+        self._term = term
+
+    # ------------------------------------------------------------ config
+    def connector_names(self) -> list[str]:
+        return sorted(self._run(lambda: self._client.smembers(self._k("connectors"))))
+
+    def get_connector(self, name: str) -> ConnectorRecord | None:
+        h = self._run(lambda: self._client.hgetall(self._k("conn", name)))
+        if not h:
+            return None
+        return ConnectorRecord(name=name, config=json.loads(h["config"]), target_state=h["target_state"],
+                               tasks=json.loads(h.get("tasks") or "[]"))
+
+    def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
+                             create_only: bool = False) -> bool:
+        if target_state is not None and target_state not in TARGET_STATES:
+            raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
+        out = self._script("put_config", [self._k("connectors"), self._k("conn", name)],
+                           [name, _dumps(dict(config)), target_state or "", "1" if create_only else "0"])
+        if out == "exists":
+            raise AlreadyExists(f"Connector {name} already exists")
+        return out == "created"
+
+    def remove_connector_config(self, name: str) -> None:
+        out = self._script("remove", [self._k("connectors"), self._k("conn", name), self._k("st", name)], [name])
+        if out == "notfound":
+            raise NotFound(f"Connector {name} not found")
+
+    def put_target_state(self, name: str, target_state: str) -> None:
+        if target_state not in TARGET_STATES:
+            raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
+        if self._script("target", [self._k("conn", name)], [target_state]) == "notfound":
+            raise NotFound(f"Connector {name} not found")
+
+    def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
+                         generation: int) -> None:
+        if self.get_connector(name) is None:
+            raise NotFound(f"Connector {name} not found")
+        self._check_fence(name, None, worker_id, generation)
+        tasks = [dict(t) for t in task_configs]
+        if self._script("tasks", [self._k("conn", name), self._k("st", name)], [_dumps(tasks), len(tasks)]) \
+                == "notfound":
+            raise NotFound(f"Connector {name} not found")
+
+    # ------------------------------------------------------------ status
+    def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
+                   generation: int) -> None:
+        if self.get_connector(name) is None:
+            raise NotFound(f"Connector {name} not found")
+        self._check_fence(name, task, worker_id, generation)
+        entry = {"state": status["state"], "trace": status.get("trace"), "worker_id": worker_id,
+                 "generation": generation}
+        field = CONNECTOR_TASK if task is None else str(int(task))
+        if self._script("status", [self._k("conn", name), self._k("st", name)], [field, _dumps(entry)]) \
+                == "notfound":
+            raise NotFound(f"Connector {name} not found")
+
+    def get_statuses(self, name: str) -> dict[str, Any]:
+        h = self._run(lambda: self._client.hgetall(self._k("st", name)))
+        out: dict[str, Any] = {"connector": None, "tasks": {}}
+        for field, value in h.items():
+            if field == CONNECTOR_TASK:
+                out["connector"] = json.loads(value)
+            else:
+                out["tasks"][field] = json.loads(value)
+        out["tasks"] = dict(sorted(out["tasks"].items(), key=lambda kv: int(kv[0])))
+        return out
+
+    # ------------------------------------------------------------ offsets
+    def get_offsets(self, name: str) -> list[SourceOffset]:
+        values = self._run(lambda: self._client.hvals(self._k("off", name)))
+        return [SourceOffset(*json.loads(v)) for v in values]
+
+    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
+        args: list[Any] = [name]
+        for partition, offset in entries:
+            args += [partition_key(partition), "" if offset is None else _dumps([dict(partition), dict(offset)])]
+        self._script("offsets", [self._k("off", name), self._k("offnames")], args)
+
+    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
+                       generation: int) -> None:
+        self._check_fence(task_id.connector, task_id.task, worker_id, generation)
+        self._write_offsets(task_id.connector, [(o.partition, o.offset) for o in offsets])
+
+    def alter_offsets(self, name: str, offsets: list) -> None:
+        entries = [(o.partition, o.offset) if isinstance(o, SourceOffset) else tuple(o) for o in offsets]
+        self._write_offsets(name, entries)
+
+    def reset_offsets(self, name: str) -> None:
+        self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
+                                self._k("off", name), self._k("offnames")], [name, "0", "", "", "", "0", 0, "1"])
+
+    # ------------------------------------------------------------ switch support
+    def offset_names(self) -> list[str]:
+        return sorted(self._run(lambda: self._client.smembers(self._k("offnames"))))
+
+    def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
+        name, rec = snapshot.name, snapshot.record
+        args: list[Any] = [name]
+        if "config" in kinds and rec is not None:
+            if rec.target_state not in TARGET_STATES:
+                raise ValueError(f"unknown target state {rec.target_state!r} of {name}")
+            args += ["1", _dumps(dict(rec.config)), rec.target_state, _dumps([dict(t) for t in rec.tasks])]
+        else:
+            args += ["1" if "config" in kinds else "0", "", "", ""]
+        st = snapshot.statuses or {}
+        items = ([(CONNECTOR_TASK, st["connector"])] if st.get("connector") else []) + \
+            [(str(int(k)), v) for k, v in (st.get("tasks") or {}).items() if v]
+        if "statuses" in kinds:
+            args += ["1", len(items)]
+            for field, v in items:
+                args += [field, _dumps({"state": v.get("state"), "trace": v.get("trace"),
+                                        "worker_id": v.get("worker_id"), "generation": v.get("generation")})]
+        else:
+            args += ["0", 0]
+        if "offsets" in kinds:
+            args.append("1")
+            for o in snapshot.offsets:
+                args += [partition_key(o.partition), _dumps([dict(o.partition), dict(o.offset)])]
+        else:
+            args.append("0")
+        self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
+                                self._k("off", name), self._k("offnames")], args)
+
+    def clear(self) -> None:
+        keys = [k for pattern in ("conn:*", "st:*", "off:*")
+                for k in self._run(lambda p=pattern: list(self._client.scan_iter(self._k(p), count=1000)))]
+        self._script("clear", [self._k("connectors"), self._k("offnames"), *keys], [])
