@@ -32,6 +32,7 @@ cluster: setup
 bench: setup
 	$(PY) benchmarks/pipeline/run.py
 	$(PY) benchmarks/cluster/run.py
+	$(PY) benchmarks/stores/run.py
 
 clean:
 	rm -rf var .pytest_cache
