@@ -223,7 +223,8 @@ def canonical(snapshot: NameSnapshot) -> dict[str, Any]:
     st = snapshot.statuses or {}
     tasks = {str(k): _normal_status(v) for k, v in (st.get("tasks") or {}).items() if v}
     statuses = {"connector": _normal_status(st.get("connector")), "tasks": tasks}
-    offsets = sorted([partition_key(o.partition), o.offset] for o in snapshot.offsets)
+    offsets = sorted(([partition_key(o.partition), o.offset] for o in snapshot.offsets),
+                     key=lambda e: (e[0], json.dumps(e[1], sort_keys=True)))
     return {"config": config, "statuses": statuses, "offsets": offsets}
 
 
