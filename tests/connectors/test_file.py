@@ -16,12 +16,13 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
-from webapp.kafka.topics import ensure_topic, partition_count
+from webapp.kafka.topics import ensure_topic
 from webapp.runtime.converters import decode_value
+from tests.kafka_helpers import read_topic
 
 _names = (f"t{i}" for i in itertools.count())
 
@@ -103,26 +104,6 @@ def run_sink(spark, kafka, config, tmp, name, offsets=None, max_batches=None):
     return total, store
 
 
-def topic_values(kafka, topic: str) -> list[bytes]:
-    """Every value in ``topic`` (all partitions, from offset 0 to EOF)."""
-    n = partition_count(kafka.client_config(), topic)
-    c = Consumer({**kafka.client_config(), "group.id": "check", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(n)])
-    out, eof = [], set()
-    try:
-        while len(eof) < n:
-            for m in c.consume(10000, 0) or filter(None, [c.poll(10.0)]):
-                if m.error():
-                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                    eof.add(m.partition())
-                else:
-                    out.append(m.value())
-    finally:
-        c.close()
-    return out
-
-
 def data_files(path: Path) -> list[str]:
     return sorted(n for n in os.listdir(path) if not n.startswith(("_", ".")))
 
@@ -166,7 +147,7 @@ def test_csv_to_topic_to_parquet_exact_with_two_tasks_on_one_file(spark, kafka_b
     assert records == 12_000
     assert {json.loads(k)["range.start"] for k in offsets} == {0, a["end"]}
 
-    values = topic_values(kafka_broker, topic)
+    values = read_topic(kafka_broker.bootstrap_servers, topic)
     assert len(values) == 12_000  # every row exactly once
     schema, payload = decode_value(values[0], schemas_enable == "true")
     assert set(payload) == set(reference(flights_12k).column_names)
@@ -246,7 +227,7 @@ def test_resume_from_committed_offsets_without_duplicates(spark, kafka_broker, t
     # A new task resumes from the committed position.
     n2, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
     assert n2 == 2_000
-    assert len(topic_values(kafka_broker, topic)) == 5_000
+    assert len(read_topic(kafka_broker.bootstrap_servers, topic)) == 5_000
     # Lines appended to a fully read file are picked up by the next batch.
     with open(src, "a") as fh, open(flights_5k) as again:
         next(again)
@@ -278,7 +259,7 @@ def test_source_offsets_resume_split_ranges(spark, kafka_broker, tmp_path, fligh
     assert n1 == 2_000 and len(offsets) == 2
     n2, _, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
     assert n1 + n2 == 5_000
-    assert len(topic_values(kafka_broker, topic)) == 5_000
+    assert len(read_topic(kafka_broker.bootstrap_servers, topic)) == 5_000
 
 
 # --------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ of each task, and counted).
 """
 from __future__ import annotations
 
-import time
 
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -19,6 +18,7 @@ from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS, flights_csv, read_csv_
 from webapp.connect.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
+from tests.kafka_helpers import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +97,7 @@ def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
         before = c.sink_offsets_total("sink")
         c.create_connector("src2", source_cfg(flights_slice, "pipe", **{"value.converter.schemas.enable": "false"}))
         # while the second source produces every row again, the paused sink must not move
-        wait_for(lambda: count_topic(kafka.bootstrap_servers, "pipe") >= 2 * source.num_rows, 180,
+        wait_for(lambda: len(read_topic(kafka.bootstrap_servers, "pipe")) >= 2 * source.num_rows, 180,
                  interval=1.0, what="the second source to produce every row")
         assert c.sink_offsets_total("sink") == before
         c.resume("sink")
@@ -160,7 +160,7 @@ def test_kill_9_mid_pipeline_loses_nothing(tmp_path, kafka, flights_slice):
             assert not c.failures("src") and not c.failures("sink")
             # every source row is in the sink, and the sink has consumed the whole topic
             return pc.count_distinct(sink_ids()).as_py() == total and \
-                c.sink_offsets_total("sink") == count_topic(kafka.bootstrap_servers, "crash")
+                c.sink_offsets_total("sink") == len(read_topic(kafka.bootstrap_servers, "crash"))
 
         wait_for(complete, 300, interval=1.0, what="every row to reach the sink after the crash")
         ids = sink_ids()
@@ -170,32 +170,6 @@ def test_kill_9_mid_pipeline_loses_nothing(tmp_path, kafka, flights_slice):
         print(f"kill -9 test: {total} rows, {duplicates} duplicates from replayed batches")
     finally:
         node.stop()
-
-
-def count_topic(bootstrap: str, topic: str) -> int:
-    """Records in ``topic``, counted by consuming every partition to its (fetch-reported) end."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "count", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
-    try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        count, eof = 0, set()
-        deadline = time.monotonic() + 120
-        while len(eof) < len(parts):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no end of partition seen for {topic} within 120 s")
-            for m in consumer.consume(10000, timeout=5):
-                if m.error() is None:
-                    count += 1
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                else:
-                    raise RuntimeError(m.error())
-        return count
-    finally:
-        consumer.close()
 
 
 def test_failed_task_shows_its_trace_in_status(tmp_path, kafka):

@@ -9,31 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from webapp.kafka.embedded import EmbeddedKafka, EmbeddedKafkaError, free_port
 from webapp.kafka.topics import TopicError, ensure_topic, partition_count
+from tests.kafka_helpers import read_topic
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def consume_to_eof(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
-    """Every value of ``topic`` read from offset 0 until EOF on each partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out, eof = [], set()
-    try:
-        while len(eof) < partitions:
-            for m in c.consume(1000, 0) or filter(None, [c.poll(5.0)]):
-                if m.error():
-                    assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                    eof.add(m.partition())
-                else:
-                    out.append(m.value())
-    finally:
-        c.close()
-    return out
 
 
 def test_broker_round_trip_and_topic_helpers(kafka_broker):
@@ -50,7 +32,7 @@ def test_broker_round_trip_and_topic_helpers(kafka_broker):
         p.produce("emb-rt", str(i).encode(), partition=i % 3)
     assert p.flush(30) == 0
     assert delivered == [None] * 300
-    values = consume_to_eof(kafka_broker.bootstrap_servers, "emb-rt", 3)
+    values = read_topic(kafka_broker.bootstrap_servers, "emb-rt")
     assert sorted(int(v) for v in values) == list(range(300))
 
 
