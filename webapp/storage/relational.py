@@ -590,14 +590,15 @@ class RelationalMetadataStore(MetadataStore):
 
     def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
         """Operator change of a stopped connector's offsets in one transaction; an offset of ``None``
-        removes the partition. Not fenced (the operator's write). Errors: :class:`StoreUnavailable`.
+        removes the partition. Not fenced (the operator's write; also how a store switch mirrors
+        offset commits, hence group-committed like them). Errors: :class:`StoreUnavailable`.
         """
         entries = []
         for item in offsets:
             partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
             entries.append((partition, offset))
 
-        self._atomic_write(lambda: self._write_offsets(name, entries))
+        self._group.submit(name, entries)
 
     def reset_offsets(self, name: str) -> None:
         """Remove every offset of ``name`` (no error when there are none). Errors: :class:`StoreUnavailable`."""
