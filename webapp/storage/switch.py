@@ -688,7 +688,8 @@ class SwitchManager:
                 self._propose("_commit_switch", term, switch_id, digest.result(), time.time())
                 router.stop_mirror()
             progress["commit_stall_ms"] = round((time.monotonic() - t0) * 1000, 1)
-            progress["longest_write_stall_ms"] = round(router.gate.longest_wait * 1000, 1)
+            # only the wait at the write gate; a write may also wait for its stripe, the mirror and the CPU
+            progress["longest_gate_wait_ms"] = round(router.gate.longest_wait * 1000, 1)
             log.info("store switch %s: %s is now the active metadata store", switch_id, target_name)
             self._finish(switch_id, term, source, progress, t_start)
         except Exception as exc:
