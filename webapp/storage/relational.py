@@ -1,4 +1,4 @@
-"""Relational metadata stores: PostgreSQL and MySQL/MariaDB, one implementation on Django's ORM.
+"""Relational metadata stores: PostgreSQL, MySQL/MariaDB and Oracle, one implementation on Django's ORM.
 
 Owns turning a store URL (``postgresql://user[:password]@host:port/db``,
 ``mysql://user[:password]@host:port/db``) into a Django database alias created at
@@ -26,6 +26,13 @@ object claimed (:meth:`RelationalMetadataStore.claim`) and is not read-only.
 Writers share the lock; a new leader's claim takes it exclusively, so it waits
 for writes in flight and every later write of the old term fails. An object that
 never claimed may write only while no term was ever claimed (tools, tests).
+
+Oracle (``oracle://user:password@host:port/service``) goes through Django's
+Oracle backend with python-oracledb in thin mode. It differs in two places:
+offsets are replaced (delete, insert) where the others upsert, and the lease
+check locks the row exclusively, so writers are serialized. No Oracle server
+runs on our machines: the contract suite has not been run against one; the
+replace path is exercised on PostgreSQL by the tests.
 
 Errors: connection and operational failures become :class:`StoreUnavailable`
 (retryable; messages name the URL with its password redacted, never the
@@ -67,6 +74,7 @@ FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
 SCHEMES = {
     "postgresql": "postgresql", "postgres": "postgresql", "pgsql": "postgresql",
     "mysql": "mysql", "mariadb": "mysql",
+    "oracle": "oracle",
 }
 
 _CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
@@ -92,7 +100,8 @@ def redact_url(url: str) -> str:
 
 
 def database_settings(url: str) -> dict[str, Any]:
-    """Django ``DATABASES`` entry for a store URL (``postgresql://`` or ``mysql://``, aliases in :data:`SCHEMES`).
+    """Django ``DATABASES`` entry for a store URL (``postgresql://``, ``mysql://`` or
+    ``oracle://user:password@host:port/service``; aliases in :data:`SCHEMES`).
 
     Adds a connect timeout and, for MySQL, utf8mb4 and READ COMMITTED isolation.
     Errors: :class:`ValueError` for another scheme or a URL without a database
@@ -106,7 +115,11 @@ def database_settings(url: str) -> dict[str, Any]:
     if not cfg.get("NAME"):
         raise ValueError(f"store URL names no database: {redact_url(url)}")
     options = cfg.setdefault("OPTIONS", {})
-    options.setdefault("connect_timeout", _CONNECT_TIMEOUT)
+    if backend == "oracle":  # python-oracledb (thin mode, no Oracle client libraries needed)
+        options.setdefault("tcp_connect_timeout", float(_CONNECT_TIMEOUT))
+        options.setdefault("retry_count", 0)
+    else:
+        options.setdefault("connect_timeout", _CONNECT_TIMEOUT)
     if backend == "mysql":
         options.setdefault("charset", "utf8mb4")
         options.setdefault("isolation_level", "read committed")
@@ -228,10 +241,13 @@ class RelationalMetadataStore(MetadataStore):
         self.safe_url = redact_url(url)
         self._settings = database_settings(url)
         self._password = str(self._settings.get("PASSWORD") or "")
-        self.backend = "postgresql" if "postgresql" in self._settings["ENGINE"] else "mysql"
+        engine = self._settings["ENGINE"]
+        self.backend = next(b for b in ("postgresql", "oracle", "mysql") if b in engine)
         self.fence = fence
         self._term: int | None = None
         self._group = _GroupCommit(self)
+        #: whether Django's backend can upsert (``INSERT ... ON CONFLICT``); ``False`` on Oracle
+        self.upsert = self.backend != "oracle"
         self.alias = f"metadata_{uuid.uuid4().hex[:12]}"
         self._aliases: list[str] = []
         self._lock = threading.Lock()
@@ -308,7 +324,8 @@ class RelationalMetadataStore(MetadataStore):
         from .models import LEASE_ID, WriterLease
 
         table = connections[self.alias].ops.quote_name(WriterLease._meta.db_table)
-        lock = "FOR SHARE" if self.backend == "postgresql" else "LOCK IN SHARE MODE"
+        # Oracle has no shared row lock: there the lease check serializes writers (FOR UPDATE).
+        lock = {"postgresql": "FOR SHARE", "mysql": "LOCK IN SHARE MODE", "oracle": "FOR UPDATE"}[self.backend]
         with connections[self.alias].cursor() as cur:
             cur.execute(f"SELECT term, read_only FROM {table} WHERE id = %s {lock}", [LEASE_ID])
             row = cur.fetchone()
@@ -379,6 +396,8 @@ class RelationalMetadataStore(MetadataStore):
                                         interactive=False))
 
     def _create_database(self) -> None:
+        if self.backend == "oracle":  # the schema is the user's own: nothing to create
+            return
         admin = dict(self._settings, NAME="postgres" if self.backend == "postgresql" else "")
         alias = f"{self.alias}_admin"
         self._register(alias, admin)
@@ -566,7 +585,12 @@ class RelationalMetadataStore(MetadataStore):
                 for k, (p, o) in final.items() if o is not None]
         if removed:
             Offset.objects.using(self.alias).filter(connector=name, key_hash__in=removed).delete()
-        if kept:
+        if kept and not self.upsert:
+            # No INSERT ... ON CONFLICT in Django's backend (Oracle): replace the rows instead. Safe
+            # because writers are serialized by the lease row there (FOR UPDATE).
+            Offset.objects.using(self.alias).filter(connector=name, key_hash__in=[o.key_hash for o in kept]).delete()
+            Offset.objects.using(self.alias).bulk_create(kept)
+        elif kept:
             # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target (the unique key is implied).
             unique = ["connector", "key_hash"] if self.backend == "postgresql" else None
             Offset.objects.using(self.alias).bulk_create(
