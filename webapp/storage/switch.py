@@ -66,7 +66,7 @@ __all__ = ["WriteGate", "StoreSet", "StoreRouter", "SwitchManager", "SwitchError
 log = logging.getLogger(__name__)
 
 #: Names copied and verified per batch (one stripe-lock set, one export and one import each).
-BATCH = 200
+BATCH = 50
 _STRIPES = 64
 
 
