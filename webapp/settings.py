@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "webapp.connect",
     "webapp.coordinator",
     "webapp.storage",
@@ -92,6 +93,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# OpenAPI schema generated from the views (drf-spectacular), served at /raftconnect/v1/openapi.json.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RaftConnect REST API",
+    "DESCRIPTION": "Kafka Connect's REST API plus RaftConnect's own /raftconnect/v1/ resources. "
+                   "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # cluster-internal endpoints (HMAC-signed, for agents and nodes) are not part of the public API
+    "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
 }
 
 LOGGING = {

@@ -163,3 +163,17 @@ def test_password_change_invalidates_cached_credentials(api, django_user_model):
     user.set_password("new")
     user.save()
     assert api.get("/connectors").status_code == 401
+
+
+def test_openapi_schema_is_generated_from_the_views_and_needs_auth(api, client):
+    resp = api.get("/raftconnect/v1/openapi.json")
+    assert resp.status_code == 200
+    schema = resp.json()
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    for p in ("/connectors", "/connectors/{name}/config", "/connectors/{name}/status",
+              "/raftconnect/v1/metadata-store/switch"):
+        assert p in paths, p
+    assert not any(p.startswith("/raftconnect/v1/internal/") for p in paths)
+    del client.defaults["HTTP_AUTHORIZATION"]
+    assert client.get("/raftconnect/v1/openapi.json").status_code == 401

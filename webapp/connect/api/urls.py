@@ -1,5 +1,6 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
 from django.urls import path
+from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.storage import api as store_api
 
@@ -25,6 +26,7 @@ urlpatterns = [
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
+    path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
     path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
