@@ -23,6 +23,7 @@ from typing import Any
 from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.coordinator.coordinator import GroupCoordinator
+from webapp.metrics import LEADER_CHANGES
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.registry import store_urls_from_env
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
@@ -227,6 +228,7 @@ class ConnectNode:
         return None
 
     def _on_leader_change(self, is_leader: bool, term: int) -> None:
+        LEADER_CHANGES.inc()
         if self.coordinator is not None:
             self.coordinator.on_leader_change(is_leader, term)
 

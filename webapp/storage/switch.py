@@ -55,6 +55,7 @@ from typing import Any, Callable, Iterator
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from raftnode.state import STORE_RAFT, SWITCH_RUNNING
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 
 from .base import KINDS, ConnectorRecord, MetadataStore, NameSnapshot, StoreError, StoreUnavailable
 from .registry import create_store
@@ -381,6 +382,18 @@ class StoreRouter(MetadataStore):
         written; an external target then applies the same entries (unfenced
         ``alter_offsets``) instead of re-reading all of the name's offsets.
         """
+        t0 = time.monotonic()
+        try:
+            return self._write_gated(name, kinds, fn, offsets)
+        finally:
+            took = time.monotonic() - t0
+            active = self.active_name
+            STORE_WRITE_SECONDS.labels(active, kinds[0]).observe(took)
+            if offsets is not None:
+                OFFSET_COMMIT_SECONDS.labels(active).observe(took)
+
+    def _write_gated(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
+                     offsets: list | None) -> Any:
         with self.gate.shared():
             store = self._writable()
             mirror = self._mirror

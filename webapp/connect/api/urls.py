@@ -11,6 +11,7 @@ __all__ = ["urlpatterns"]
 urlpatterns = [
     path("", views.RootView.as_view()),
     path("health", views.HealthView.as_view()),
+    path("metrics", views.MetricsView.as_view()),
     path("connectors", views.ConnectorsView.as_view()),
     path("connectors/<str:name>", views.ConnectorView.as_view()),
     path("connectors/<str:name>/config", views.ConnectorConfigView.as_view()),

@@ -10,6 +10,7 @@ import os
 import time
 from typing import Any
 
+from django.http import HttpResponse
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,6 +26,7 @@ __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
     "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
     "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftStatusView", "RaftMembersView", "RaftMemberView",
+    "MetricsView",
 ]
 
 VERSION = "3.9.0-raftconnect-0.1.0"
@@ -267,3 +269,21 @@ class AssignmentView(ConnectAPIView):
         a = current().raft.state.assignment
         return Response({"generation": a["generation"], "epoch": a["epoch"],
                          "connectors": a["connectors"], "tasks": a["tasks"]})
+
+
+class MetricsView(ConnectAPIView):
+    """``GET /metrics``: this node's metrics in Prometheus' text format (authenticated; never forwarded).
+
+    Scrape each node with basic auth (``basic_auth`` in Prometheus' scrape config).
+    """
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        APIView.initial(self, request, *args, **kwargs)  # authentication only: each node reports itself
+
+    def get(self, request: Request) -> HttpResponse:
+        from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+        from webapp.metrics import install
+
+        install()
+        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
