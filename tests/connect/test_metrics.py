@@ -91,3 +91,17 @@ def test_lag_of_a_task_is_left_out_while_unknown(api, node):
     m = scrape(api)
     assert value(m["raftconnect_task_records"], connector="src", worker="w8") == 0
     assert not [s for s in m.get("raftconnect_task_lag_records", []) if s.labels.get("connector") == "src"]
+
+
+def test_every_exported_metric_is_documented_in_operations(api, node):
+    from pathlib import Path
+
+    from webapp.runtime.worker import TaskMetrics
+
+    node.coordinator.heartbeat("w7", {"rest_address": "127.0.0.1:9", "roles": ["worker"]}, {"tasks": {
+        "s-0": {"state": "RUNNING", "connector": "s", "task": 0, **TaskMetrics().as_json(), "lag": 1}}})
+    node.store.put_connector_config("doc", {"connector.class": "FileStreamSource"})
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "OPERATIONS.md").read_text()
+    names = [n for n in scrape(api) if n.startswith("raftconnect_") and not n.endswith("_created")]
+    assert "raftconnect_task_lag_records" in names and "raftconnect_store_write_seconds" in names
+    assert [n for n in names if f"`{n}" not in doc] == []
