@@ -11,6 +11,7 @@ store URL must map to a backend the store registry accepts.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from importlib import resources
@@ -159,9 +160,21 @@ def test_node_environment_uses_only_variables_the_code_reads(compose):
         assert env["RAFTCONNECT_SPARK_MASTER"] == "spark://spark-master:7077"
         assert env["SPARK_LOCAL_HOSTNAME"] == name  # Spark executors reach the driver at the node's name
         assert env["RAFTCONNECT_BOOTSTRAP_SERVERS"] == "kafka:9092"
-        a = node_args(compose["services"][name])
-        # runnode reads its defaults from the environment the container gets
-        assert a.spark_master == "local[*]" or a.spark_master == env["RAFTCONNECT_SPARK_MASTER"]
+
+
+def test_runnode_reads_the_node_environment_as_the_container_gets_it(compose, monkeypatch):
+    """Flags not on the command line come from the service's environment, through runnode's own defaults."""
+    for name in NODE_SERVICES:
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("RAFTCONNECT_")]:
+                m.delenv(key)
+            for key, val in compose["services"][name]["environment"].items():
+                m.setenv(key, str(val))
+            a = node_args(compose["services"][name])
+        assert a.spark_master == "spark://spark-master:7077"
+        assert a.bootstrap_servers == "kafka:9092"
+        assert a.metadata_store == "raft"
+        assert a.node_id == name and a.data_dir == "/var/lib/raftconnect"
 
 
 def test_metadata_store_urls_map_to_backends_the_registry_accepts(compose):
