@@ -64,3 +64,15 @@ def test_unreachable_db2_is_unavailable_without_the_password():
     message = str(err.value)
     assert "Top-Secret" not in message
     assert "db2main" in message and "db2://db2inst1:***@127.0.0.1" in message and "SQL30081N" in message
+
+
+def test_db2_deadlock_victims_are_retried_like_the_other_backends():
+    from django.db import OperationalError
+
+    from webapp.storage.relational import _lock_conflict
+
+    assert _lock_conflict(OperationalError("[IBM][CLI Driver][DB2/LINUXX8664] SQL0911N  The current transaction "
+                                           "has been rolled back because of a deadlock or timeout.  Reason code "
+                                           "\"2\".  SQLSTATE=40001 SQLCODE=-911"))
+    assert not _lock_conflict(OperationalError("[IBM][CLI Driver] SQL30081N  A communication error has been "
+                                               "detected.  SQLSTATE=08001 SQLCODE=-30081"))

@@ -132,7 +132,9 @@ def _lock_conflict(exc: BaseException) -> bool:
         return False
     cause = exc.__cause__ or exc
     code = cause.args[0] if getattr(cause, "args", None) else None
-    return code in (1213, 1205) or getattr(cause, "sqlstate", None) in ("40P01", "40001")
+    # Db2's CLI driver puts the state in the message only (SQL0911N deadlock or lock timeout: 40001)
+    return (code in (1213, 1205) or getattr(cause, "sqlstate", None) in ("40P01", "40001")
+            or "SQLSTATE=40001" in str(cause))
 
 
 def _key_hash(key: str) -> str:
