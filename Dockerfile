@@ -25,6 +25,9 @@ RUN pip install --no-deps . \
 USER raftconnect
 
 EXPOSE 8083 7001
-HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=6 \
-  CMD ["python", "-c", "import os,sys,urllib.request; sys.exit(urllib.request.urlopen('http://%s/health' % os.environ.get('RAFTCONNECT_REST_ADDRESS', '127.0.0.1:8083'), timeout=2).status != 200)"]
+# GET /health on the node's REST address (RAFTCONNECT_REST_ADDRESS, else <hostname>:8083).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=6 \
+  CMD ["python", "-c", "import os,socket,sys,urllib.request; a=os.environ.get('RAFTCONNECT_REST_ADDRESS') or socket.gethostname()+':8083'; sys.exit(urllib.request.urlopen('http://%s/health' % a, timeout=2).status != 200)"]
+# One node; set its flags or RAFTCONNECT_* variables (README "Running a node"), e.g.
+# RAFTCONNECT_REST_ADDRESS=<hostname>:8083 so that the API is reachable from outside the container.
 CMD ["python", "manage.py", "runnode", "--data-dir", "/var/lib/raftconnect"]
