@@ -397,6 +397,41 @@ class Herder:
         them again as they use them."""
         self.store.reset_topics(name)
 
+    # plugins
+    def validate_plugin_config(self, *, plugin_name: str, config: Any) -> dict[str, Any]:
+        """``PUT /connector-plugins/{plugin_name}/config/validate``: Connect's ConfigInfos of ``config``.
+
+        Errors: :class:`BadRequest` when the body is not a string map, names no
+        ``connector.class``, names an unknown one, or one that does not match
+        ``plugin_name`` (compared as Connect does: without a ``Connector`` suffix, by suffix).
+        """
+        from webapp.connect import plugins
+
+        config = _check_config_map(config)
+        included = config.get("connector.class")
+
+        def normalized(n: str) -> str:
+            return n[: -len("Connector")] if n.endswith("Connector") and len(n) > len("Connector") else n
+
+        if included is not None and not normalized(included).endswith(normalized(plugin_name)):
+            raise BadRequest(f"Included connector type {included} does not match request type {plugin_name}")
+        if not included:
+            raise BadRequest(f"Connector config {config} contains no connector type")
+        try:
+            plugin = registry.resolve(included)
+        except registry.UnknownPlugin as exc:
+            raise BadRequest(str(exc)) from exc
+        errors = {k: list(v) for k, v in plugin.cls().validate(config).items()}
+        for key, errs in auto_restart_errors(config).items():
+            errors.setdefault(key, []).extend(errs)
+        tasks_max = config.get("tasks.max", "1")
+        try:
+            if int(tasks_max) < 1:
+                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
+        except ValueError:
+            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        return plugins.validate(config, errors, included, plugin.cls.config_def)
+
 
 def parse_offsets_body(body: Any, *, sink: bool) -> list[tuple[dict, dict | None]]:
     """Check a ConnectorOffsets request body; returns ``[(partition, offset | None)]``.

@@ -24,9 +24,19 @@ from webapp.connectors.api import BatchResult, ConnectorTaskId, TaskContext, par
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .restart import AutoRestartPolicy, RestartTracker
 
-__all__ = ["Worker", "WorkerTask", "TaskMetrics"]
+__all__ = ["Worker", "WorkerTask", "TaskMetrics", "batch_topics"]
 
 log = logging.getLogger(__name__)
+
+
+def batch_topics(config: dict[str, str], result: BatchResult) -> list[str]:
+    """Kafka topics one batch used (Connect's active topics): a sink's come from the
+    ``kafka_topic`` of its committed partitions, a source's from its ``topic`` config
+    when the batch produced records."""
+    topics = {str(o.partition["kafka_topic"]) for o in result.offsets if "kafka_topic" in o.partition}
+    if not topics and result.records and config.get("topic"):
+        topics.add(config["topic"])
+    return sorted(topics)
 
 
 class TaskMetrics:
@@ -131,7 +141,8 @@ class WorkerTask(threading.Thread):
                     self._wake.clear()
                     continue
                 if result.offsets:
-                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets))
+                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets),
+                                               topics=batch_topics(self.config, result))
                 self.metrics.records += result.records
                 self.metrics.batches += 1
                 self.metrics.last_batch_seconds = time.monotonic() - t0
