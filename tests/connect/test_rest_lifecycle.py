@@ -103,7 +103,8 @@ def test_patch_config_hostile_inputs_change_nothing(api, tmp_path):
     before = api.get("/connectors/src/config").json()
     for body, fragment in [("{not json", "deserialize"), ([1, 2], "JSON object"), ({"topic": ["a"]}, "must be a string"),
                            ({"name": "other"}, "doesn't match"), ({"path": None}, "path"),
-                           ({"tasks.max": "zero"}, "tasks.max")]:
+                           ({"tasks.max": "zero"}, "tasks.max"),
+                           ({"raftconnect.auto.restart": "maybe"}, "raftconnect.auto.restart")]:
         resp = patch(api, "/connectors/src/config", body)
         assert resp.status_code == 400 and fragment in resp.json()["message"], (body, resp.json())
     assert api.get("/connectors/src/config").json() == before
