@@ -73,3 +73,51 @@ def test_root_namespace_sets_every_logger_and_reports_last_modified():
             logging.getLogger(n).setLevel(lvl)
         logging.root.setLevel(saved_root)
         logging.getLogger("rc.unit").setLevel(logging.NOTSET)
+
+
+def test_cluster_scope_fans_out_signed_requests_to_every_member(api, node, restore_levels):
+    """Another member (a tiny HTTP server registered through a signed heartbeat) gets the level."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+
+    from .test_rest_lifecycle import internal
+
+    got = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_PUT(self):  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append((self.path, json.loads(body),
+                        verify(node.secret, "PUT", self.path, body, self.headers[TS_HEADER], self.headers[SIG_HEADER])))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'["rc.testing"]')
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        resp = internal(api, node, "POST", "/raftconnect/v1/internal/heartbeat",
+                        {"worker_id": "w-other", "member": {"rest_address": f"127.0.0.1:{server.server_port}"},
+                         "running": {}})
+        assert resp.status_code == 200
+        assert put(api, "/admin/loggers/rc.testing?scope=cluster", {"level": "WARN"}).status_code == 204
+        assert got == [("/raftconnect/v1/internal/loggers/rc.testing", {"level": "WARN"}, None)]
+        assert logging.getLogger("rc.testing").level == logging.WARNING  # and here
+    finally:
+        server.shutdown()
+
+
+def test_internal_logger_endpoint_needs_a_signature(api, node, restore_levels):
+    from .test_rest_lifecycle import internal
+
+    assert put(api, "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"}).status_code in (401, 403)
+    resp = internal(api, node, "PUT", "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"})
+    assert resp.status_code == 200 and "rc.testing" in resp.json()
+    assert logging.getLogger("rc.testing").level == logging.ERROR
