@@ -73,3 +73,18 @@ def test_auto_restart_waits_for_its_backoff(tmp_path):
     wait_for(lambda: failed(w), 10, what="the auto-restarted task to fail")
     assert client.states()[-2:] == ["RESTARTING", "FAILED"]
     assert w.restart_tracker.failures("c-0") == 1
+
+
+def test_failed_connector_instance_restarts_only_when_its_counter_changes(tmp_path):
+    w, client = make_worker(tmp_path)
+
+    def cview(restart):
+        return {"generation": 1, "tasks": {},
+                "connectors": {"c": {"config": {"connector.class": "NoSuchConnectorClass", "name": "c"},
+                                     "target_state": "STARTED", "generation": 1, "tasks": [], "restart": restart}}}
+
+    w.reconcile(cview(0))
+    w.reconcile(cview(0))  # unchanged view: the failed connector is left alone
+    assert client.states() == ["FAILED"]
+    w.reconcile(cview(1))
+    assert client.states() == ["FAILED", "RESTARTING", "FAILED"]
