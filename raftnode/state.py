@@ -203,6 +203,8 @@ class ClusterStateMachine(SyncObjConsumer):
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": dict(connectors), "tasks": dict(tasks), "assigned_at": assigned_at,
         }
+        # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
+        self.restarts = {k: v for k, v in self.restarts.items() if k in connectors or k in tasks}
         return {"ok": True, "generation": generation}
 
     @replicated
