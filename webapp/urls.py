@@ -3,8 +3,8 @@ from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
+    path("", include("webapp.connect.api.urls")),  # first: Connect's /admin/loggers is not the Django admin
     path("admin/", admin.site.urls),
-    path("", include("webapp.connect.api.urls")),
 ]
 
 handler404 = "webapp.connect.api.errors.handler404"
