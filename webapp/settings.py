@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # API tokens (Authorization: Token/Bearer KEY)
     "drf_spectacular",
     "webapp.connect",
     "webapp.coordinator",
@@ -85,10 +86,13 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Basic first: DRF answers 401 with its WWW-Authenticate challenge.
         "webapp.connect.api.authentication.CachedBasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+        "webapp.connect.api.authentication.BearerTokenAuthentication",
         "webapp.connect.api.forwarding.ForwardedUserAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # roles viewer/operator/admin, declared per path or view (webapp/connect/api/roles.py)
+    "DEFAULT_PERMISSION_CLASSES": ["webapp.connect.api.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
@@ -103,7 +107,7 @@ SPECTACULAR_SETTINGS = {
                    "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["webapp.connect.api.roles.HasRole"],
     # cluster-internal endpoints (HMAC-signed, for agents and nodes) are not part of the public API
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
 }

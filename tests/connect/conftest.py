@@ -24,8 +24,18 @@ def basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+def make_user(name: str, role: str, password: str = "pw"):
+    """A user of this node with one role group (``createconnectuser``'s service)."""
+    from django.contrib.auth import get_user_model
+
+    from webapp.connect.management.commands.createconnectuser import create_connect_user
+
+    create_connect_user(username=name, role=role, password=password)
+    return get_user_model().objects.get(username=name)
+
+
 @pytest.fixture
-def api(db, node, client, django_user_model):
-    django_user_model.objects.create_user("operator", password="pw")
+def api(db, node, client):
+    make_user("operator", "operator")
     client.defaults["HTTP_AUTHORIZATION"] = basic("operator", "pw")
     return client

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.storage import api as store_api
 
-from . import internal, views
+from . import internal, tokens, views
 
 __all__ = ["urlpatterns"]
 
@@ -27,6 +27,7 @@ urlpatterns = [
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
+    path("raftconnect/v1/tokens", tokens.TokensView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),

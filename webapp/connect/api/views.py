@@ -2,7 +2,8 @@
 
 Thin: parse the request, call the Herder, shape the response with Kafka
 Connect's status codes. Every view but ``/`` and ``/health`` requires an
-authenticated user (settings' DEFAULT_PERMISSION_CLASSES).
+authenticated user with the role the path needs (``roles.HasRole``, applied in
+:class:`ConnectAPIView`; the rules are declared in ``roles.POLICY``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 from webapp.connectors import registry
 
+from .roles import HasRole
 from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
 
 __all__ = [
@@ -41,8 +43,12 @@ def herder() -> Herder:
 
 
 class ConnectAPIView(APIView):
-    """Base of every authenticated view: serves the request here or forwards it (see ``forwarding``)."""
+    """Base of every authenticated view: checks the role, then serves the request here or forwards it (see ``forwarding``).
 
+    Subclasses may declare ``required_role`` (a role or ``{METHOD: role}``) to override ``roles.POLICY``.
+    """
+
+    permission_classes = [HasRole]
     #: serve reads on the leader too (the view shows leader-local state such as liveness)
     leader_only = False
 
