@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.connectors import registry
+from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
 
 __all__ = [
@@ -113,6 +114,8 @@ class Herder:
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
         errors = plugin.cls().validate(config)
+        # a ${provider:...} reference is resolved (and so checked) only by the worker that starts the connector
+        errors = {k: v for k, v in errors.items() if not has_references(config.get(k))}
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:
