@@ -94,7 +94,7 @@ REST_FRAMEWORK = {
     # roles viewer/operator/admin, declared per path or view (webapp/connect/api/roles.py)
     "DEFAULT_PERMISSION_CLASSES": ["webapp.connect.api.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["webapp.connect.api.parsers.ConnectJSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

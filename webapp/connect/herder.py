@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 249
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Java's Character.isISOControl, as Connect checks names
 
 
 class ConnectRestError(Exception):

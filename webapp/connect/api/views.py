@@ -7,6 +7,7 @@ authenticated user with the role the path needs (``roles.HasRole``, applied in
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -30,6 +31,8 @@ __all__ = [
     "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftStatusView", "RaftMembersView", "RaftMemberView",
     "MetricsView",
 ]
+
+log = logging.getLogger(__name__)
 
 VERSION = "3.9.0-raftconnect-0.1.0"
 
@@ -137,9 +140,9 @@ class ConnectorsView(ConnectAPIView):
         expand = request.query_params.getlist("expand")
         if not expand:
             return Response(names)
-        for e in expand:
+        for e in expand:  # as Connect: unknown expansions are ignored (and logged)
             if e not in ("status", "info"):
-                raise BadRequest(f"Unknown expand option {e}: use status or info")
+                log.info("Ignoring unknown expansion type %.50r", e)
         out: dict[str, Any] = {}
         for name in names:
             entry: dict[str, Any] = {}
