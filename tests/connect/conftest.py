@@ -39,3 +39,23 @@ def api(db, node, client):
     make_user("operator", "operator")
     client.defaults["HTTP_AUTHORIZATION"] = basic("operator", "pw")
     return client
+
+
+@pytest.fixture(scope="session")
+def live_node(tmp_path_factory):
+    """A real node process (``manage.py runnode``, waitress) with Raft only (no worker: tasks never run).
+
+    Shared by the tests that drive the API over HTTP (client compatibility,
+    schema fuzzing). ``.url``, ``.auth`` (the admin's ``(user, password)``).
+    Connectors created here stay UNASSIGNED; use unique names per test.
+    """
+    from webapp.connect.launcher import NodeProcess
+
+    data = tmp_path_factory.mktemp("live-node")
+    node = NodeProcess(node_id="live", rest_port=free_port(), raft_port=free_port(), data_dir=str(data / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft")
+    node.start(timeout=120)
+    try:
+        yield node
+    finally:
+        node.stop()
