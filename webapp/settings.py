@@ -110,6 +110,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["webapp.connect.api.roles.HasRole"],
     # cluster-internal endpoints (HMAC-signed, for agents and nodes) are not part of the public API
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
+    # bodies, error responses and auth schemes: webapp/connect/api/openapi.py
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "webapp.connect.api.openapi.add_error_responses"],
+    "AUTHENTICATION_WHITELIST": ["webapp.connect.api.authentication.CachedBasicAuthentication",
+                                 "rest_framework.authentication.TokenAuthentication",
+                                 "webapp.connect.api.authentication.BearerTokenAuthentication",
+                                 "rest_framework.authentication.SessionAuthentication"],
 }
 
 LOGGING = {

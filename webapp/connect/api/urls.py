@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.storage import api as store_api
 
-from . import internal, tokens, views
+from . import internal, openapi, tokens, views  # noqa: F401 - openapi declares the schema of the views
 
 __all__ = ["urlpatterns"]
 
