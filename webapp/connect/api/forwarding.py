@@ -85,7 +85,8 @@ class ForwardedUserAuthentication(BaseAuthentication):
             raise AuthenticationFailed(f"Forwarded request rejected: {why}")
         name, _, flags = user.partition(";")
         fields = dict(f.partition("=")[::2] for f in flags.split(";") if f)
-        return ForwardedUser(name, fields.get("role") or None), None
+        role = "admin" if "superuser" in fields else fields.get("role") or None  # "superuser": older members
+        return ForwardedUser(name, role), None
 
 
 def forward_target(request: Request, node, stale: str | None = None) -> str | None:
