@@ -203,6 +203,11 @@ def test_the_leader_applies_the_forwarded_role(db, node, tmp_path):
     ok = c.post("/connectors", body, content_type="application/json",
                 **_forwarded(node, "POST", "/connectors", body, "alice;role=operator"))
     assert ok.status_code == 201
+    members = b'{"address": "no-port"}'
+    for header, status in (("ops;role=operator", 403), ("root;role=admin", 400), ("page;superuser", 400)):
+        resp = c.post(RAFT_MEMBERS, members, content_type="application/json",
+                      **_forwarded(node, "POST", RAFT_MEMBERS, members, header))
+        assert resp.status_code == status, (header, resp.json())  # 400: passed the admin check, then validated
     # an unsigned claim of a role is not accepted
     forged = {"HTTP_X_RAFTCONNECT_FORWARDED": "1", "HTTP_X_RAFTCONNECT_FORWARDED_USER": "eve;role=admin"}
     assert c.get("/connectors", **forged).status_code == 401
