@@ -9,7 +9,7 @@ views (no DRF, no authentication, no role check, no forwarding decision;
 the baseline of every row:
 
 1. ``GET /connectors?expand=status`` — one client, REQUESTS sequential requests
-   (default 50) per side: p50/p99 latency of the real endpoint (HTTP basic,
+   (default 50) per side, interleaved (real, plain, stored, real, ...): p50/p99 latency of the real endpoint (HTTP basic,
    credentials cached after the first check) vs the plain view computing the
    same body from the Herder, vs the plain view returning the stored bytes
    (the floor: waitress + Django + transfer of the same body).
@@ -81,15 +81,18 @@ def create_connectors(node: NodeProcess, n: int, path: str) -> None:
         list(pool.map(one, range(n)))
 
 
-def sequential(url: str, auth, n: int) -> list[float]:
-    s = requests.Session()
-    s.get(url, auth=auth, timeout=60).raise_for_status()  # warm (credential cache, connection)
-    out = []
+def interleaved(targets: dict[str, tuple[str, object]], n: int) -> dict[str, list[float]]:
+    """``n`` rounds of one request to each ``{side: (url, auth)}`` in turn: latencies per side (s)."""
+    sessions = {side: requests.Session() for side in targets}
+    for side, (url, auth) in targets.items():
+        sessions[side].get(url, auth=auth, timeout=60).raise_for_status()  # warm (credential cache, connection)
+    out: dict[str, list[float]] = {side: [] for side in targets}
     for _ in range(n):
-        t0 = time.perf_counter()
-        r = s.get(url, auth=auth, timeout=60)
-        out.append(time.perf_counter() - t0)
-        r.raise_for_status()
+        for side, (url, auth) in targets.items():
+            t0 = time.perf_counter()
+            r = sessions[side].get(url, auth=auth, timeout=60)
+            out[side].append(time.perf_counter() - t0)
+            r.raise_for_status()
     return out
 
 
@@ -157,9 +160,10 @@ def main() -> None:
             rps: dict[str, list[float]] = {"real": [], "plain": []}
             slat: dict[str, list[float]] = {"real": [], "plain": []}
             for r in range(a.rounds):
-                lat["real"] += sequential(real_all, node.auth, a.requests)
-                lat["plain"] += sequential(base_all, None, a.requests)
-                lat["static"] += sequential(base_all + "?static=1", None, a.requests)
+                got = interleaved({"real": (real_all, node.auth), "plain": (base_all, None),
+                                   "static": (base_all + "?static=1", None)}, a.requests)
+                for side, values in got.items():
+                    lat[side] += values
                 print(f"round {r + 1}: expand=status p50 real {pct(lat['real'], .5) * 1e3:.1f} ms, "
                       f"plain {pct(lat['plain'], .5) * 1e3:.1f} ms", flush=True)
                 for side, url, auth in (("real", f"{node.url}/connectors/{{}}/status", node.auth),
