@@ -10,7 +10,6 @@ import logging
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from rest_framework import exceptions as drf_exc
-from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -18,16 +17,9 @@ from raftnode import CommandRejected, RaftUnavailable
 from webapp.connect.herder import ConnectRestError
 from webapp.storage.base import StoreError
 
-__all__ = ["ErrorSerializer", "connect_exception_handler", "error_body", "handler404", "handler500"]
+__all__ = ["connect_exception_handler", "error_body", "handler404", "handler500"]
 
 log = logging.getLogger(__name__)
-
-
-class ErrorSerializer(serializers.Serializer):
-    """Kafka Connect's ErrorMessage ``{"error_code": HTTP status, "message": text}`` (for the OpenAPI schema)."""
-
-    error_code = serializers.IntegerField()
-    message = serializers.CharField()
 
 
 def error_body(status: int, message: str) -> dict:
