@@ -35,7 +35,9 @@ def make_user(name: str, role: str, password: str = "pw"):
 
 
 @pytest.fixture
-def api(db, node, client):
+def api(db, node, client, settings):
+    """A client authenticated as an operator (fast MD5 hashing: PBKDF2 is tested in test_auth)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     make_user("operator", "operator")
     client.defaults["HTTP_AUTHORIZATION"] = basic("operator", "pw")
     return client

@@ -20,6 +20,12 @@ from .test_rest import post, source_config
 RAFT_MEMBERS = "/raftconnect/v1/raft/members"
 
 
+@pytest.fixture(autouse=True)
+def fast_hashing(settings):
+    """PBKDF2 costs ~0.3 s per password (seconds on a loaded machine); these tests are about roles, not hashing."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def users(db, node):
     for role in ("viewer", "operator", "admin"):
@@ -156,8 +162,9 @@ def test_session_writes_need_the_csrf_token(users, django_user_model, tmp_path):
     assert ok.status_code == 201, ok.json()
 
 
-def test_passwords_never_reach_the_logs(users, client, caplog, django_user_model):
+def test_passwords_never_reach_the_logs(users, client, caplog, django_user_model, settings):
     secret = "Zq-unique-password-7731"
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]  # the real default here
     make_user("logged", "viewer", password=secret)
     with caplog.at_level(logging.DEBUG):
         logging.getLogger().setLevel(logging.DEBUG)
