@@ -40,7 +40,7 @@ SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 ANY = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"})
 WRITES = ANY - SAFE
 
-#: ``(path regex, methods, role)``: the first match decides (paths without the leading ``/``' host part)
+#: ``(regex on the request path, methods, role)``: the first match decides
 POLICY: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = tuple(
     (re.compile(p), m, r) for p, m, r in (
         (r"^/admin/loggers(/|$)", ANY, ADMIN),
