@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos cluster clean
+.PHONY: setup demo test test-fast bench chaos fuzz cluster clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,10 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -ra -m "not integration"
 
+# schema fuzzing of a live node with many more examples per operation than `make test` (5)
+fuzz: setup
+	RAFTCONNECT_FUZZ_EXAMPLES=$${RAFTCONNECT_FUZZ_EXAMPLES:-200} $(PY) -m pytest -q -p no:cacheprovider tests/connect/test_openapi_fuzz.py
+
 cluster: setup
 	$(PY) manage.py cluster
 
@@ -36,6 +40,7 @@ bench: setup
 	$(PY) benchmarks/pipeline/run.py
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/stores/run.py
+	$(PY) benchmarks/rest/run.py
 
 clean:
 	rm -rf var .pytest_cache
