@@ -55,12 +55,3 @@ def flights_csv(tmp_path_factory) -> Path:
         zf.extract("flights.csv", out)
     return out / "flights.csv"
 
-
-def pytest_collection_modifyitems(config, items):
-    """Skip ``needs_rest_endpoints`` tests unless RAFTCONNECT_TEST_REST_ENDPOINTS=1 (set it once i5-rest is merged)."""
-    if os.environ.get("RAFTCONNECT_TEST_REST_ENDPOINTS") == "1":
-        return
-    skip = pytest.mark.skip(reason="needs the REST endpoints of branch i5-rest; run with RAFTCONNECT_TEST_REST_ENDPOINTS=1")
-    for item in items:
-        if "needs_rest_endpoints" in item.keywords:
-            item.add_marker(skip)
