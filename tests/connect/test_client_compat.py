@@ -7,6 +7,8 @@ same node.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 import requests
 from kafka_connect import KafkaConnect
@@ -67,7 +69,11 @@ def test_restart_offsets_and_topics_through_kafka_connect_py(kc, live_node, tmp_
     name = "compat-restart"
     kc.create_connector({"name": name, "config": config(tmp_path, name)})
     try:
-        kc.restart_connector(name, include_tasks=True, only_failed=False)
+        kc.restart_connector(name)  # the connector instance only: 204, as Connect
+        with pytest.raises(HTTPError) as no_status:  # no worker here, so no status to plan a restart from
+            kc.restart_connector(name, include_tasks=True, only_failed=False)
+        assert json.loads(str(no_status.value)) == {"error_code": 404,  # the client raises with the body only
+                                                    "message": f"Status for connector {name} not found"}
         assert set(kc.list_connector_topics(name)[name]["topics"]) <= {"compat"}
         kc.stop_connector(name)
         url = f"{live_node.url}/connectors/{name}/offsets"
