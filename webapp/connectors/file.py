@@ -1468,7 +1468,8 @@ def _fsync_dir(path: str) -> None:
 
 def _spark_error(e: BaseException) -> str:
     text = str(e)
-    for marker in ("[kafka] ", "SparkRuntimeException: ", "Malformed records", "SparkException: "):
+    for marker in ("[sink] ", "[source] ", "[kafka] ", "SparkRuntimeException: ", "Malformed records",
+                   "SparkException: "):
         idx = text.find(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0][:2000]

@@ -92,7 +92,7 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
 def _unwrap_spark_error(e: BaseException) -> str:
     """The most useful line of a Spark job failure (the Python worker's exception)."""
     text = str(e)
-    for marker in ("[kafka] ", "[source] ", "KafkaException: ", "KafkaError"):
+    for marker in ("[kafka] ", "[source] ", "[sink] ", "KafkaException: ", "KafkaError"):
         idx = text.rfind(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0]
@@ -161,7 +161,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             from confluent_kafka.admin import AdminClient, NewTopic
 
             admin = AdminClient(admin_conf)
-            md = admin.list_topics(name, timeout=10)
+            md = admin.list_topics(timeout=10)  # all topics: naming one may auto-create it
             if name in md.topics and md.topics[name].error is None and md.topics[name].partitions:
                 return
             new = NewTopic(name, num_partitions=int(create_topics.get("partitions", 1)),
@@ -174,7 +174,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                     raise RuntimeError(f"[kafka] cannot create topic {name!r}: {e}") from None
             deadline = _time.monotonic() + 30
             while _time.monotonic() < deadline:  # metadata lags creation; there is no event to await
-                md = admin.list_topics(name, timeout=5)
+                md = admin.list_topics(timeout=5)
                 if name in md.topics and md.topics[name].error is None and md.topics[name].partitions:
                     return
                 _time.sleep(0.1)
