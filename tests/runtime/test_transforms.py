@@ -326,7 +326,8 @@ def test_validation_reports_unknown_types_missing_keys_and_predicates():
                                   "transforms.b.type": "ExtractField$Value",
                                   "transforms.c.type": "Filter", "transforms.c.predicate": "missing"})
     assert "Class com.example.Nope could not be found" in errors["transforms.a.type"][0]
-    assert errors["transforms.b.field"] == ['Missing required configuration "field" which has no default value.']
+    assert errors["transforms.b.field"] == ['Missing required configuration "transforms.b.field" which has no '
+                                            'default value.']
     assert "There is no predicate 'missing'" in errors["transforms.c.predicate"][0]
     assert validate_transforms({"transforms": "x"})["transforms.x.type"]
     assert validate_transforms({}) == {}

@@ -113,6 +113,12 @@ class Herder:
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
         errors = plugin.cls().validate(config)
+        from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
+        from webapp.runtime.transforms import validate_transforms
+
+        for extra in (validate_transforms(config), validate_error_config(config, sink=plugin.type == "sink")):
+            for key, msgs in extra.items():
+                errors.setdefault(key, []).extend(msgs)
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:

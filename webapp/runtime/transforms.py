@@ -1438,6 +1438,12 @@ def _prefixed(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
 
 
+def _qualify(message: str, key: str, prefix: str) -> str:
+    """A transformation's message about ``key``, naming the connector config key (``transforms.a.key``)."""
+    return message.replace(f'"{key}"', f'"{prefix}{key}"').replace(f"configuration {key}:",
+                                                                    f"configuration {prefix}{key}:")
+
+
 def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     steps: list[_Step] = []
@@ -1459,9 +1465,9 @@ def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]
         try:
             predicates[alias] = cls(_prefixed(config, f"predicates.{alias}."))
         except ConfigException as e:
-            for k, msgs in (e.errors or {key: [str(e)]}).items():
+            for k, msgs in (e.errors or {"type": [str(e)]}).items():
                 for m in msgs:
-                    err(f"predicates.{alias}.{k}", m)
+                    err(f"predicates.{alias}.{k}", _qualify(m, k, f"predicates.{alias}."))
     seen = set()
     for alias in _list_cfg(config.get("transforms")):
         if alias in seen:
@@ -1482,9 +1488,9 @@ def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]
         try:
             transform = cls(own)
         except ConfigException as e:
-            for k, msgs in (e.errors or {key: [str(e)]}).items():
+            for k, msgs in (e.errors or {"type": [str(e)]}).items():
                 for m in msgs:
-                    err(f"transforms.{alias}.{k}", m)
+                    err(f"transforms.{alias}.{k}", _qualify(m, k, f"transforms.{alias}."))
             continue
         pred_alias = config.get(f"transforms.{alias}.predicate")
         negate_raw = config.get(f"transforms.{alias}.negate")
