@@ -1416,8 +1416,9 @@ def _error_handling(config: Mapping[str, str], sink: bool):
     errors = _merge_errors(validate_transforms(config), validate_error_config(config, sink=sink))
     _raise_if_errors(errors, "transforms / errors")
     cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
-    return needs_pipeline(cfg), RetryWithToleranceOperator(ErrorHandlingConfig.from_config(
-        {k: v for k, v in cfg.items() if k != "topics"}))
+    # A source's records can only fail in a transformation: without transforms it keeps its fast path.
+    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
+    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
 
 
 def _extend_schema(prev: dict, new: dict) -> dict:

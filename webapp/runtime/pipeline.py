@@ -368,8 +368,7 @@ class SinkPipeline:
                 else []
             hdrs.append((orig or []) + [{"key": k, "value": v} for k, v in extra])
         cols[_DLQ_H] = pa.array(hdrs, headers_type())
-        return pa.table([cols[f.name].cast(f.type) if hasattr(cols[f.name], "cast") else cols[f.name]
-                         for f in self.arrow_out], schema=self.arrow_out)
+        return pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out)
 
     def _report(self, errors: list[tuple[int, ProcessingError]]) -> None:
         for _, e in errors:
@@ -384,7 +383,6 @@ class SinkPipeline:
 
         errors: list[tuple[int, ProcessingError]] = []
         conv = table.column(_CONV_ERR).combine_chunks()
-        where = {"topic": None, "partition": None, "offset": None}
         topics, parts, offs = (table.column(c).to_pylist() for c in ("kafka_topic", "kafka_partition",
                                                                       "kafka_offset"))
         for i in pc.indices_nonzero(pc.is_valid(conv)).to_pylist():
@@ -413,6 +411,11 @@ class SinkPipeline:
                                                      partition=parts[i], offset=offs[i])
                 self._report([(i, err)])
                 errors.append((i, err))
+            if bad:  # records whose key failed are not transformed
+                keep = [j for j in range(n) if j not in {b for b, _ in bad}]
+                decoded = [decoded[j] for j in keep]
+                ok_idx = ok_idx.take(pa.array(keep, pa.int64()))
+                good = table.take(ok_idx)
             try:
                 key_col = pa.array(decoded)
             except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -423,26 +426,17 @@ class SinkPipeline:
                                    "headers": good.column("headers").cast(headers_type()),
                                    "__rc_src": pa.array(ok_idx.to_pylist(), pa.int64())}),
                          key_schema, self.value_schema, sink=True)
-        if self.policy.errors.tolerate_all:
-            out, terrs = self.chain.apply_tolerant(rb)
-        else:
-            try:
-                out, terrs = self.chain.apply(rb), []
-            except TransformError as e:
-                i = 0
-                out, terrs = None, [(i, e)]
+        out, terrs = self.chain.apply_tolerant(rb)  # whole batch; per record only if something failed
         t_errors = []
         for j, e in terrs:
-            i = ok_idx[j].as_py() if out is not None else None
-            if i is None:  # tolerance none: the whole batch failed; name the first record
-                i = ok_idx[0].as_py() if n else 0
+            i = ok_idx[j].as_py()
             err = ProcessingError.from_exception(e, Stage.TRANSFORMATION, e.executing_class, topic=topics[i],
                                                  partition=parts[i], offset=offs[i])
             t_errors.append((i, err))
         self._report(t_errors)
         errors += t_errors
         parts_out = []
-        if out is not None and out.num_rows:
+        if out.num_rows:
             m = out.num_rows
             src = table.take(out.table.column("__rc_src"))
             cols = {_V: _conform(out.column("value"), self.arrow_out.field(_V).type), _T: out.column("topic"),
