@@ -64,7 +64,8 @@ def test_source_insert_field_and_regex_router_then_sink_filter(spark, kafka_brok
     schema, first = decode_value(values[0])
     assert first == {"id": first["id"], "name": f"n{first['id']}", "city": first["city"], "origin": "csv",
                      "from_topic": raw_topic}
-    assert [f["field"] for f in schema["fields"]] == ["id", "name", "city", "from_topic", "origin"]  # Kafka inserts topic before static
+    # Kafka's InsertField adds topic, partition, offset, timestamp, then the static field
+    assert [f["field"] for f in schema["fields"]] == ["id", "name", "city", "from_topic", "origin"]
 
     out2 = tmp_path / "out2"
     sunk, offsets = run_sink(spark, kafka_broker, {

@@ -251,6 +251,11 @@ def test_timestamp_router_formats_record_time_and_requires_it():
     out = run(one("TimestampRouter", topic_format="${timestamp}_${topic}", timestamp_format="yyyy.MM"),
               rec(ALICE, timestamp=day))
     assert out.to_records()[0].topic == "2024.03_people"
+    out = run(one("TimestampRouter", topic_format="t", timestamp_format="yyyy"), rec(ALICE, timestamp=day))
+    assert out.to_records()[0].topic == "t"
+    out = run(one("TimestampRouter", topic_format="${topic}@${timestamp}", timestamp_format="HH:mm:ss.SSS"),
+              rec(ALICE, timestamp=day + 3_723_045))
+    assert out.to_records()[0].topic == "people@01:02:03.045"
     with pytest.raises(TransformError, match="Timestamp missing"):
         run(one("TimestampRouter"), rec(ALICE))
 

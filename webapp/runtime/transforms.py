@@ -50,14 +50,13 @@ import base64
 import datetime as _dt
 import functools
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Mapping, Sequence
 
 from webapp.connectors.api import ConfigDef, ConfigKey, ConnectException
 
 from .converters import (
     DATE_LOGICAL,
-    DECIMAL_LOGICAL,
     TIME_LOGICAL,
     TIMESTAMP_LOGICAL,
     SchemaConversionError,
@@ -405,6 +404,22 @@ def _format_ms(ms: int, pattern: str) -> str:
         else:
             out.append(d.strftime(text))
     return "".join(out)
+
+
+def _format_ms_column(ms, pattern: str):
+    """Format an int64 array of epoch ms (UTC) with a SimpleDateFormat pattern → string array (nulls kept).
+
+    Columnar (Arrow ``strftime``) unless the pattern shows milliseconds or a zone,
+    which are formatted per value.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tokens = _sdf_tokens(pattern)
+    if any(kind == "ms" or text in ("%z", "%:z", "%Z") for kind, text in tokens):
+        return pa.array([None if v is None else _format_ms(v, pattern) for v in ms.to_pylist()], pa.string())
+    seconds = pc.cast(pc.cast(ms, pa.timestamp("ms", tz="UTC")), pa.timestamp("s", tz="UTC"), safe=False)
+    return pc.strftime(seconds, format="".join(text for _, text in tokens), locale="C")
 
 
 def _parse_ms(text: str, pattern: str) -> int:
@@ -911,8 +926,8 @@ class Cast(Transformation):
             bad = None
             if len(parts) == 1:
                 if len(specs) > 1:
-                    bad = f"Cast transformations that specify a type to cast the entire value to may only " \
-                          f"specify a single cast in their spec"
+                    bad = "Cast transformations that specify a type to cast the entire value to may only " \
+                          "specify a single cast in their spec"
                 elif parts[0].strip() not in _CAST_TARGETS:
                     bad = f"Invalid type found in casting spec: {parts[0].strip()}"
                 else:
@@ -1087,8 +1102,7 @@ class TimestampConverter(Transformation):
             tod = np.mod(filled, 86_400_000).astype("int32")
             return pa.array(tod, pa.int32(), mask=~valid), {"type": "int32", "name": TIME_LOGICAL, "version": 1,
                                                             **opt}
-        return pa.array([None if v is None else _format_ms(v, self.format) for v in ms.to_pylist()],
-                        pa.string()), {"type": "string", **opt}
+        return _format_ms_column(ms, self.format), {"type": "string", **opt}
 
     def _convert(self, arr, schema):
         kind = self._input_kind(arr, schema)
@@ -1187,15 +1201,21 @@ class TimestampRouter(Transformation):
         ts = batch.column("timestamp")
         if ts.null_count:
             raise DataException("Timestamp missing on record")
-        topics = batch.column("topic")
-        # One formatted string per distinct (topic, time unit): days for the default pattern.
-        pairs = pa.table({"t": topics, "ts": ts})
-        uniq = pairs.group_by(["t", "ts"]).aggregate([])
-        names = {(t, s): self.topic_format.replace("${topic}", t).replace("${timestamp}", _format_ms(s, self.ts_format))
-                 for t, s in zip(uniq.column("t").to_pylist(), uniq.column("ts").to_pylist())}
-        out = [names[(t, s)] for t, s in zip(topics.to_pylist(), ts.to_pylist())] if len(names) > 1 else \
-            [next(iter(names.values()))] * batch.num_rows
-        return batch.with_columns(topic=pa.array(out, pa.string()))
+        stamp = _format_ms_column(ts, self.ts_format)
+        pieces = []
+        parts = re.split(r"(\$\{topic\}|\$\{timestamp\})", self.topic_format)
+        for part in parts:
+            if part == "${topic}":
+                pieces.append(batch.column("topic"))
+            elif part == "${timestamp}":
+                pieces.append(stamp)
+            elif part:
+                pieces.append(pa.scalar(part))
+        if not pieces:
+            return batch.with_columns(topic=pa.array([""] * batch.num_rows, pa.string()))
+        topic = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else \
+            (pieces[0] if not isinstance(pieces[0], pa.Scalar) else pa.array([pieces[0].as_py()] * batch.num_rows))
+        return batch.with_columns(topic=topic.cast(pa.string()))
 
 
 class Filter(Transformation):
