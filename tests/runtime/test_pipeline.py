@@ -85,3 +85,15 @@ def test_needs_pipeline():
     assert not needs_pipeline({"topics": "x"})
     assert needs_pipeline({"transforms": "a"}) and needs_pipeline({"errors.tolerance": "all"})
     assert needs_pipeline({"errors.deadletterqueue.topic.name": "d"})
+
+
+def test_source_worker_skips_bad_records_with_tolerance_all_and_fails_without():
+    connect = {"type": "struct", "optional": False, "fields": [{"field": "n", "type": "string", "optional": True}]}
+    arrow = pa.schema([("n", pa.string())])
+    cfg = {"transforms": "c", "transforms.c.type": "Cast$Value", "transforms.c.spec": "n:int32"}
+    tolerant = SourcePipeline.plan({**cfg, "errors.tolerance": "all"}, arrow, connect, TASK)
+    out = tolerant.transform(pa.table({"n": ["1", "x", "3"]}), "t", None)
+    assert [r["__rc_value"]["n"] for r in out.to_pylist()] == [1, 3]
+    strict = SourcePipeline.plan(cfg, arrow, connect, TASK)
+    with pytest.raises(RuntimeError, match=r"\[source\] Tolerance exceeded in error handler"):
+        strict.transform(pa.table({"n": ["1", "x"]}), "t", None)
