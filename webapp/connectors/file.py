@@ -1132,19 +1132,20 @@ class FileSinkTask(Task):
         from pyspark import StorageLevel
         from pyspark.sql import Observation
 
-        from webapp.kafka.spark_io import KafkaIOError, summarize_read
+        from webapp.kafka.spark_io import KafkaIOError
         from webapp.runtime.pipeline import SinkPipeline
 
+        if not self._peek(ranges, 1)[1]:
+            return []  # nothing new: decided in the driver, without a Spark job
         raw = self._read(ranges, with_metadata=True).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             try:
-                by_partition = {r.partition: r for r in summarize_read(raw)}
+                reads, prefixes = self._scan(raw, topic, ranges)
             except Exception as e:
                 raise ConnectException(f"Reading {topic} failed: {_spark_error(e)}") from e
-            reads = [by_partition[r.partition] for r in ranges if r.partition in by_partition]
             if not any(r.value_count for r in reads):
                 return reads  # tombstones only: nothing to write
-            schema, schemaless = self._tolerant_schema(raw, topic)
+            schema, schemaless = self._tolerant_schema(raw, topic, prefixes)
             pipeline = SinkPipeline.plan(self.config, schema, self.context.task_id, schemaless)
             out = pipeline.apply(raw)
             observation = Observation(f"sink-errors-{uuid.uuid4().hex}")
@@ -1166,7 +1167,45 @@ class FileSinkTask(Task):
         finally:
             raw.unpersist()
 
-    def _tolerant_schema(self, raw, topic: str) -> tuple[dict, bool]:
+    def _scan(self, raw, topic: str, ranges) -> tuple[list, list[str]]:
+        """One job over the (cached) read: per-partition counts and offsets, and the distinct schema prefixes.
+
+        Returns (PartitionReads in ``ranges`` order, distinct ``{"schema":...`` prefixes of
+        the values; empty when schemas are disabled). A value that does not start like
+        a JsonConverter envelope counts as prefix ``"?"``, so the result stays small.
+        """
+        from pyspark.sql import functions as F
+
+        from webapp.kafka.spark_io import PartitionRead
+
+        value = F.col("value")
+        keys = ["kafka_partition"]
+        if self.schemas_enable:
+            text = value.cast("string")
+            prefix = F.when(value.isNull(), F.lit(None)).when(text.startswith(_SCHEMA_PREFIX),
+                                                               F.substring_index(text, ',"payload":', 1)) \
+                .otherwise(F.lit("?"))
+            raw = raw.withColumn("__rc_prefix", prefix)
+            keys.append("__rc_prefix")
+        rows = raw.groupBy(*keys).agg(F.count(F.lit(1)).alias("n"), F.count(value).alias("v"),
+                                      F.min("kafka_offset").alias("lo"), F.max("kafka_offset").alias("hi")).collect()
+        stats: dict[int, list] = {}
+        prefixes: list[str] = []
+        for r in rows:
+            st = stats.setdefault(r.kafka_partition, [0, 0, None, None])
+            st[0] += r.n
+            st[1] += r.v
+            st[2] = r.lo if st[2] is None else min(st[2], r.lo)
+            st[3] = r.hi if st[3] is None else max(st[3], r.hi)
+            p = r["__rc_prefix"] if self.schemas_enable else None
+            if p is not None and p not in prefixes:
+                prefixes.append(p)
+        reads = [PartitionRead(topic, rng.partition, rng.start, stats[rng.partition][2], stats[rng.partition][3],
+                               stats[rng.partition][0], stats[rng.partition][1])
+                 for rng in ranges if rng.partition in stats]
+        return reads, prefixes
+
+    def _tolerant_schema(self, raw, topic: str, prefixes: list[str]) -> tuple[dict, bool]:
         """(Connect struct schema to decode with, schemaless?) from the batch, skipping undecodable values."""
         from pyspark.sql import functions as F
 
@@ -1176,8 +1215,6 @@ class FileSinkTask(Task):
         text = F.col("value").cast("string")
         try:
             if self.schemas_enable:
-                prefixes = [r.p for r in values.select(F.substring_index(text, ',"payload":', 1).alias("p"))
-                            .distinct().limit(1000).collect()]
                 schemas, null_schema = [], False
                 for p in prefixes:
                     if not p.startswith(_SCHEMA_PREFIX):
