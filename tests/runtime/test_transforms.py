@@ -226,6 +226,16 @@ def test_timestamp_converter_unix_precision_date_time_and_whole_value():
     assert values(out) == [{"t": dt.datetime(1970, 1, 1, 0, 0, 1, 500000, tzinfo=UTC)}]
 
 
+def test_timestamp_converter_iso_zones():
+    fmt = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+    out = run(one("TimestampConverter$Value", target_type="unix", format=fmt),
+              rec("2024-01-02T03:04:05.123+01:00", schema={"type": "string"}))
+    assert values(out) == [1704161045123]
+    back = run(one("TimestampConverter$Value", target_type="string", format=fmt),
+               rec(1704161045123, schema={"type": "int64"}))
+    assert values(back) == ["2024-01-02T02:04:05.123Z"]
+
+
 def test_timestamp_converter_bad_string_and_config():
     with pytest.raises(TransformError, match="does not match pattern"):
         run(one("TimestampConverter$Value", target_type="Timestamp", format="yyyy-MM-dd"),

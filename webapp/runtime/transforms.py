@@ -348,18 +348,24 @@ def _java_replacement(repl: str) -> str:
     return "".join(out)
 
 
-_SDF_TOKENS = {"yyyy": "%Y", "yy": "%y", "MMMM": "%B", "MMM": "%b", "MM": "%m", "dd": "%d", "HH": "%H",
-               "hh": "%I", "mm": "%M", "ss": "%S", "a": "%p", "EEEE": "%A", "EEE": "%a", "D": "%j", "DDD": "%j",
-               "Z": "%z", "XXX": "%:z", "X": "%z", "XX": "%z", "z": "%Z", "M": "%m", "d": "%d", "H": "%H",
-               "m": "%M", "s": "%S", "y": "%Y"}
+def _sdf_letter(c: str, width: int) -> str | None:
+    """strftime directive for a run of one SimpleDateFormat letter (None: unsupported)."""
+    if c == "y":
+        return "%y" if width == 2 else "%Y"
+    if c == "M":
+        return "%m" if width <= 2 else ("%b" if width == 3 else "%B")
+    if c == "E":
+        return "%a" if width <= 3 else "%A"
+    return {"d": "%d", "H": "%H", "h": "%I", "m": "%M", "s": "%S", "a": "%p", "D": "%j", "Z": "%z",
+            "z": "%Z"}.get(c)
 
 
 @functools.lru_cache(maxsize=64)
 def _sdf_tokens(pattern: str) -> tuple[tuple[str, str], ...]:
-    """Split a ``SimpleDateFormat`` pattern into ("strf", text) and ("ms", "") tokens.
+    """Split a ``SimpleDateFormat`` pattern into ("strf", text) and ("ms", width) tokens.
 
-    Supports y, M, d, H, h, m, s, S (milliseconds), a, E, D, Z, X, z and quoted
-    literals. Raises ValueError for other pattern letters.
+    Supports y, M, d, H, h, m, s, S (milliseconds), a, E, D, Z, X (ISO zone), z and
+    quoted literals (``''`` is a quote). Raises ValueError for other pattern letters.
     """
     tokens: list[tuple[str, str]] = []
     i = 0
@@ -376,16 +382,15 @@ def _sdf_tokens(pattern: str) -> tuple[tuple[str, str], ...]:
             j = i
             while j < len(pattern) and pattern[j] == c:
                 j += 1
-            run = pattern[i:j]
             if c == "S":
-                tokens.append(("ms", str(len(run))))
-            elif run in _SDF_TOKENS:
-                tokens.append(("strf", _SDF_TOKENS[run]))
-            elif c in "yMdHhmsE" and run[:1] * len(run) == run:
-                tokens.append(("strf", _SDF_TOKENS.get(run[:4] if c in "ME" else c * (4 if c == "y" else 2),
-                                                       _SDF_TOKENS.get(c, ""))))
+                tokens.append(("ms", str(j - i)))
+            elif c == "X":  # ISO zone: "Z" for UTC, which is what we format in
+                tokens.append(("X", ""))
             else:
-                raise ValueError(f"Unsupported pattern letter {c!r} in date format {pattern!r}")
+                directive = _sdf_letter(c, j - i)
+                if directive is None:
+                    raise ValueError(f"Unsupported pattern letter {c!r} in date format {pattern!r}")
+                tokens.append(("strf", directive))
             i = j
         else:
             tokens.append(("strf", c.replace("%", "%%")))
@@ -401,6 +406,8 @@ def _format_ms(ms: int, pattern: str) -> str:
         if kind == "ms":
             width = int(text)
             out.append(str(d.microsecond // 1000).zfill(width) if width >= 3 else str(d.microsecond // 1000))
+        elif kind == "X":
+            out.append("Z")
         else:
             out.append(d.strftime(text))
     return "".join(out)
@@ -416,7 +423,7 @@ def _format_ms_column(ms, pattern: str):
     import pyarrow.compute as pc
 
     tokens = _sdf_tokens(pattern)
-    if any(kind == "ms" or text in ("%z", "%:z", "%Z") for kind, text in tokens):
+    if any(kind != "strf" or text in ("%z", "%Z") for kind, text in tokens):
         return pa.array([None if v is None else _format_ms(v, pattern) for v in ms.to_pylist()], pa.string())
     seconds = pc.cast(pc.cast(ms, pa.timestamp("ms", tz="UTC")), pa.timestamp("s", tz="UTC"), safe=False)
     return pc.strftime(seconds, format="".join(text for _, text in tokens), locale="C")
@@ -424,7 +431,7 @@ def _format_ms_column(ms, pattern: str):
 
 def _parse_ms(text: str, pattern: str) -> int:
     """Parse a string with a SimpleDateFormat pattern (UTC unless the pattern has a zone) → epoch ms."""
-    fmt = "".join("%f" if kind == "ms" else t for kind, t in _sdf_tokens(pattern))
+    fmt = "".join("%f" if kind == "ms" else ("%z" if kind == "X" else t) for kind, t in _sdf_tokens(pattern))
     d = _dt.datetime.strptime(text, fmt)
     if d.tzinfo is None:
         d = d.replace(tzinfo=_dt.timezone.utc)
