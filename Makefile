@@ -41,6 +41,7 @@ bench: setup
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/stores/run.py
 	$(PY) benchmarks/rest/run.py
+	$(PY) benchmarks/transforms/run.py
 
 clean:
 	rm -rf var .pytest_cache

@@ -120,8 +120,13 @@ class Herder:
         errors = plugin.cls().validate(config)
         # a ${provider:...} reference is resolved (and so checked) only by the worker that starts the connector
         errors = {k: v for k, v in errors.items() if not has_references(config.get(k))}
-        for key, errs in auto_restart_errors(config).items():
-            errors.setdefault(key, []).extend(errs)
+        from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
+        from webapp.runtime.transforms import validate_transforms
+
+        for extra in (auto_restart_errors(config), validate_transforms(config),
+                      validate_error_config(config, sink=plugin.type == "sink")):
+            for key, msgs in extra.items():
+                errors.setdefault(key, []).extend(msgs)
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:
