@@ -2,6 +2,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
+from webapp.console import api as console_api
 from webapp.storage import api as store_api
 
 from . import internal, views
@@ -27,6 +28,10 @@ urlpatterns = [
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
+    path("raftconnect/v1/whoami", console_api.WhoAmIView.as_view()),
+    path("raftconnect/v1/session", console_api.SessionView.as_view()),
+    path("raftconnect/v1/task-metrics", console_api.TaskMetricsView.as_view()),
+    path("raftconnect/v1/connectors/<str:name>/metrics", console_api.ConnectorMetricsView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
