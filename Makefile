@@ -4,9 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos cluster clean
+.PHONY: setup demo test test-fast bench chaos cluster clean frontend chromium
 
-setup: $(STAMP)
+setup: $(STAMP) frontend chromium
 
 $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17+ is required by Spark (install a JDK)"; exit 1; }
@@ -17,13 +17,35 @@ $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproj
 	$(PY) -m pip install -q --no-deps -e plugins/raftconnect-redis-store
 	touch $(STAMP)
 
+# The browser console (frontend/): npm ci from the committed lock file, then vite build into frontend/dist,
+# which every node serves at /console/. Rebuilt when its sources change.
+FRONTEND_DEPS := frontend/node_modules/.ci-installed
+FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
+
+frontend: frontend/dist/index.html
+
+$(FRONTEND_DEPS): frontend/package.json frontend/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20.19+ with npm is required to build the console"; exit 1; }
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+# The console's end-to-end tests drive Debian's chromium through Playwright (no browser download).
+chromium:
+	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
 demo: setup
 	$(PY) manage.py demo
 
 test: setup
+	cd frontend && npm test
 	$(PY) -m pytest -ra
 
 test-fast: setup
+	cd frontend && npm test
 	$(PY) -m pytest -ra -m "not integration"
 
 cluster: setup
@@ -35,4 +57,4 @@ bench: setup
 	$(PY) benchmarks/stores/run.py
 
 clean:
-	rm -rf var .pytest_cache
+	rm -rf var .pytest_cache frontend/dist
