@@ -70,13 +70,14 @@ export function ConfigForm({ config, definitions, errors, readOnly, onChange, fi
       </tr>
     );
   };
+  // errors of the whole form, and of keys that have no row (not set, not a known key of the plugin)
+  const shown = new Set([...extra, ...defs.map((d) => d.name)]);
+  const general = Object.entries(errors).filter(([k, e]) => !shown.has(k) && e.length);
   return (
     <div className="config-form">
-      {errors[""]?.length ? (
+      {general.length ? (
         <div className="error" role="alert">
-          {errors[""].map((m, i) => (
-            <div key={i}>{m}</div>
-          ))}
+          {general.flatMap(([k, errs]) => errs.map((m, i) => <div key={`${k}-${i}`}>{k ? `${k}: ${m}` : m}</div>))}
         </div>
       ) : null}
       <table className="form-table">

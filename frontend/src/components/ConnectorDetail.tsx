@@ -34,7 +34,7 @@ export function ConnectorDetail({ name, writable }: { name: string; writable: bo
         <h2>
           <a href="#/connectors">Connectors</a> / {name}
         </h2>
-        {st ? <StateBadge state={st.connector.state} /> : null}
+        {st ? <span data-testid="connector-state"><StateBadge state={st.connector.state} /></span> : null}
         <span className="muted">{st?.type}</span>
         <ConnectorActions
           name={name}
