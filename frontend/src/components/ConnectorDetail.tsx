@@ -227,6 +227,13 @@ function Throughput({ name }: { name: string }) {
                 </tr>
               );
             })}
+            {metrics.data.tasks.length === 0 ? (
+              <tr>
+                <td colSpan={6} className="muted">
+                  No running task of this connector has reported yet.
+                </td>
+              </tr>
+            ) : null}
           </tbody>
         </table>
       ) : null}

@@ -51,7 +51,10 @@ export function Overview() {
       {c ? (
         <div className="facts" data-testid="cluster-facts">
           <div>
-            <span className="muted">leader</span> <strong>{c.leader ?? "none"}</strong>
+            <span className="muted">leader</span>{" "}
+            <strong data-testid="leader">
+              {c.leader ? (c.nodes.find((n) => n.raft_address === c.leader)?.id ?? "") + ` (${c.leader})` : "none"}
+            </strong>
           </div>
           <div>
             <span className="muted">term</span> <strong>{c.raft.term}</strong>
@@ -105,7 +108,9 @@ export function Overview() {
                 <td>{n.id}</td>
                 <td>{n.roles.join(", ")}</td>
                 <td>{n.rest_address}</td>
-                <td>{n.roles.includes("worker") ? <StateBadge state={n.alive ? "ALIVE" : "DEAD"} /> : "–"}</td>
+                <td title="a live group session: the worker heartbeats the coordinator">
+                  {n.roles.includes("worker") ? <StateBadge state={n.alive ? "ALIVE" : "NO SESSION"} /> : "–"}
+                </td>
                 <td>{n.raft ? <StateBadge state={n.raft.state} /> : "–"}</td>
                 <td>{n.raft?.term ?? "–"}</td>
                 <td>{n.raft?.commit_index ?? "–"}</td>
