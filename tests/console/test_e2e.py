@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import requests
 
 from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
@@ -74,6 +75,9 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
                        bootstrap_servers=kafka_broker.bootstrap_servers).start(timeout=90)
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
+        # the console comes from the node's own production WSGI server (waitress, ident "raftconnect")
+        index = requests.get(node.url + "/console/", timeout=10)
+        assert index.status_code == 200 and index.headers["Server"] == "raftconnect", index.headers
         page = context.new_page()
         log_in(page, node.url, *node.auth)
         page.wait_for_selector("[data-testid=nodes] tr[data-node=c1]")
