@@ -242,7 +242,7 @@ function Throughput({ name }: { name: string }) {
   );
 }
 
-function ConfigSection({ name, info, writable, onSaved }: { name: string; info: ConnectorInfo; writable: boolean; onSaved: () => void }) {
+export function ConfigSection({ name, info, writable, onSaved }: { name: string; info: ConnectorInfo; writable: boolean; onSaved: () => void }) {
   const [editing, setEditing] = useState<Config | null>(null);
   const [errors, setErrors] = useState<FieldErrors>({});
   const [note, setNote] = useState<string | null>(null);
