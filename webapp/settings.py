@@ -19,6 +19,9 @@ SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or os.environ.get(
 )
 DEBUG = os.environ.get("RAFTCONNECT_DEBUG", "") == "1"
 ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").split(",") if h]
+# The console's session writes are CSRF-checked against the Origin; behind a TLS-terminating proxy name its
+# public origins here (e.g. https://connect.example.com).
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("RAFTCONNECT_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
     "webapp.admin_site.RaftConnectAdminConfig",  # django.contrib.admin with the metadata store page

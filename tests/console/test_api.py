@@ -114,3 +114,11 @@ def test_console_not_built_says_how_to_build_it(db, tmp_path, monkeypatch):
     monkeypatch.setattr(console_files, "CONSOLE_DIST", tmp_path / "missing")
     resp = Client().get("/console/")
     assert resp.status_code == 503 and b"make frontend" in resp.content
+
+
+def test_roles_of_a_forwarded_user_without_groups():
+    from webapp.connect.api.forwarding import ForwardedUser
+    from webapp.console.roles import roles_of
+
+    assert roles_of(ForwardedUser("root", True)) == ["admin"]
+    assert roles_of(ForwardedUser("op", False)) == ["operator"]
