@@ -8,6 +8,7 @@ import { Overview } from "./components/Overview";
 import { canWrite, mainRole } from "./roles";
 import { parseRoute, type Route } from "./route";
 import type { WhoAmI } from "./types";
+import { POLL_MS } from "./usePoll";
 
 export function App() {
   const [user, setUser] = useState<WhoAmI | null | undefined>(undefined);
@@ -16,16 +17,33 @@ export function App() {
 
   useEffect(() => {
     setUnauthorizedHandler(() => setUser(null));
-    api<WhoAmI>("GET", "/raftconnect/v1/whoami").then(setUser, (err) => {
-      if (err instanceof ApiError && err.status === 401) setUser(null);
-      else setStartError(String(err));
-    });
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const ask = () =>
+      api<WhoAmI>("GET", "/raftconnect/v1/whoami").then(
+        (u) => {
+          setStartError(null);
+          setUser(u);
+        },
+        (err) => {
+          if (err instanceof ApiError && err.status === 401) {
+            setStartError(null);
+            setUser(null);
+          } else {
+            setStartError(String(err)); // e.g. 503 while the node starts: ask again
+            retry = setTimeout(ask, POLL_MS);
+          }
+        },
+      );
+    void ask();
     const onHash = () => setRoute(parseRoute(window.location.hash));
     window.addEventListener("hashchange", onHash);
-    return () => window.removeEventListener("hashchange", onHash);
+    return () => {
+      clearTimeout(retry);
+      window.removeEventListener("hashchange", onHash);
+    };
   }, []);
 
-  if (startError) return <div className="error">The node did not answer: {startError}</div>;
+  if (startError) return <div className="error">The node did not answer ({startError}); retrying…</div>;
   if (user === undefined) return <div className="muted">Loading…</div>;
   if (user === null) return <Login onLogin={setUser} />;
 
