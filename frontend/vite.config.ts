@@ -13,5 +13,5 @@ export default defineConfig({
       ["/connectors", "/connector-plugins", "/raftconnect", "/admin", "/static"].map((p) => [p, "http://127.0.0.1:8083"]),
     ),
   },
-  test: { environment: "jsdom", include: ["src/**/*.test.{ts,tsx}"], setupFiles: ["src/test-setup.ts"] },
+  test: { environment: "jsdom", include: ["src/**/*.test.{ts,tsx}"], setupFiles: ["src/test-setup.ts"], testTimeout: 60000 },
 });

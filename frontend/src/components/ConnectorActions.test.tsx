@@ -27,7 +27,7 @@ describe("ConnectorActions", () => {
       <ConnectorActions name="a b" state="RUNNING" writable onDone={done} onError={noop} onDeleted={noop} />,
     );
     fireEvent.click(screen.getByRole("button", { name: "Pause" }));
-    await vi.waitFor(() => expect(done).toHaveBeenCalled());
+    await vi.waitFor(() => expect(done).toHaveBeenCalled(), { timeout: 15000 });
     const [url, init] = fetchMock.mock.calls[0] as [string, RequestInit];
     expect(url).toBe("/connectors/a%20b/pause");
     expect(init.method).toBe("PUT");
@@ -46,7 +46,7 @@ describe("ConnectorActions", () => {
     fireEvent.click(screen.getByRole("button", { name: "Delete" }));
     const dialog = screen.getByRole("dialog");
     fireEvent.click(dialog.querySelector("button.danger")!);
-    await vi.waitFor(() => expect(deleted).toHaveBeenCalled());
+    await vi.waitFor(() => expect(deleted).toHaveBeenCalled(), { timeout: 15000 });
     expect(fetchMock.mock.calls[0][0]).toBe("/connectors/c");
     expect((fetchMock.mock.calls[0][1] as RequestInit).method).toBe("DELETE");
   });
@@ -60,7 +60,7 @@ describe("ConnectorActions", () => {
     fireEvent.click(screen.getByRole("button", { name: "Restart…" }));
     fireEvent.click(screen.getByLabelText(/only failed/));
     fireEvent.click(screen.getByRole("button", { name: "Restart" }));
-    await vi.waitFor(() => expect(error).toHaveBeenCalled());
+    await vi.waitFor(() => expect(error).toHaveBeenCalled(), { timeout: 15000 });
     expect(fetchMock.mock.calls[0][0]).toBe("/connectors/c/restart?includeTasks=true&onlyFailed=true");
     expect(error.mock.calls[0][0]).toMatch(/not available on this node yet/);
   });

@@ -54,7 +54,7 @@ describe("CreateConnector with Connect's plugin endpoints", () => {
 
     fireEvent.change(screen.getByLabelText(/^topic/), { target: { value: "t" } });
     fireEvent.click(screen.getByRole("button", { name: "Create" }));
-    await vi.waitFor(() => expect(calls.some((c) => c.method === "POST")).toBe(true));
+    await vi.waitFor(() => expect(calls.some((c) => c.method === "POST")).toBe(true), { timeout: 15000 });
     const post = calls.find((c) => c.method === "POST")!;
     expect(post.body).toEqual({
       name: "c1",
