@@ -74,6 +74,7 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
     node = NodeProcess(node_id="c1", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "c1"),
                        bootstrap_servers=kafka_broker.bootstrap_servers).start(timeout=90)
     context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(60_000)  # a loaded 2-core CI machine; conditions are awaited, not slept on
     try:
         # the console comes from the node's own production WSGI server (waitress, ident "raftconnect")
         index = requests.get(node.url + "/console/", timeout=10)
@@ -136,7 +137,9 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
 
         # a viewer reads everything and is offered no write action
         add_user(node, "watcher", "watch-pw", "viewer")
-        viewer = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        viewer_context = browser.new_context(viewport={"width": 1400, "height": 900})
+        viewer_context.set_default_timeout(60_000)
+        viewer = viewer_context.new_page()
         log_in(viewer, node.url, "watcher", "watch-pw")
         assert "viewer" in viewer.inner_text("[data-testid=user]")
         viewer.goto(node.url + "/console/#/connectors/console-src")
@@ -147,7 +150,7 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         assert viewer.locator("button:has-text('Edit config')").count() == 0
         assert viewer.locator("button:has-text('restart task')").count() == 0
         shot(viewer, "07-viewer")
-        viewer.context.close()
+        viewer_context.close()
     finally:
         context.close()
         node.stop()
