@@ -46,7 +46,8 @@ def test_whoami_unauthenticated_sets_csrf_cookie_and_no_basic_challenge_for_scri
 
 
 def test_session_login_enforces_csrf_and_authenticates_the_api(db, node, django_user_model, tmp_path):
-    django_user_model.objects.create_user("op", password="pw")
+    user = django_user_model.objects.create_user("op", password="pw")
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client = Client(enforce_csrf_checks=True)
     no_token = client.post("/raftconnect/v1/session", data=json.dumps({"username": "op", "password": "pw"}),
                            content_type="application/json")
@@ -116,9 +117,12 @@ def test_console_not_built_says_how_to_build_it(db, tmp_path, monkeypatch):
     assert resp.status_code == 503 and b"make frontend" in resp.content
 
 
-def test_roles_of_a_forwarded_user_without_groups():
-    from webapp.connect.api.forwarding import ForwardedUser
+def test_roles_of_a_principal_without_groups():
+    """A request forwarded by another member: no groups here, the role (or superuser flag) comes with it."""
+    from types import SimpleNamespace
+
     from webapp.console.roles import roles_of
 
-    assert roles_of(ForwardedUser("root", True)) == ["admin"]
-    assert roles_of(ForwardedUser("op", False)) == ["operator"]
+    assert roles_of(SimpleNamespace(username="root", is_superuser=True)) == ["admin"]
+    assert roles_of(SimpleNamespace(username="v", is_superuser=False, role="viewer")) == ["viewer"]
+    assert roles_of(SimpleNamespace(username="op", is_superuser=False)) == ["operator"]

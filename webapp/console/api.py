@@ -27,7 +27,7 @@ from django.contrib.auth import authenticate, login, logout
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -50,14 +50,21 @@ def whoami(user: Any) -> dict[str, Any]:
 
 @method_decorator(ensure_csrf_cookie, name="dispatch")
 class WhoAmIView(APIView):
-    """``GET /raftconnect/v1/whoami``: the authenticated user and its console roles (never forwarded)."""
+    """``GET /raftconnect/v1/whoami``: the authenticated user and its console roles (never forwarded).
+
+    Any authenticated user may ask, whatever its role.
+    """
+
+    permission_classes = [IsAuthenticated]
 
     def get(self, request: Request) -> Response:
         return Response(whoami(request.user))
 
 
 class SessionView(APIView):
-    """``POST /raftconnect/v1/session`` (log in) and ``DELETE`` (log out) for the browser console."""
+    """``POST /raftconnect/v1/session`` (log in) and ``DELETE`` (log out, any authenticated user) for the console."""
+
+    permission_classes = [IsAuthenticated]
 
     def get_permissions(self):
         if self.request.method == "POST":
