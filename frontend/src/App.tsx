@@ -28,8 +28,10 @@ export function App() {
           if (err instanceof ApiError && err.status === 401) {
             setStartError(null);
             setUser(null);
+          } else if (err instanceof ApiError && err.status === 403) {
+            setStartError(`${err.message}. Ask an admin for a role (Django groups viewer, operator, admin).`);
           } else {
-            setStartError(String(err)); // e.g. 503 while the node starts: ask again
+            setStartError(`The node did not answer (${err}); retrying…`); // e.g. 503 while it starts
             retry = setTimeout(ask, POLL_MS);
           }
         },
@@ -43,7 +45,15 @@ export function App() {
     };
   }, []);
 
-  if (startError) return <div className="error">The node did not answer ({startError}); retrying…</div>;
+  if (startError)
+    return (
+      <div className="error">
+        {startError}{" "}
+        <button type="button" className="link" onClick={() => api("DELETE", "/raftconnect/v1/session").finally(() => window.location.reload())}>
+          Log out
+        </button>
+      </div>
+    );
   if (user === undefined) return <div className="muted">Loading…</div>;
   if (user === null) return <Login onLogin={setUser} />;
 

@@ -8,5 +8,5 @@ export function canWrite(user: WhoAmI | null): boolean {
 /** The strongest role, for display. */
 export function mainRole(user: WhoAmI): string {
   for (const r of ["admin", "operator", "viewer"]) if (user.roles.includes(r)) return r;
-  return user.roles[0] ?? "viewer";
+  return user.roles[0] ?? "no role";
 }
