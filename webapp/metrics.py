@@ -6,18 +6,26 @@ scrape time (Raft term, role, commit and applied index and their lag, members,
 the assignment generation, tasks per worker, task states). Uses
 prometheus-client's default registry.
 
-Not exported yet: records/s and consumer lag per task, which the worker
-agents know and do not yet report to the leader.
+Per-task figures (records, batches, records/s over the last 30 s, last batch
+time, a sink task's consumer lag) are what each agent reports in its
+heartbeats (:class:`~webapp.runtime.worker.TaskMetrics`); only the active group
+coordinator (the Raft leader) has them, so only the leader exports them, labelled
+with the worker that runs the task. Task states come from the active metadata
+store: from memory for the ``raft`` store, otherwise read at most once per
+:data:`STATUS_CACHE_SECONDS` (one read per connector).
 """
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any, Iterator
 
 from prometheus_client import Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, REGISTRY
 from prometheus_client.registry import Collector
 
-__all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "NodeCollector", "install"]
+__all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "STATUS_CACHE_SECONDS", "NodeCollector",
+           "install"]
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -29,6 +37,10 @@ OFFSET_COMMIT_SECONDS = Histogram("raftconnect_offset_commit_seconds", "Offset c
                                   ["store"], buckets=_BUCKETS)
 #: Raft role changes seen by this member.
 LEADER_CHANGES = Counter("raftconnect_raft_leader_changes", "Raft leadership changes seen by this member")
+#: Seconds a relational/plugin store's task states are reused between scrapes.
+STATUS_CACHE_SECONDS = 10.0
+
+TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
 
 
 class NodeCollector(Collector):
@@ -79,24 +91,80 @@ class NodeCollector(Collector):
         for w, n in sorted(tasks.items()):
             per_worker.add_metric([w], n)
         yield per_worker
-        yield from self._task_states(state)
+        yield from self._task_states(node, state)
+        yield from self._task_metrics(node)
         store = GaugeMetricFamily("raftconnect_metadata_store_active", "The active metadata store", labels=["store"])
         store.add_metric([state.active_store], 1.0)
         yield store
 
-    @staticmethod
-    def _task_states(state: Any) -> Iterator[GaugeMetricFamily]:
-        """Tasks by reported state; only while the raft store is active (its statuses are in memory)."""
-        if state.active_store != "raft":
-            return
-        by_state: dict[str, int] = {}
-        for st in list(state.statuses.values()):
-            for t in list((st.get("tasks") or {}).values()):
-                by_state[t["state"]] = by_state.get(t["state"], 0) + 1
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states_cache: tuple[float, str, dict[str, int]] | None = None
+
+    def _task_states(self, node: Any, state: Any) -> Iterator[GaugeMetricFamily]:
+        """Tasks by reported state in the active store (raft: in memory; others: cached reads)."""
+        if state.active_store == "raft":
+            by_state = self._count_states(list(state.statuses.values()))
+        else:
+            with self._lock:
+                cached = self._states_cache
+                if cached and cached[1] == state.active_store and time.monotonic() - cached[0] < STATUS_CACHE_SECONDS:
+                    by_state = cached[2]
+                else:
+                    try:
+                        by_state = self._count_states(node.store.get_statuses(n) for n in node.store.connector_names())
+                    except Exception:  # store unreachable: leave the metric out rather than fail the scrape
+                        return
+                    self._states_cache = (time.monotonic(), state.active_store, by_state)
         g = GaugeMetricFamily("raftconnect_tasks", "Tasks by reported state", labels=["state"])
-        for s in ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"):
+        for s in TASK_STATES:
             g.add_metric([s], by_state.get(s, 0))
         yield g
+
+    @staticmethod
+    def _count_states(statuses) -> dict[str, int]:
+        by_state: dict[str, int] = {}
+        for st in statuses:
+            for t in list(((st or {}).get("tasks") or {}).values()):
+                by_state[t["state"]] = by_state.get(t["state"], 0) + 1
+        return by_state
+
+    @staticmethod
+    def _task_metrics(node: Any) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        """Per-task figures from the agents' heartbeats; on the active coordinator only."""
+        coordinator = node.coordinator
+        if coordinator is None or not coordinator.active:
+            return
+        reported = {w: dict((r or {}).get("tasks") or {}) for w, r in dict(coordinator.reported).items()}
+        labels = ["connector", "task", "worker"]
+        records = CounterMetricFamily("raftconnect_task_records", "Records done by the task since it started on "
+                                      "its worker (source: produced; sink: written and committed)", labels=labels)
+        batches = CounterMetricFamily("raftconnect_task_batches", "Micro-batches done by the task since it started "
+                                      "on its worker", labels=labels)
+        rate = GaugeMetricFamily("raftconnect_task_records_per_second", "Records per second over the last 30 s",
+                                 labels=labels)
+        last = GaugeMetricFamily("raftconnect_task_last_batch_seconds", "Duration of the task's last micro-batch",
+                                 labels=labels)
+        lag = GaugeMetricFamily("raftconnect_task_lag_records", "Consumer lag of a sink task: Kafka end offset "
+                                "minus committed position, summed over its partitions (when known)", labels=labels)
+        running = GaugeMetricFamily("raftconnect_task_running", "Tasks running on each worker by the state the "
+                                    "agent reports", labels=["worker", "state"])
+        for worker, tasks in sorted(reported.items()):
+            states: dict[str, int] = {}
+            for key, t in sorted(tasks.items()):
+                states[t.get("state", "UNKNOWN")] = states.get(t.get("state", "UNKNOWN"), 0) + 1
+                if "connector" not in t:
+                    continue
+                lv = [str(t["connector"]), str(t["task"]), worker]
+                records.add_metric(lv, float(t.get("records", 0)))
+                batches.add_metric(lv, float(t.get("batches", 0)))
+                rate.add_metric(lv, float(t.get("records_per_second", 0.0)))
+                last.add_metric(lv, float(t.get("last_batch_seconds", 0.0)))
+                if t.get("lag") is not None:
+                    lag.add_metric(lv, float(t["lag"]))
+            for st, n in sorted(states.items()):
+                running.add_metric([worker, st], n)
+        yield from (records, batches, rate, last, lag, running)
 
 
 _installed = False

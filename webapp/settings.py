@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from webapp.logconfig import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("RAFTCONNECT_DATA_DIR", BASE_DIR / "var" / "default")).resolve()
 
@@ -112,11 +114,6 @@ SPECTACULAR_SETTINGS = {
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("RAFTCONNECT_LOG_LEVEL", "INFO")},
-    "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
-}
+# plain text or JSON lines (RAFTCONNECT_LOG_FORMAT=json), credentials masked: webapp/logconfig.py
+LOGGING = logging_config(os.environ.get("RAFTCONNECT_LOG_FORMAT", "plain"),
+                         os.environ.get("RAFTCONNECT_LOG_LEVEL", "INFO"))

@@ -38,3 +38,70 @@ def test_metrics_need_authentication(api, client):
     del client.defaults["HTTP_AUTHORIZATION"]
     resp = client.get("/metrics")
     assert resp.status_code == 401 and resp.json()["error_code"] == 401
+
+
+def test_metrics_export_per_task_figures_that_agents_report_in_heartbeats(api, node):
+    """An agent's heartbeat carries its tasks' TaskMetrics; the leader exports them per task and worker."""
+    from webapp.connect.launcher import wait_for
+    from webapp.runtime.worker import TaskMetrics
+
+    member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}
+    tm = TaskMetrics()
+
+    def heartbeat():
+        running = {"generation": node.raft.state.assignment["generation"], "connectors": ["sink"],
+                   "tasks": {"sink-0": {"state": "RUNNING", "connector": "sink", "task": 0, **tm.as_json()}}}
+        return node.coordinator.heartbeat("w9", member, running)
+
+    heartbeat()
+    node.store.put_connector_config("sink", {"connector.class": "FileStreamSink", "topics": "t"})
+    node.coordinator.rebalance()
+    wait_for(lambda: node.raft.state.assignment["connectors"].get("sink") == "w9", 15, what="connector assigned")
+    node.store.put_task_configs("sink", [{"t": "0"}], worker_id="w9",
+                                generation=node.raft.state.assignment["generation"])
+    node.coordinator.rebalance()
+    wait_for(lambda: node.raft.state.assignment["tasks"].get("sink-0") == "w9", 15, what="task assigned")
+    node.store.put_status("sink", 0, {"state": "RUNNING", "trace": None}, worker_id="w9",
+                          generation=node.raft.state.assignment["generation"])
+    tm.batch_done(120, 0.25, (SourceOffset({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 120}),))
+    tm.lag = 30
+    heartbeat()
+
+    m = scrape(api)
+    task = {"connector": "sink", "task": "0", "worker": "w9"}
+    assert value(m["raftconnect_task_records"], **task) == 120
+    assert value(m["raftconnect_task_batches"], **task) == 1
+    assert value(m["raftconnect_task_records_per_second"], **task) > 0
+    assert value(m["raftconnect_task_last_batch_seconds"], **task) == 0.25
+    assert value(m["raftconnect_task_lag_records"], **task) == 30
+    assert value(m["raftconnect_task_running"], worker="w9", state="RUNNING") == 1
+    assert value(m["raftconnect_tasks"], state="RUNNING") == 1
+    assert value(m["raftconnect_tasks"], state="FAILED") == 0
+    assert value(m["raftconnect_worker_tasks"], worker="w9") == 1
+    assert value(m["raftconnect_raft_leader_changes"]) >= 1
+    assert value(m["raftconnect_raft_commit_lag"]) >= 0
+
+
+def test_lag_of_a_task_is_left_out_while_unknown(api, node):
+    from webapp.runtime.worker import TaskMetrics
+
+    running = {"generation": -1, "connectors": [], "tasks": {
+        "src-0": {"state": "RUNNING", "connector": "src", "task": 0, **TaskMetrics().as_json()}}}
+    node.coordinator.heartbeat("w8", {"rest_address": "127.0.0.1:9", "roles": ["worker"]}, running)
+    m = scrape(api)
+    assert value(m["raftconnect_task_records"], connector="src", worker="w8") == 0
+    assert not [s for s in m.get("raftconnect_task_lag_records", []) if s.labels.get("connector") == "src"]
+
+
+def test_every_exported_metric_is_documented_in_operations(api, node):
+    from pathlib import Path
+
+    from webapp.runtime.worker import TaskMetrics
+
+    node.coordinator.heartbeat("w7", {"rest_address": "127.0.0.1:9", "roles": ["worker"]}, {"tasks": {
+        "s-0": {"state": "RUNNING", "connector": "s", "task": 0, **TaskMetrics().as_json(), "lag": 1}}})
+    node.store.put_connector_config("doc", {"connector.class": "FileStreamSource"})
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "OPERATIONS.md").read_text()
+    names = [n for n in scrape(api) if n.startswith("raftconnect_") and not n.endswith("_created")]
+    assert "raftconnect_task_lag_records" in names and "raftconnect_store_write_seconds" in names
+    assert [n for n in names if f"`{n}" not in doc] == []

@@ -78,6 +78,29 @@ def wait_sink_total(client, name, total, timeout=240):
     wait_for(done, timeout, interval=0.5, what=f"{name} to consume {total} records")
 
 
+def assert_task_metrics(c, rows: int) -> None:
+    """The leader's /metrics shows what the agent reported in heartbeats: records per task and the sinks' lag."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def samples() -> dict[str, list]:
+        text = c.session.get(c.url + "/metrics", timeout=10).text
+        return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+    def of(m, family, connector):
+        return [s for s in m.get(family, []) if s.labels.get("connector") == connector]
+
+    def reported() -> bool:
+        m = samples()
+        sink = of(m, "raftconnect_task_records", "sink")
+        return (len(sink) == 2 and sum(s.value for s in sink) >= rows
+                and sum(s.value for s in of(m, "raftconnect_task_records", "src")) >= rows
+                and len(of(m, "raftconnect_task_lag_records", "sink")) == 2)
+    wait_for(reported, 60, interval=1.0, what="per-task records and sink lag in /metrics")
+    m = samples()
+    assert all(s.value >= 0 for s in of(m, "raftconnect_task_lag_records", "sink"))
+    assert not of(m, "raftconnect_task_lag_records", "src")  # lag is a sink figure
+
+
 def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
     node = start_node(tmp_path, kafka)
     try:
@@ -89,6 +112,7 @@ def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
         wait_sink_total(c, "sink", source.num_rows)
         report = verify_sink(source, tmp_path / "out")
         assert report.ok, report.problems
+        assert_task_metrics(c, source.num_rows)
 
         # pause: the sink stops consuming while more records arrive; resume catches up
         c.pause("sink")

@@ -16,12 +16,14 @@ import os
 import threading
 import time
 import traceback
+from collections import deque
 from typing import Any, Callable
 
 from webapp.connectors import registry
-from webapp.connectors.api import BatchResult, ConnectorTaskId, TaskContext, partition_key
+from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
+from .lag import SinkLagMonitor
 
 __all__ = ["Worker", "WorkerTask", "TaskMetrics"]
 
@@ -29,20 +31,63 @@ log = logging.getLogger(__name__)
 
 
 class TaskMetrics:
-    """Counters of one task: records and batches done, last batch time (seconds)."""
+    """Counters of one task, read by the heartbeat thread while the task thread updates them.
 
-    def __init__(self) -> None:
+    ``records`` and ``batches`` count since the task started here; the rate is over
+    the last :attr:`RATE_WINDOW` seconds (0 when idle that long); ``lag`` is the
+    consumer lag of a sink task in records (Kafka's end offset minus the committed
+    position, summed over its partitions; set by
+    :class:`~webapp.runtime.lag.SinkLagMonitor`), ``None`` while unknown.
+    ``sink_positions`` is ``{(topic, partition): next offset to read}`` as committed.
+    """
+
+    RATE_WINDOW = 30.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
         self.records = 0
         self.batches = 0
         self.last_batch_seconds = 0.0
-        self.started = time.monotonic()
+        self.started = clock()
+        self.sink_positions: dict[tuple[str, int], int] = {}
+        self.lag: int | None = None
+        self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
+
+    def batch_done(self, records: int, seconds: float, offsets: tuple[SourceOffset, ...] = ()) -> None:
+        """Count one committed batch of ``records`` that took ``seconds``; remember committed sink positions."""
+        now = self._clock()
+        with self._lock:
+            self.records += records
+            self.batches += 1
+            self.last_batch_seconds = seconds
+            self._samples.append((now, self.records))
+            while len(self._samples) > 2 and self._samples[1][0] <= now - self.RATE_WINDOW:
+                self._samples.popleft()
+            for o in offsets:
+                p = o.partition
+                if "kafka_topic" in p and "kafka_offset" in o.offset:
+                    self.sink_positions[(p["kafka_topic"], int(p["kafka_partition"]))] = int(o.offset["kafka_offset"])
+
+    def records_per_second(self) -> float:
+        """Records per second over about the last :attr:`RATE_WINDOW` seconds."""
+        now = self._clock()
+        with self._lock:
+            base_t, base_n = self._samples[0]
+            for t, n in self._samples:  # the newest sample at or before the window start
+                if t > now - self.RATE_WINDOW:
+                    break
+                base_t, base_n = t, n
+            return (self.records - base_n) / max(now - base_t, 1e-9)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"records", "batches", "last_batch_seconds", "records_per_second"}``."""
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        return {"records": self.records, "batches": self.batches,
-                "last_batch_seconds": round(self.last_batch_seconds, 3),
-                "records_per_second": round(self.records / elapsed, 1)}
+        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"]}``."""
+        out = {"records": self.records, "batches": self.batches,
+               "last_batch_seconds": round(self.last_batch_seconds, 3),
+               "records_per_second": round(self.records_per_second(), 1)}
+        if self.lag is not None:
+            out["lag"] = self.lag
+        return out
 
 
 class WorkerTask(threading.Thread):
@@ -128,9 +173,7 @@ class WorkerTask(threading.Thread):
                     continue
                 if result.offsets:
                     self.client.commit_offsets(self.task_id, self.generation, list(result.offsets))
-                self.metrics.records += result.records
-                self.metrics.batches += 1
-                self.metrics.last_batch_seconds = time.monotonic() - t0
+                self.metrics.batch_done(result.records, time.monotonic() - t0, tuple(result.offsets))
         except Fenced as exc:
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
             self.state = "FENCED"
@@ -187,6 +230,7 @@ class Worker:
         self._reconcile_thread: threading.Thread | None = None
         self._pending: dict[str, Any] | None = None  # newest view not yet applied
         self._pending_cv = threading.Condition()
+        self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics)
 
     def spark(self):
         """The agent's SparkSession, created on first use."""
@@ -202,6 +246,7 @@ class Worker:
         self._reconcile_thread.start()
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._hb_thread.start()
+        self.lag_monitor.start()
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop every task (bounded by ``timeout`` seconds) and leave the group."""
@@ -209,6 +254,7 @@ class Worker:
         with self._pending_cv:
             self._pending_cv.notify_all()
         self.stop_all(timeout)
+        self.lag_monitor.stop()
         try:
             self.client.leave()
         except Exception:
@@ -240,13 +286,18 @@ class Worker:
             t.stop()
         self.generation = -1  # accept whatever view comes next
 
+    def _task_metrics(self) -> list[TaskMetrics]:
+        with self._snapshot_lock:
+            return [t.metrics for t in self.tasks.values() if t.is_alive()]
+
     def running(self) -> dict[str, Any]:
         """What runs here: ``{"generation", "connectors": [...], "tasks": {key: {"state", metrics...}}}``."""
         with self._snapshot_lock:
             tasks = list(self.tasks.items())
             connectors = sorted(self.connectors)
         return {"generation": self.generation, "connectors": connectors,
-                "tasks": {k: {"state": t.state, **t.metrics.as_json()} for k, t in tasks if t.is_alive()}}
+                "tasks": {k: {"state": t.state, "connector": t.task_id.connector, "task": t.task_id.task,
+                              **t.metrics.as_json()} for k, t in tasks if t.is_alive()}}
 
     def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():

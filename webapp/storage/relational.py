@@ -132,7 +132,9 @@ def _lock_conflict(exc: BaseException) -> bool:
         return False
     cause = exc.__cause__ or exc
     code = cause.args[0] if getattr(cause, "args", None) else None
-    return code in (1213, 1205) or getattr(cause, "sqlstate", None) in ("40P01", "40001")
+    # Db2's CLI driver puts the state in the message only (SQL0911N deadlock or lock timeout: 40001)
+    return (code in (1213, 1205) or getattr(cause, "sqlstate", None) in ("40P01", "40001")
+            or "SQLSTATE=40001" in str(cause))
 
 
 def _key_hash(key: str) -> str:
@@ -239,10 +241,9 @@ class RelationalMetadataStore(MetadataStore):
     def __init__(self, name: str, url: str, fence: FenceCheck | None = None):
         self.name = name
         self.safe_url = redact_url(url)
-        self._settings = database_settings(url)
+        self._settings = self.settings_for_url(url)
         self._password = str(self._settings.get("PASSWORD") or "")
-        engine = self._settings["ENGINE"]
-        self.backend = next(b for b in ("postgresql", "oracle", "mysql") if b in engine)
+        self.backend = self.backend_for_engine(self._settings["ENGINE"])
         self.fence = fence
         self._term: int | None = None
         self._group = _GroupCommit(self)
@@ -253,8 +254,28 @@ class RelationalMetadataStore(MetadataStore):
         self._lock = threading.Lock()
         self._register(self.alias, self._settings)
 
+    # Hooks for plugin packages that reuse this store on another Django backend
+    # (plugins/raftconnect-db2-store): URL → settings, engine → backend name, the
+    # lease check's shared row lock per backend, whether prepare() creates the database.
+    #: ``SELECT ... <lock>`` of the writer-lease check, per backend (see module docstring).
+    LEASE_LOCKS: dict[str, str] = {"postgresql": "FOR SHARE", "mysql": "LOCK IN SHARE MODE",
+                                   # Oracle has no shared row lock: there the lease check serializes writers.
+                                   "oracle": "FOR UPDATE"}
+    #: backends whose database :meth:`prepare` creates when missing (others: the schema is the user's own).
+    CREATES_DATABASE = ("postgresql", "mysql")
+
+    @classmethod
+    def settings_for_url(cls, url: str) -> dict[str, Any]:
+        """Django ``DATABASES`` entry for ``url`` (default: :func:`database_settings`)."""
+        return database_settings(url)
+
+    @classmethod
+    def backend_for_engine(cls, engine: str) -> str:
+        """Backend name (a key of :attr:`LEASE_LOCKS`) for a Django ``ENGINE``."""
+        return next(b for b in ("postgresql", "oracle", "mysql") if b in engine)
+
     def __repr__(self) -> str:
-        return f"RelationalMetadataStore(name={self.name!r}, url={self.safe_url!r})"
+        return f"{type(self).__name__}(name={self.name!r}, url={self.safe_url!r})"
 
     # ------------------------------------------------------------ connections
     def _register(self, alias: str, cfg: dict[str, Any]) -> None:
@@ -324,8 +345,7 @@ class RelationalMetadataStore(MetadataStore):
         from .models import LEASE_ID, WriterLease
 
         table = connections[self.alias].ops.quote_name(WriterLease._meta.db_table)
-        # Oracle has no shared row lock: there the lease check serializes writers (FOR UPDATE).
-        lock = {"postgresql": "FOR SHARE", "mysql": "LOCK IN SHARE MODE", "oracle": "FOR UPDATE"}[self.backend]
+        lock = self.LEASE_LOCKS[self.backend]
         with connections[self.alias].cursor() as cur:
             cur.execute(f"SELECT term, read_only FROM {table} WHERE id = %s {lock}", [LEASE_ID])
             row = cur.fetchone()
@@ -396,7 +416,7 @@ class RelationalMetadataStore(MetadataStore):
                                         interactive=False))
 
     def _create_database(self) -> None:
-        if self.backend == "oracle":  # the schema is the user's own: nothing to create
+        if self.backend not in self.CREATES_DATABASE:  # Oracle, DB2: the schema is the user's own
             return
         admin = dict(self._settings, NAME="postgres" if self.backend == "postgresql" else "")
         alias = f"{self.alias}_admin"

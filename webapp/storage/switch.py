@@ -15,23 +15,27 @@ Owns three things:
 
   1. ``prepare``: build the target, migrate its schema, check it answers, take its
      writer lease, empty it.
-  2. ``copy``: from now on every write that lands in the source is mirrored to the
-     target (the same offset entries, or the name's whole state of the written
-     kinds re-read from the source), while every name is copied in batches read
-     without locks; a name written during its batch is copied again under its
-     stripe lock, which each write holds from source to mirror, so the target
-     never keeps an older value than the source.
-  3. ``verify``: every name is compared between source and target; a
-     difference is looked at again under the name's stripe lock (it may be a
-     write between its two steps) before it fails the switch. Per kind, counts
-     and a SHA-256 over the canonical values are recorded.
-  4. ``committed``: with writes held back for the duration of one Raft commit,
-     ``_commit_switch`` makes the target the active store. This log entry is the
+  2. ``copy``: from now on every write that lands in the source marks its name
+     (and the kinds it wrote) *pending*; the switch thread copies every name in
+     batches read without locks, and after each batch copies the pending names
+     again (re-read from the source, imported in one batch per kind set). Writes
+     are acknowledged after the source write alone, so they do not slow down
+     while the target catches up; a name is marked pending after its source
+     write, so a copy that read an older value is always followed by another.
+  3. ``verify``: pending names are caught up, then every name is compared
+     between source and target; a difference is looked at again under the
+     name's stripe lock (which each write holds from its source write to its
+     pending mark): a name still pending is copied first, and a difference that
+     remains fails the switch. Per kind, counts and a SHA-256 over the
+     canonical values are recorded.
+  4. ``committed``: pending names are caught up, then, with writes held back,
+     the last pending names are copied and ``_commit_switch`` makes the target
+     the active store. This log entry is the
      commit point: before it the switch can only roll back, after it only finish.
   5. ``completed``: the old store's lease is set read-only, so a deposed leader
      cannot write there any more.
 
-  Any error before the commit point (target unreachable, a mirror write failing,
+  Any error before the commit point (target unreachable, a catch-up copy failing,
   a verify mismatch, an operator's rollback) aborts: mirroring stops and the
   source stays active, having never stopped taking writes. A leader that finds a
   switch it is not running (the old leader died) aborts it if not committed and
@@ -69,6 +73,8 @@ log = logging.getLogger(__name__)
 #: Names copied and verified per batch (one stripe-lock set, one export and one import each).
 BATCH = 50
 _STRIPES = 64
+#: Catch-up rounds before the commit holds writes back (each copies what was written during the last).
+_CATCH_UP_ROUNDS = 5
 
 
 class SwitchError(Exception):
@@ -296,8 +302,8 @@ class StoreRouter(MetadataStore):
         self.gate = WriteGate()
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
         self._mirror: MetadataStore | None = None
-        self._dirty: set[str] = set()
-        self.mirror_error: BaseException | None = None
+        self._pending: dict[str, set[str]] = {}
+        self._pending_lock = threading.Lock()
         self._claimed: dict[str, int] = {}
         self._claim_lock = threading.Lock()
 
@@ -354,37 +360,45 @@ class StoreRouter(MetadataStore):
                 self.claim_store(store)
         return store
 
-    def take_dirty(self) -> set[str]:
-        """Names written (and mirrored) since the last call; resets the set.
+    def take_pending(self) -> dict[str, set[str]]:
+        """Names written since the last call while mirroring, with the kinds written; resets them.
 
-        The copy reads a batch without stripe locks. A name written while the
-        batch was read and imported is in the set taken after the import (the
-        flag is set after the source write), and is then copied again under its
-        stripe lock, so an older value imported by the batch never stays.
+        A write marks its name after its source write (under the name's stripe
+        lock), so a copy that reads the source after this call sees every write
+        whose mark it took; a write that lands later marks the name again.
         """
-        dirty, self._dirty = self._dirty, set()
-        return dirty
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+    def pending_count(self) -> int:
+        """How many names wait to be copied to the switch's target."""
+        return len(self._pending)
+
+    def discard_pending(self, name: str) -> set[str] | None:
+        """Remove ``name`` from the pending names; returns the kinds it was pending for, or ``None``."""
+        with self._pending_lock:
+            return self._pending.pop(name, None)
 
     def start_mirror(self, target: MetadataStore) -> None:
-        """From now on, mirror every write to ``target`` (call with the gate held exclusive)."""
-        self.mirror_error = None
+        """From now on, mark every write pending for ``target`` (call with the gate held exclusive)."""
+        self._pending = {}
         self._mirror = target
 
     def stop_mirror(self) -> None:
-        """Stop mirroring (call with the gate held exclusive, or when aborting)."""
+        """Stop marking writes (call with the gate held exclusive, or when aborting)."""
         self._mirror = None
+        self._pending = {}
 
     def _write(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
                offsets: list | None = None) -> Any:
-        """Run ``fn(active store)`` under the gate; while mirroring, bring ``name``'s ``kinds`` to the target.
+        """Run ``fn(active store)`` under the gate; while mirroring, mark ``name``'s ``kinds`` pending.
 
-        ``offsets``: for offset writes, the ``(partition, offset | None)`` entries
-        written; an external target then applies the same entries (unfenced
-        ``alter_offsets``) instead of re-reading all of the name's offsets.
+        ``offsets``: the offset entries written, for an offset write (timed as an offset commit).
         """
         t0 = time.monotonic()
         try:
-            return self._write_gated(name, kinds, fn, offsets)
+            return self._write_gated(name, kinds, fn)
         finally:
             took = time.monotonic() - t0
             active = self.active_name
@@ -392,39 +406,17 @@ class StoreRouter(MetadataStore):
             if offsets is not None:
                 OFFSET_COMMIT_SECONDS.labels(active).observe(took)
 
-    def _write_gated(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
-                     offsets: list | None) -> Any:
+    def _write_gated(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
         with self.gate.shared():
             store = self._writable()
-            mirror = self._mirror
-            if mirror is None:
+            if self._mirror is None:
                 return fn(store)
             with self.stripes([name]):
-                ok = False
                 try:
-                    result = fn(store)
-                    ok = True
-                    return result
-                finally:
-                    self._dirty.add(name)  # after the source write, before the mirror (see take_dirty)
-                    self._mirror_name(store, mirror, name, kinds, offsets if ok else None)
-
-    def _mirror_name(self, source: MetadataStore, mirror: MetadataStore, name: str, kinds: tuple[str, ...],
-                     offsets: list | None = None) -> None:
-        if self.mirror_error is not None or self._mirror is not mirror:
-            return
-        try:
-            if offsets is not None and kinds == ("offsets",) and mirror.external:
-                mirror.alter_offsets(name, offsets)
-                return
-            rec = source.get_connector(name) if "config" in kinds else None
-            statuses = source.get_statuses(name) if "statuses" in kinds else {}
-            offs = source.get_offsets(name) if "offsets" in kinds else []
-            mirror.import_name(NameSnapshot(name, rec, statuses, offs), kinds)
-        except Exception as exc:  # the switch thread sees this and aborts
-            log.warning("store switch: mirroring %s to %s failed: %s", name, mirror.name, exc)
-            self.mirror_error = exc
-            self._mirror = None
+                    return fn(store)
+                finally:  # even a failed write may have changed something: copy the name again
+                    with self._pending_lock:
+                        self._pending.setdefault(name, set()).update(kinds)
 
     # ------------------------------------------------------------ reads
     def connector_names(self) -> list[str]:
@@ -619,8 +611,6 @@ class SwitchManager:
             raise _Aborted("rolled back by an operator")
         if self.raft.term != term or not self.raft.is_leader:
             raise _Aborted("this node lost Raft leadership")
-        if self.router.mirror_error is not None:
-            raise _Aborted(f"mirroring a write to the target failed: {self.router.mirror_error}")
 
     def _hold(self, term: int) -> None:
         deadline = time.monotonic() + self.hold_seconds
@@ -657,11 +647,8 @@ class SwitchManager:
             for i in range(0, len(names), BATCH):
                 self._check(term)
                 chunk = names[i:i + BATCH]
-                router.take_dirty()
                 _import(target, _export(source, chunk))
-                for name in sorted(router.take_dirty() & set(chunk)):  # written meanwhile: copy again
-                    with router.stripes([name]):
-                        _import(target, _export(source, [name]))
+                self._catch_up(source, target)  # written meanwhile (this batch's names included): copy again
                 progress["names_copied"] = i + len(chunk)
                 if time.monotonic() - last >= self.progress_interval:
                     self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
@@ -677,13 +664,18 @@ class SwitchManager:
             digest = _Digest()
             for i in range(0, len(names), BATCH):
                 self._check(term)
+                self._catch_up(source, target)
                 chunk = names[i:i + BATCH]
                 a, b = _export(source, chunk), _export(target, chunk)
                 for sa, sb in zip(a, b):
                     ca, cb = canonical(sa), canonical(sb)
-                    if ca != cb:  # maybe a write between its source and mirror step: look again, locked
+                    if ca != cb:  # maybe written since the catch-up: look again with its writes held back
                         with router.stripes([sa.name]):
-                            ca = canonical(_export(source, [sa.name])[0])
+                            kinds = router.discard_pending(sa.name)
+                            snap = _export(source, [sa.name])
+                            if kinds:
+                                _import(target, snap, tuple(k for k in KINDS if k in kinds))
+                            ca = canonical(snap[0])
                             cb = canonical(_export(target, [sa.name])[0])
                     if ca != cb:
                         kinds = [k for k in KINDS if ca[k] != cb[k]]
@@ -694,10 +686,16 @@ class SwitchManager:
                     self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
                     last = time.monotonic()
             self._hold(term)
-            # 4. commit: the single log entry that changes the active store
+            # 4. commit: the single log entry that changes the active store. Catch up while
+            # writes flow, so that what is left to copy with writes held back is small.
+            for _ in range(_CATCH_UP_ROUNDS):
+                if router.pending_count() <= BATCH:
+                    break
+                self._catch_up(source, target)
             t0 = time.monotonic()
             with router.gate.exclusive():
                 self._check(term)
+                progress["names_caught_up_at_commit"] = self._catch_up(source, target)
                 self._propose("_commit_switch", term, switch_id, digest.result(), time.time())
                 router.stop_mirror()
             progress["commit_stall_ms"] = round((time.monotonic() - t0) * 1000, 1)
@@ -721,6 +719,25 @@ class SwitchManager:
             with self._lock:
                 if self._running == switch_id:
                     self._running = None
+
+    def _catch_up(self, source: MetadataStore, target: MetadataStore) -> int:
+        """Copy the names written since the last catch-up from ``source`` to ``target``; returns how many.
+
+        Reads the source without stripe locks: a write landing meanwhile marks
+        its name pending again, for the next catch-up (see :meth:`StoreRouter.take_pending`).
+        Names are imported in batches of :data:`BATCH`, grouped by the kinds written.
+
+        Errors: the stores' (:class:`StoreError`), which abort the switch.
+        """
+        pending = self.router.take_pending()
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name, kinds in pending.items():
+            groups.setdefault(tuple(k for k in KINDS if k in kinds), []).append(name)
+        for kinds, names in groups.items():
+            names.sort()
+            for i in range(0, len(names), BATCH):
+                _import(target, _export(source, names[i:i + BATCH]), kinds)
+        return len(pending)
 
     def _finish(self, switch_id: str, term: int, source: MetadataStore | None, progress: dict[str, Any],
                 t_start: float | None = None) -> None:
