@@ -118,6 +118,8 @@ export interface TaskMetric {
   batches: number;
   last_batch_seconds: number;
   records_per_second: number;
+  /** a sink task's consumer lag in records (null while unknown, and for sources) */
+  lag?: number | null;
 }
 
 /** Connect's ConfigKeyInfo (GET /connector-plugins/{plugin}/config; "definition" in validate). */

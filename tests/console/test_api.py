@@ -80,15 +80,15 @@ def test_task_metrics_come_from_heartbeats(api, node, tmp_path):
         "src-a-0": {"state": "RUNNING", "records": 1200, "batches": 3, "last_batch_seconds": 0.4,
                     "records_per_second": 300.0},
         "src-a-1": {"state": "RUNNING", "records": 800, "batches": 2, "last_batch_seconds": 0.5,
-                    "records_per_second": 200.0},
+                    "records_per_second": 200.0, "lag": 42},
         "other-0": {"state": "RUNNING", "records": 5, "batches": 1, "last_batch_seconds": 0.1,
                     "records_per_second": 1.0}}}
     node.coordinator.heartbeat("w1", {"rest_address": "127.0.0.1:9999", "roles": ["worker"]}, running)
 
     body = api.get("/raftconnect/v1/connectors/src-a/metrics").json()
     assert body["connector"] == "src-a" and body["records"] == 2000 and body["records_per_second"] == 500.0
-    assert [(t["task"], t["worker_id"], t["records"]) for t in body["tasks"]] == \
-        [(0, "127.0.0.1:9999", 1200), (1, "127.0.0.1:9999", 800)]
+    assert [(t["task"], t["worker_id"], t["records"], t["lag"]) for t in body["tasks"]] == \
+        [(0, "127.0.0.1:9999", 1200, None), (1, "127.0.0.1:9999", 800, 42)]
     everything = api.get("/raftconnect/v1/task-metrics").json()["tasks"]
     assert [(t["connector"], t["task"]) for t in everything] == [("other", 0), ("src-a", 0), ("src-a", 1)]
     missing = api.get("/raftconnect/v1/connectors/nope/metrics")

@@ -13,11 +13,12 @@
   ``{"connector", "tasks": [TaskMetrics], "records", "records_per_second"}``
   (404 for an unknown connector). A TaskMetrics is ``{"connector", "task",
   "worker_id" (REST address, as in status), "state", "records", "batches",
-  "last_batch_seconds", "records_per_second"}``: counters since the task last
-  started on its worker, as the agent reported them in its latest heartbeat
-  (at most one heartbeat interval old; ``records_per_second`` is the average
-  since start, clients derive current rates from successive ``records``).
-  Served by the leader, which receives the heartbeats.
+  "last_batch_seconds", "records_per_second", "lag"}``: what the agent reported
+  in its latest heartbeat (at most one heartbeat interval old; see
+  :class:`webapp.runtime.worker.TaskMetrics`): counts since the task last
+  started on its worker, its recent records/s, and a sink task's consumer lag
+  in records (``None`` while unknown or for a source). Served by the leader,
+  which receives the heartbeats (``/metrics`` exports the same figures).
 """
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def task_metrics(node: ConnectNode, connector: str | None = None) -> list[dict[s
             out.append({"connector": name, "task": int(task), "worker_id": address, "state": m.get("state"),
                         "records": m.get("records", 0), "batches": m.get("batches", 0),
                         "last_batch_seconds": m.get("last_batch_seconds", 0.0),
-                        "records_per_second": m.get("records_per_second", 0.0)})
+                        "records_per_second": m.get("records_per_second", 0.0), "lag": m.get("lag")})
     return sorted(out, key=lambda t: (t["connector"], t["task"]))
 
 

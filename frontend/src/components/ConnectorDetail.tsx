@@ -211,6 +211,7 @@ function Throughput({ name }: { name: string }) {
               <th>batches</th>
               <th>records/s</th>
               <th>last batch (s)</th>
+              <th>lag (records)</th>
             </tr>
           </thead>
           <tbody>
@@ -224,12 +225,13 @@ function Throughput({ name }: { name: string }) {
                   <td>{m.batches}</td>
                   <td>{r === null ? "…" : r.toFixed(1)}</td>
                   <td>{m.last_batch_seconds}</td>
+                  <td>{m.lag ?? "–"}</td>
                 </tr>
               );
             })}
             {metrics.data.tasks.length === 0 ? (
               <tr>
-                <td colSpan={6} className="muted">
+                <td colSpan={7} className="muted">
                   No running task of this connector has reported yet.
                 </td>
               </tr>
