@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos cluster clean frontend chromium
+.PHONY: setup demo test test-fast bench chaos cluster clean
 
 setup: $(STAMP) frontend chromium
 
@@ -19,6 +19,8 @@ $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproj
 	# Db2 stores: the plugin brings its own driver (ibm_db, with IBM's CLI driver in its wheel)
 	$(PY) -m pip install -q -e plugins/raftconnect-db2-store
 	touch $(STAMP)
+
+.PHONY: frontend frontend-test chromium
 
 # The browser console (frontend/): npm ci from the committed lock file, then vite build into frontend/dist,
 # which every node serves at /console/. Rebuilt when its sources change.
@@ -35,6 +37,10 @@ $(FRONTEND_DEPS): frontend/package.json frontend/package-lock.json
 frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
 	cd frontend && npm run build
 
+# the console's component tests (vitest), part of `make test`
+frontend-test: $(FRONTEND_DEPS)
+	cd frontend && npm test
+
 # The console's end-to-end tests drive Debian's chromium through Playwright (no browser download).
 chromium:
 	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -43,12 +49,10 @@ chromium:
 demo: setup
 	$(PY) manage.py demo
 
-test: setup
-	cd frontend && npm test
+test: setup frontend-test
 	$(PY) -m pytest -ra
 
-test-fast: setup
-	cd frontend && npm test
+test-fast: setup frontend-test
 	$(PY) -m pytest -ra -m "not integration"
 
 cluster: setup

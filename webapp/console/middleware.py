@@ -7,7 +7,7 @@ every node, before Django's URL routing: ``/console/`` is its ``index.html``
 cached forever. It also serves the installed apps' static files at
 ``STATIC_URL`` (the Django admin's stylesheets, which nothing else serves when
 ``DEBUG`` is off). The files are read when the process starts; a node started
-before the build serves :func:`webapp.console.views.not_built` instead.
+before the build answers ``/console/`` with :func:`webapp.console.views.not_built`.
 The files hold no data: the API they call requires authentication.
 """
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 from whitenoise.middleware import WhiteNoiseMiddleware
+
+from .views import not_built
 
 __all__ = ["ConsoleFilesMiddleware", "CONSOLE_DIST", "CONSOLE_PREFIX"]
 
@@ -43,3 +45,9 @@ class ConsoleFilesMiddleware(WhiteNoiseMiddleware):
             self.add_files(str(CONSOLE_DIST), prefix=CONSOLE_PREFIX)
         if not (self.use_finders or self.autorefresh):  # otherwise WhiteNoise already does (DEBUG)
             self.add_files_from_finders()
+        self.built = "/" + CONSOLE_PREFIX in self.files or self.autorefresh
+
+    def __call__(self, request):
+        if not self.built and request.path_info in ("/console", "/" + CONSOLE_PREFIX):
+            return not_built(request)
+        return super().__call__(request)
