@@ -62,12 +62,18 @@ class ClusterStateMachine(SyncObjConsumer):
         statuses: ``{name: {"connector": status, "tasks": {"i": status}}}`` where a status is
             ``{"state": .., "worker_id": .., "trace": str|None, "generation": int}``
         offsets: ``{name: {partition_key: [partition, offset]}}``
+        topics: ``{name: [topic, ..]}`` active topics (sorted), removed with the connector
         active_store: name of the store holding connector metadata (``raft`` or a
             configured store name); ``store_initialized`` once the first leader set it.
         switch: the latest store switch, or ``None``: ``{"id", "source", "target",
             "phase" (see :data:`SWITCH_PHASES`), "epoch", "started_at", "updated_at"
             (unix seconds, from the proposer), "progress": {..}, "error": str | None}``.
         previous_store: the store active before the last completed switch (rollback target).
+        restarts: ``{"name": seq, "name-i": seq}`` — restart requests (``POST .../restart``) per
+            connector instance and task, counted up by :meth:`_request_restart`. Coordination
+            state like the assignment (kept whatever store is active): the coordinator puts each
+            counter in the worker's view and the worker restarts an instance whose counter
+            changed since it started it.
 
     The connector metadata here is the ``raft`` store's. While another store is
     active it is not served and plain metadata writes are refused (the ``raft``
@@ -90,7 +96,9 @@ class ClusterStateMachine(SyncObjConsumer):
         self.connectors: dict[str, dict[str, Any]] = {}
         self.statuses: dict[str, dict[str, Any]] = {}
         self.offsets: dict[str, dict[str, list]] = {}
+        self.topics: dict[str, list[str]] = {}
         self.config_seq = 0
+        self.restarts: dict[str, int] = {}
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -113,6 +121,14 @@ class ClusterStateMachine(SyncObjConsumer):
     def connector_offsets(self, name: str) -> dict[str, list]:
         """``{partition_key: [partition, offset]}`` committed for ``name``."""
         return copy.deepcopy(self.offsets.get(name, {}))
+
+    def restart_seq(self, key: str) -> int:
+        """The restart counter of connector ``name`` or task ``name-i`` (0 when never restarted)."""
+        return self.restarts.get(key, 0)
+
+    def connector_topics(self, name: str) -> list[str]:
+        """Active topics of ``name`` (sorted copy)."""
+        return list(self.topics.get(name, []))
 
     def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
         """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.
@@ -187,7 +203,17 @@ class ClusterStateMachine(SyncObjConsumer):
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": dict(connectors), "tasks": dict(tasks), "assigned_at": assigned_at,
         }
+        # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
+        self.restarts = {k: v for k, v in self.restarts.items() if k in connectors or k in tasks}
         return {"ok": True, "generation": generation}
+
+    @replicated
+    def _request_restart(self, name: str, connector: bool, tasks: list[int]) -> dict[str, Any]:
+        """Count up the restart counters of the connector instance (if ``connector``) and of ``tasks``."""
+        keys = ([name] if connector else []) + [_task_key(name, int(t)) for t in tasks]
+        for key in keys:
+            self.restarts[key] = self.restarts.get(key, 0) + 1
+        return {"ok": True, "restarts": {k: self.restarts[k] for k in keys}}
 
     # -------------------------------------------------------- replicated: metadata
     @replicated
@@ -221,6 +247,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"Connector {name} not found", 404)
         del self.connectors[name]
         self.statuses.pop(name, None)
+        self.topics.pop(name, None)
         # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
         return {"ok": True}
 
@@ -292,6 +319,23 @@ class ClusterStateMachine(SyncObjConsumer):
             else:
                 offs[key] = [partition, offset]
         return {"ok": True, "committed": len(entries)}
+
+    @replicated
+    def _put_topics(self, name: str, topics: list[str]) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
+        if name in self.connectors:
+            self.topics[name] = sorted(set(self.topics.get(name, [])) | set(topics))
+        return {"ok": True}
+
+    @replicated
+    def _reset_topics(self, name: str) -> dict[str, Any]:
+        closed = self._raft_store_closed()
+        if closed:
+            return closed
+        self.topics.pop(name, None)
+        return {"ok": True}
 
     @replicated
     def _reset_offsets(self, name: str) -> dict[str, Any]:
@@ -387,14 +431,14 @@ class ClusterStateMachine(SyncObjConsumer):
         closed = self._raft_store_importable()
         if closed or self.active_store == STORE_RAFT:
             return closed or Rejected("the active metadata store raft cannot be cleared", 409)
-        self.connectors, self.statuses, self.offsets = {}, {}, {}
+        self.connectors, self.statuses, self.offsets, self.topics = {}, {}, {}, {}
         return {"ok": True}
 
     @replicated
     def _import_names(self, items: list[list]) -> dict[str, Any]:
         """Replace kinds of names, unfenced (the switch's copy and mirror).
 
-        ``items``: ``[[name, kinds, record | None, statuses, offsets]]`` where
+        ``items``: ``[[name, kinds, record | None, statuses, offsets, topics?]]`` where
         ``kinds`` ⊆ ``config``/``statuses``/``offsets``, ``record`` is
         ``{"config", "target_state", "tasks"}`` and ``offsets`` is
         ``[[partition_key, partition, offset]]``.
@@ -402,8 +446,13 @@ class ClusterStateMachine(SyncObjConsumer):
         closed = self._raft_store_importable()
         if closed:
             return closed
-        for name, kinds, record, statuses, offsets in items:
+        for name, kinds, record, statuses, offsets, *rest in items:  # entries logged before topics had 5 fields
             self._import_one(name, kinds, record, statuses, offsets)
+            if "statuses" in kinds:
+                if rest and rest[0]:
+                    self.topics[name] = sorted(set(rest[0]))
+                else:
+                    self.topics.pop(name, None)
         return {"ok": True, "imported": len(items)}
 
     def _import_one(self, name: str, kinds: list[str], record: dict[str, Any] | None,

@@ -85,6 +85,10 @@ STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Request bodies larger than this are refused (413) before a view parses them.
+# Kafka Connect's worker configs topic.tracking.enable / topic.tracking.allow.reset (KIP-558).
+TOPIC_TRACKING_ENABLE = os.environ.get("RAFTCONNECT_TOPIC_TRACKING_ENABLE", "true").lower() == "true"
+TOPIC_TRACKING_ALLOW_RESET = os.environ.get("RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET", "true").lower() == "true"
+
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1024 * 1024))
 
 REST_FRAMEWORK = {

@@ -196,7 +196,7 @@ def test_kill_9_mid_pipeline_loses_nothing(tmp_path, kafka, flights_slice):
         node.stop()
 
 
-def test_failed_task_shows_its_trace_in_status(tmp_path, kafka):
+def test_failed_task_shows_its_trace_and_runs_again_after_a_restart(tmp_path, kafka):
     bad = tmp_path / "bad.csv"
     # a well-formed start (the schema is inferred from it), then a row with the wrong number of columns
     bad.write_text("a,b\n" + "".join(f"{i},x{i}\n" for i in range(2000)) + "1,2,3,4\n")
@@ -210,5 +210,25 @@ def test_failed_task_shows_its_trace_in_status(tmp_path, kafka):
         assert st["worker_id"] == f"127.0.0.1:{node.rest_port}"
         # a failed task is not restarted silently
         assert c.status("bad")["tasks"][0]["state"] == "FAILED"
+
+        # the operator fixes the row (same length: the task's byte range stays valid) and restarts failed tasks
+        bad.write_text(bad.read_text().replace("1,2,3,4\n", "1,x2345\n"))
+        info = c.request("POST", "/connectors/bad/restart", params={"includeTasks": "true", "onlyFailed": "true"})
+        assert info["connector"]["state"] == "RUNNING" and info["tasks"][0]["state"] == "RESTARTING", info
+        size = bad.stat().st_size
+
+        left_failed = []
+
+        def caught_up():
+            task = c.status("bad")["tasks"][0]
+            if task["state"] != "FAILED":
+                left_failed.append(task["state"])  # the old FAILED stays until the worker reacts
+            assert not (left_failed and task["state"] == "FAILED"), task  # failing again would be a bug
+            positions = [o["offset"].get("position", 0) for o in c.offsets("bad")["offsets"]]
+            return task["state"] == "RUNNING" and positions and max(positions) == size
+
+        wait_for(caught_up, 120, what="the restarted task to read the rest of the file")
+        assert len(set(read_topic(kafka.bootstrap_servers, "bad"))) == 2001
+        assert c.request("GET", "/connectors/bad/topics") == {"bad": {"topics": ["bad"]}}  # recorded with commits
     finally:
         node.stop()

@@ -77,3 +77,18 @@ def test_state_survives_restart_from_journal(raft_dir):
         assert node.state.connector_offsets("c") == {"p": [{"f": 1}, {"position": 7}]}
     finally:
         node.destroy()
+
+
+def test_restart_counters_count_per_instance_and_are_dropped_with_the_assignment(raft_dir):
+    node = start(raft_dir, free_port())
+    try:
+        node.propose("_become_coordinator", node.term, "n1")
+        node.propose("_set_assignment", node.term, 1, {"c": "w1"}, {"c-0": "w1", "c-1": "w1"})
+        assert node.propose("_request_restart", "c", True, [1])["restarts"] == {"c": 1, "c-1": 1}
+        node.propose("_request_restart", "c", False, [0, 1])
+        st = node.state
+        assert (st.restart_seq("c"), st.restart_seq("c-0"), st.restart_seq("c-1"), st.restart_seq("x")) == (1, 1, 2, 0)
+        node.propose("_set_assignment", node.term, 2, {"c": "w2"}, {"c-0": "w2"})  # c-1 is gone
+        assert st.restarts == {"c": 1, "c-0": 1}
+    finally:
+        node.destroy()

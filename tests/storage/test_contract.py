@@ -219,6 +219,24 @@ def test_unreachable_store_is_unavailable_and_never_shows_the_password(kind, tmp
         close()
 
 
+def test_active_topics_are_added_reset_and_removed_with_the_connector(backend):
+    s, c, ghost = backend.store, unique("top"), unique("ghost")
+    s.put_connector_config(c, {"connector.class": "X"})
+    assert s.get_topics(c) == []
+    s.put_topics(c, ["t2", "t1"])
+    s.put_topics(c, ["t1", "t3"])  # idempotent union
+    assert s.get_topics(c) == ["t1", "t2", "t3"]
+    s.put_topics(ghost, ["t1"])  # no such connector: ignored, not an error
+    assert s.get_topics(ghost) == []
+    s.reset_topics(c)
+    assert s.get_topics(c) == []
+    s.put_topics(c, ["t4"])
+    s.remove_connector_config(c)
+    assert s.get_topics(c) == []
+    s.put_connector_config(c, {"connector.class": "X"})  # a re-created connector starts without topics
+    assert s.get_topics(c) == []
+
+
 # ---------------------------------------------------------------- switch support
 def test_import_then_export_gives_the_snapshot_back(backend):
     from webapp.storage.base import NameSnapshot
@@ -228,8 +246,10 @@ def test_import_then_export_gives_the_snapshot_back(backend):
     snap = NameSnapshot(name, ConnectorRecord(name, {"connector.class": "X", "k": "ü"}, "PAUSED", [{"t": "0"}, {"t": "1"}]),
                         {"connector": {"state": "RUNNING", "trace": None, "worker_id": "w1", "generation": 3},
                          "tasks": {"1": {"state": "FAILED", "trace": "boom", "worker_id": "w2", "generation": 4}}},
-                        [SourceOffset({"file": "a"}, {"position": 10}), SourceOffset({"file": "b"}, {"position": 2})])
+                        [SourceOffset({"file": "a"}, {"position": 10}), SourceOffset({"file": "b"}, {"position": 2})],
+                        ["orders", "audit"])
     s.import_name(snap)
+    assert s.get_topics(name) == ["audit", "orders"]
     assert canonical(s.export_name(name)) == canonical(snap)
     assert name in s.connector_names() and name in s.offset_names() and name in s.all_names()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webapp.connectors import registry
+from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
 
 __all__ = [
@@ -95,12 +96,15 @@ class Herder:
             (used to show ``worker_id`` as Connect does, host:port).
         assignment: callable returning the committed assignment (see ClusterStateMachine).
         poke: called after every write so the coordinator acts at once.
+        restarts: ``restarts(name, connector: bool, tasks: list[int])`` commits a restart
+            request (see ``ClusterStateMachine._request_restart``); ``None``: restarts refused (503).
     """
 
     store: MetadataStore
     members: Any
     assignment: Any
     poke: Any = None
+    restarts: Any = None
 
     # ------------------------------------------------------------ validation
     def validate_config(self, name: str, config: dict[str, str]) -> registry.PluginDesc:
@@ -113,6 +117,8 @@ class Herder:
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
         errors = plugin.cls().validate(config)
+        for key, errs in auto_restart_errors(config).items():
+            errors.setdefault(key, []).extend(errs)
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:
@@ -258,3 +264,223 @@ class Herder:
         self._record(name)
         return {"offsets": [{"partition": dict(o.partition), "offset": dict(o.offset)}
                             for o in self.store.get_offsets(name)]}
+
+    # ------------------------------------------------- issue 5: more of Connect's REST API
+    def connector_patch_config(self, *, name: str, patch: Any) -> dict[str, Any]:
+        """Merge ``patch`` into the connector's config (``PATCH /connectors/{name}/config``); returns its info.
+
+        A ``null`` value removes the key. The merged config is validated like a PUT.
+        Errors: :class:`NotFoundError`, :class:`BadRequest` (body, values, name, config).
+        """
+        rec = self._record(name)
+        if not isinstance(patch, dict):
+            raise BadRequest("Connector configuration must be a JSON object of string keys and values")
+        removed = {k for k, v in patch.items() if v is None}
+        kept = _check_config_map({k: v for k, v in patch.items() if v is not None})
+        if "name" in removed:
+            raise BadRequest("Connector configuration may not remove the key name")
+        if "name" in kept and kept["name"] != name:
+            raise BadRequest(f"Connector name configuration ({kept['name']}) doesn't match connector name in the URL ({name})")
+        config = {k: v for k, v in {**rec.config, **kept}.items() if k not in removed}
+        config["name"] = name
+        self.validate_config(name, config)
+        self.store.put_connector_config(name, config)
+        self._poke()
+        return self.connector_info(name)
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        """Connect's TaskState ``{"id", "state", "worker_id", "trace"?}``.
+
+        Errors: :class:`NotFoundError` ``No status found for task {name}-{task}`` for an
+        unknown connector or task (as Connect).
+        """
+        rec = self.store.get_connector(name)
+        if rec is None or rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+            raise NotFoundError(f"No status found for task {name}-{task}")
+        for t in self.connector_status(name)["tasks"]:
+            if t["id"] == task:
+                return t
+        raise NotFoundError(f"No status found for task {name}-{task}")
+
+    def _request_restart(self, name: str, connector: bool, tasks: list[int]) -> None:
+        if self.restarts is None:
+            raise ConnectRestError("Restarts are not available on this node", 503)
+        if connector or tasks:
+            self.restarts(name, connector, tasks)
+            self._poke()
+
+    def connector_restart(self, *, name: str, include_tasks: bool = False, only_failed: bool = False
+                          ) -> dict[str, Any] | None:
+        """Restart the connector instance and/or its tasks (``POST /connectors/{name}/restart``).
+
+        Connect's RestartRequest: the connector instance restarts if ``not only_failed``
+        or it is FAILED; each task restarts if ``include_tasks`` and (``not only_failed``
+        or it is FAILED). The request is committed in Raft (a restart counter per
+        instance) and the owning worker restarts the instances whose counter changed.
+
+        Returns ``None`` when both flags are false (only the connector restarts; Connect
+        answers 204), else the ConnectorStateInfo with RESTARTING for every instance to
+        restart (Connect answers 202). Errors: :class:`NotFoundError`
+        (``Unknown connector: name``; ``Status for connector name not found`` when it
+        never reported a status).
+        """
+        if self.store.get_connector(name) is None:
+            raise NotFoundError(f"Unknown connector: {name}")
+        if not include_tasks and not only_failed:
+            self._request_restart(name, True, [])
+            return None
+        if self.store.get_statuses(name).get("connector") is None:
+            raise NotFoundError(f"Status for connector {name} not found")
+        info = self.connector_status(name)
+        restart_connector = not only_failed or info["connector"]["state"] == "FAILED"
+        tasks = [t["id"] for t in info["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        self._request_restart(name, restart_connector, tasks)
+        if restart_connector:
+            info["connector"] = {**{k: v for k, v in info["connector"].items() if k != "trace"}, "state": "RESTARTING"}
+        info["tasks"] = [{**{k: v for k, v in t.items() if k != "trace"}, "state": "RESTARTING"}
+                         if t["id"] in tasks else t for t in info["tasks"]]
+        return info
+
+    def task_restart(self, *, name: str, task: int) -> None:
+        """Restart one task (``POST /connectors/{name}/tasks/{task}/restart``).
+
+        Errors: :class:`NotFoundError` ``Unknown connector: name`` / ``Unknown task: name-task``.
+        """
+        rec = self.store.get_connector(name)
+        if rec is None:
+            raise NotFoundError(f"Unknown connector: {name}")
+        if rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+            raise NotFoundError(f"Unknown task: {name}-{task}")
+        self._request_restart(name, False, [task])
+
+    # offsets (KIP-875)
+    def _require_stopped(self, name: str) -> ConnectorRecord:
+        rec = self._record(name)
+        if rec.target_state != "STOPPED":
+            raise BadRequest("Connectors must be in the STOPPED state before their offsets can be modified. This can be "
+                             f"done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' "
+                             "endpoint")
+        return rec
+
+    def connector_alter_offsets(self, *, name: str, body: Any) -> dict[str, str]:
+        """``PATCH /connectors/{name}/offsets`` with Connect's ConnectorOffsets body; returns its Message.
+
+        Sink connectors name partitions ``{"kafka_topic", "kafka_partition"}`` with
+        offsets ``{"kafka_offset"}``; source connectors any maps. A ``null`` offset
+        removes the partition. Nothing is written unless every entry is valid.
+        Errors: :class:`NotFoundError`, :class:`BadRequest` (not STOPPED, body).
+        """
+        rec = self._require_stopped(name)
+        entries = parse_offsets_body(body, sink=self._type(rec) == "sink")
+        self.store.alter_offsets(name, entries)
+        return {"message": "The offsets for this connector have been altered successfully"}
+
+    def connector_reset_offsets(self, *, name: str) -> dict[str, str]:
+        """``DELETE /connectors/{name}/offsets``: remove every committed offset; returns Connect's Message.
+
+        Errors: :class:`NotFoundError`, :class:`BadRequest` (not STOPPED).
+        """
+        self._require_stopped(name)
+        self.store.reset_offsets(name)
+        return {"message": "The offsets for this connector have been reset successfully"}
+
+    # active topics (KIP-558)
+    def connector_active_topics(self, name: str) -> dict[str, Any]:
+        """Connect's ActiveTopicsInfo for ``GET /connectors/{name}/topics``: ``{name: {"topics": [...]}}``.
+
+        As in Connect, a connector that does not exist has no active topics (not 404).
+        """
+        return {name: {"topics": self.store.get_topics(name)}}
+
+    def connector_reset_active_topics(self, *, name: str) -> None:
+        """Forget the connector's active topics (``PUT /connectors/{name}/topics/reset``); tasks record
+        them again as they use them."""
+        self.store.reset_topics(name)
+
+    # plugins
+    def validate_plugin_config(self, *, plugin_name: str, config: Any) -> dict[str, Any]:
+        """``PUT /connector-plugins/{plugin_name}/config/validate``: Connect's ConfigInfos of ``config``.
+
+        Errors: :class:`BadRequest` when the body is not a string map, names no
+        ``connector.class``, names an unknown one, or one that does not match
+        ``plugin_name`` (compared as Connect does: without a ``Connector`` suffix, by suffix).
+        """
+        from webapp.connect import plugins
+
+        config = _check_config_map(config)
+        included = config.get("connector.class")
+
+        def normalized(n: str) -> str:
+            return n[: -len("Connector")] if n.endswith("Connector") and len(n) > len("Connector") else n
+
+        if included is not None and not normalized(included).endswith(normalized(plugin_name)):
+            raise BadRequest(f"Included connector type {included} does not match request type {plugin_name}")
+        if not included:
+            raise BadRequest(f"Connector config {config} contains no connector type")
+        try:
+            plugin = registry.resolve(included)
+        except registry.UnknownPlugin as exc:
+            raise BadRequest(str(exc)) from exc
+        errors = {k: list(v) for k, v in plugin.cls().validate(config).items()}
+        for key, errs in auto_restart_errors(config).items():
+            errors.setdefault(key, []).extend(errs)
+        tasks_max = config.get("tasks.max", "1")
+        try:
+            if int(tasks_max) < 1:
+                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
+        except ValueError:
+            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        return plugins.validate(config, errors, included, plugin.cls.config_def)
+
+
+def parse_offsets_body(body: Any, *, sink: bool) -> list[tuple[dict, dict | None]]:
+    """Check a ConnectorOffsets request body; returns ``[(partition, offset | None)]``.
+
+    Messages follow Kafka Connect's (``Worker.modifyConnectorOffsets``, ``SinkUtils``).
+    Errors: :class:`BadRequest`.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("offsets"), list) or not body["offsets"]:
+        raise BadRequest("Partitions / offsets need to be provided for an alter offsets request")
+    out: list[tuple[dict, dict | None]] = []
+    for item in body["offsets"]:
+        if not isinstance(item, dict) or set(item) - {"partition", "offset"}:
+            raise BadRequest("Each offset entry must be an object with the keys 'partition' and 'offset'")
+        partition, offset = item.get("partition"), item.get("offset")
+        if not isinstance(partition, dict) or not partition:
+            raise BadRequest("The partition of each offset entry must be a non-empty JSON object")
+        if offset is not None and not isinstance(offset, dict):
+            raise BadRequest("The offset of each offset entry must be a JSON object or null")
+        if sink:
+            if "kafka_topic" not in partition or "kafka_partition" not in partition:
+                raise BadRequest("The partition for a sink connector offset must contain the keys 'kafka_topic' and "
+                                 "'kafka_partition'")
+            topic = partition["kafka_topic"]
+            if not isinstance(topic, str) or not topic:
+                raise BadRequest("Kafka topic names must be valid strings")
+            part = _whole_number(partition["kafka_partition"], "Kafka partitions must be valid numbers")
+            if part < 0:
+                raise BadRequest("Kafka partitions must be greater than or equal to 0")
+            partition = {"kafka_topic": topic, "kafka_partition": part}
+            if offset is not None:
+                if "kafka_offset" not in offset:
+                    raise BadRequest("The offset for a sink connector should either be null or contain the key "
+                                     "'kafka_offset'")
+                value = _whole_number(offset["kafka_offset"], "Kafka offsets must be valid numbers")
+                if value < 0:
+                    raise BadRequest("Kafka offsets must be greater than or equal to 0")
+                offset = {"kafka_offset": value}
+        out.append((dict(partition), dict(offset) if offset is not None else None))
+    return out
+
+
+def _whole_number(value: Any, message: str) -> int:
+    if isinstance(value, bool):
+        raise BadRequest(message)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise BadRequest(message)

@@ -163,7 +163,9 @@ class ConnectNode:
                                             session_timeout_ms=o.session_timeout_ms,
                                             leader_weight_cap=o.leader_weight_cap)
         self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
-                             assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke)
+                             assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke,
+                             restarts=lambda name, connector, tasks: self.raft.propose(
+                                 "_request_restart", name, connector, list(tasks)))
         if not self.raft.wait_ready(ready_timeout):
             raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
         self._init_metadata_store(wanted, ready_timeout)

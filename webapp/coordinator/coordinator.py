@@ -218,10 +218,11 @@ class GroupCoordinator:
         """What ``worker_id`` must run now (JSON), from the committed assignment.
 
         Shape: ``{"worker_id", "generation", "epoch", "connectors": {name:
-        {"config", "target_state", "generation", "tasks": [task configs]}},
+        {"config", "target_state", "generation", "tasks": [task configs], "restart"}},
         "tasks": {"name-i": {"connector", "task", "config", "target_state",
-        "generation"}}}``. A task's ``config`` is the connector config overlaid
-        with the task config.
+        "generation", "restart"}}}``. A task's ``config`` is the connector config overlaid
+        with the task config; ``restart`` is the instance's restart counter in Raft
+        (the worker restarts an instance when it changes).
         """
         a = self.raft.state.assignment
         view: dict[str, Any] = {"worker_id": worker_id, "generation": a["generation"], "epoch": a["epoch"],
@@ -238,7 +239,8 @@ class GroupCoordinator:
             if owner == worker_id and rec is not None:
                 view["connectors"][name] = {"config": rec.config, "target_state": rec.target_state,
                                             "generation": a["assigned_at"].get(name, a["generation"]),
-                                            "tasks": rec.tasks}
+                                            "tasks": rec.tasks,
+                                            "restart": self.raft.state.restart_seq(name)}
         for key, owner in a["tasks"].items():
             if owner != worker_id:
                 continue
@@ -249,7 +251,8 @@ class GroupCoordinator:
             view["tasks"][key] = {"connector": name, "task": int(num),
                                   "config": {**rec.config, **rec.tasks[int(num)]},
                                   "target_state": rec.target_state,
-                                  "generation": a["assigned_at"].get(key, a["generation"])}
+                                  "generation": a["assigned_at"].get(key, a["generation"]),
+                                  "restart": self.raft.state.restart_seq(key)}
         return view
 
     def dispatch(self, force: bool = False) -> None:

@@ -120,8 +120,12 @@ class ControlPlaneClient:
         data = self.call("GET", f"/raftconnect/v1/internal/connectors/{connector}/offsets")
         return [SourceOffset(p, o) for p, o in data["offsets"]]
 
-    def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset]) -> None:
-        """Commit one batch's offsets (fenced)."""
-        self.call("POST", f"/raftconnect/v1/internal/connectors/{task_id.connector}/offsets",
-                  {"worker_id": self.worker_id, "generation": generation, "task": task_id.task,
-                   "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]})
+    def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset],
+                       topics: list[str] | None = None) -> None:
+        """Commit one batch's offsets (fenced); ``topics``: Kafka topics the batch produced to or consumed
+        from, which the leader records as the connector's active topics."""
+        body = {"worker_id": self.worker_id, "generation": generation, "task": task_id.task,
+                "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
+        if topics:
+            body["topics"] = sorted(set(topics))
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{task_id.connector}/offsets", body)

@@ -24,10 +24,21 @@ from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, Ta
 
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .lag import SinkLagMonitor
+from .restart import AutoRestartPolicy, RestartTracker
 
-__all__ = ["Worker", "WorkerTask", "TaskMetrics"]
+__all__ = ["Worker", "WorkerTask", "TaskMetrics", "batch_topics"]
 
 log = logging.getLogger(__name__)
+
+
+def batch_topics(config: dict[str, str], result: BatchResult) -> list[str]:
+    """Kafka topics one batch used (Connect's active topics): a sink's come from the
+    ``kafka_topic`` of its committed partitions, a source's from its ``topic`` config
+    when the batch produced records."""
+    topics = {str(o.partition["kafka_topic"]) for o in result.offsets if "kafka_topic" in o.partition}
+    if not topics and result.records and config.get("topic"):
+        topics.add(config["topic"])
+    return sorted(topics)
 
 
 class TaskMetrics:
@@ -107,11 +118,13 @@ class WorkerTask(threading.Thread):
         kafka_config: librdkafka settings.
         work_dir: scratch directory root of the agent.
         idle_backoff: seconds to wait after a batch that had nothing to do.
+        restart_seq: the task's restart counter in the view it was started from (see
+            ``GroupCoordinator.worker_view``); a different counter in a later view restarts it.
     """
 
     def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
                  client: ControlPlaneClient, spark: Callable[[], Any], kafka_config: dict[str, str],
-                 work_dir: str, idle_backoff: float = 0.5):
+                 work_dir: str, idle_backoff: float = 0.5, restart_seq: int = 0):
         super().__init__(name=f"task-{task_id}", daemon=True)
         self.task_id = task_id
         self.config = config
@@ -122,6 +135,7 @@ class WorkerTask(threading.Thread):
         self.kafka_config = kafka_config
         self.work_dir = work_dir
         self.idle_backoff = idle_backoff
+        self.restart_seq = restart_seq
         self.metrics = TaskMetrics()
         self.state = "UNASSIGNED"
         self._stop_event = threading.Event()
@@ -172,7 +186,8 @@ class WorkerTask(threading.Thread):
                     self._wake.clear()
                     continue
                 if result.offsets:
-                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets))
+                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets),
+                                               topics=batch_topics(self.config, result))
                 self.metrics.batch_done(result.records, time.monotonic() - t0, tuple(result.offsets))
         except Fenced as exc:
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
@@ -231,6 +246,7 @@ class Worker:
         self._pending: dict[str, Any] | None = None  # newest view not yet applied
         self._pending_cv = threading.Condition()
         self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics)
+        self.restart_tracker = RestartTracker()
 
     def spark(self):
         """The agent's SparkSession, created on first use."""
@@ -369,13 +385,17 @@ class Worker:
                     self.connectors.pop(name)
         for name, c in wanted.items():
             have = self.connectors.get(name)
-            fresh = have is None or have["config"] != c["config"] or have["generation"] != c["generation"]
+            fresh = have is None or have["config"] != c["config"] or have["generation"] != c["generation"] \
+                or have.get("restart", 0) != c.get("restart", 0)
             if not fresh and have["target_state"] == c["target_state"] and have["tasks"] == c["tasks"]:
                 continue
             with self._snapshot_lock:
                 self.connectors[name] = {"config": c["config"], "generation": c["generation"],
-                                         "target_state": c["target_state"], "tasks": c["tasks"]}
+                                         "target_state": c["target_state"], "tasks": c["tasks"],
+                                         "restart": c.get("restart", 0)}
             try:
+                if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != "STOPPED":
+                    self.client.report_status(name, None, c["generation"], "RESTARTING")
                 if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
                     plugin = registry.resolve(c["config"].get("connector.class", ""))
                     connector = plugin.cls()
@@ -402,14 +422,30 @@ class Worker:
         for key in list(self.tasks):
             t = self.tasks[key]
             w = wanted.get(key)
-            if w is None or w["generation"] != t.generation or w["config"] != t.config or not t.is_alive():
-                if w is not None and not t.is_alive() and t.state == "FAILED" and w["generation"] == t.generation \
-                        and w["config"] == t.config:
-                    continue  # failed tasks are not restarted silently
+            if w is None:
+                self.restart_tracker.forget(key)
+            restart = w is not None and w.get("restart", 0) != t.restart_seq  # an operator's restart request
+            if w is None or w["generation"] != t.generation or w["config"] != t.config or not t.is_alive() or restart:
+                if w is not None and not restart and not t.is_alive() and t.state == "FAILED" \
+                        and w["generation"] == t.generation and w["config"] == t.config:
+                    # failed tasks are not restarted silently, unless the connector opted in
+                    policy = AutoRestartPolicy.from_config(t.config)
+                    if not policy.enabled or not self.restart_tracker.failed(key, t, policy, t.metrics.started):
+                        continue
+                    log.warning("task %s: automatic restart after %d failure(s)", key,
+                                self.restart_tracker.failures(key))
+                    restart = True
+                elif restart:
+                    self.restart_tracker.forget(key)
                 t.stop()
                 t.join(60)
                 with self._snapshot_lock:
                     del self.tasks[key]
+                if restart and w["target_state"] != "STOPPED":
+                    try:
+                        self.client.report_status(w["connector"], w["task"], w["generation"], "RESTARTING")
+                    except Exception:
+                        log.exception("could not report RESTARTING for %s", key)
         for key, w in wanted.items():
             t = self.tasks.get(key)
             if t is not None:
@@ -418,7 +454,8 @@ class Worker:
                 continue
             t = WorkerTask(task_id=ConnectorTaskId(w["connector"], w["task"]), config=w["config"],
                            generation=w["generation"], target_state=w["target_state"], client=self.client,
-                           spark=self.spark, kafka_config=self.kafka_config, work_dir=self.data_dir)
+                           spark=self.spark, kafka_config=self.kafka_config, work_dir=self.data_dir,
+                           restart_seq=w.get("restart", 0))
             with self._snapshot_lock:
                 self.tasks[key] = t
             t.start()

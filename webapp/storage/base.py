@@ -111,12 +111,15 @@ class NameSnapshot:
         statuses: ``{"connector": status | None, "tasks": {"<i>": status}}`` as
             :meth:`StatusBackingStore.get_statuses` returns it.
         offsets: committed offsets, in any order.
+        topics: the connector's active topics (:meth:`StatusBackingStore.get_topics`); they
+            travel with the ``statuses`` kind, as Connect keeps them in its status store.
     """
 
     name: str
     record: ConnectorRecord | None
     statuses: dict[str, Any]
     offsets: list[SourceOffset]
+    topics: list[str] = field(default_factory=list)
 
 
 class ConfigBackingStore(ABC):
@@ -183,6 +186,24 @@ class StatusBackingStore(ABC):
     def get_statuses(self, name: str) -> dict[str, Any]:
         """``{"connector": status | None, "tasks": {"<i>": status}}``."""
 
+    # Active topics (Connect's KIP-558 ``TopicStatus`` records, names only).
+    @abstractmethod
+    def put_topics(self, name: str, topics: list[str]) -> None:
+        """Add ``topics`` to the connector's active topics (idempotent; written by the leader when a
+        task reports it used them). A connector that does not exist is ignored, so a late report
+        cannot resurrect a deleted connector's topics. Removed with the connector.
+
+        Errors: :class:`StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def get_topics(self, name: str) -> list[str]:
+        """The connector's active topics, sorted (empty when none or no such connector)."""
+
+    @abstractmethod
+    def reset_topics(self, name: str) -> None:
+        """Forget every active topic of ``name``. Errors: :class:`StoreUnavailable`."""
+
 
 class OffsetBackingStore(ABC):
     """Source offsets and sink positions (Connect's ``OffsetBackingStore``)."""
@@ -245,7 +266,8 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
 
     def export_name(self, name: str) -> NameSnapshot:
         """Everything held under ``name`` (see :class:`NameSnapshot`); an empty snapshot when nothing is."""
-        return NameSnapshot(name, self.get_connector(name), self.get_statuses(name), self.get_offsets(name))
+        return NameSnapshot(name, self.get_connector(name), self.get_statuses(name), self.get_offsets(name),
+                            self.get_topics(name))
 
     @abstractmethod
     def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
@@ -254,8 +276,8 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
         Unfenced (the store switch copies what the source store already
         accepted) but subject to :meth:`claim`. ``config`` with
         ``snapshot.record=None`` removes the connector (config, target state and
-        task configs); ``statuses`` and ``offsets`` replace all of the name's
-        statuses or offsets with the snapshot's (empty removes them). One
+        task configs); ``statuses`` (with ``snapshot.topics``) and ``offsets`` replace all of the name's
+        statuses and active topics, or offsets with the snapshot's (empty removes them). One
         transaction where the backend has them.
 
         Errors: :class:`StoreUnavailable`, :class:`LeaseLost`.

@@ -13,12 +13,13 @@ Shapes:
         :func:`webapp.connectors.api.partition_key` of ``partition`` and
         ``key_hash`` its SHA-256 (hex), which carries the uniqueness (a long
         partition key could not be indexed on MySQL).
+    ActiveTopic: one row per topic a connector's tasks used (Connect's KIP-558 active topics).
 """
 from __future__ import annotations
 
 from django.db import models
 
-__all__ = ["Connector", "Status", "Offset", "WriterLease", "CONNECTOR_TASK", "LEASE_ID"]
+__all__ = ["Connector", "Status", "Offset", "ActiveTopic", "WriterLease", "CONNECTOR_TASK", "LEASE_ID"]
 
 #: ``Status.task`` of the connector instance's own status.
 CONNECTOR_TASK = -1
@@ -66,6 +67,17 @@ class Offset(models.Model):
         app_label = "storage"
         constraints = [models.UniqueConstraint(fields=["connector", "key_hash"],
                                                name="storage_offset_unique_partition")]
+
+
+class ActiveTopic(models.Model):
+    """A topic one of the connector's tasks produced to or consumed from (removed with the connector)."""
+
+    connector = models.CharField(max_length=255)
+    topic = models.CharField(max_length=255)  # Kafka topic names are at most 249 characters
+
+    class Meta:
+        app_label = "storage"
+        constraints = [models.UniqueConstraint(fields=["connector", "topic"], name="storage_activetopic_unique")]
 
 
 class WriterLease(models.Model):

@@ -81,6 +81,15 @@ class RaftMetadataStore(MetadataStore):
     def get_statuses(self, name: str) -> dict[str, Any]:
         return self.raft.state.status(name)
 
+    def put_topics(self, name: str, topics: list[str]) -> None:
+        self._propose("_put_topics", name, sorted(set(topics)))
+
+    def get_topics(self, name: str) -> list[str]:
+        return self.raft.state.connector_topics(name)
+
+    def reset_topics(self, name: str) -> None:
+        self._propose("_reset_topics", name)
+
     # offsets
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return [SourceOffset(p, o) for p, o in self.raft.state.connector_offsets(name).values()]
@@ -115,7 +124,7 @@ class RaftMetadataStore(MetadataStore):
             record = None if rec is None else {"config": dict(rec.config), "target_state": rec.target_state,
                                                "tasks": [dict(t) for t in rec.tasks]}
             offsets = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in snap.offsets]
-            items.append([snap.name, list(kinds), record, snap.statuses, offsets])
+            items.append([snap.name, list(kinds), record, snap.statuses, offsets, sorted(set(snap.topics))])
         if items:
             self._propose("_import_names", items)
 

@@ -496,13 +496,14 @@ class RelationalMetadataStore(MetadataStore):
 
         Errors: :class:`NotFound`, :class:`StoreUnavailable`.
         """
-        from .models import Connector, Status
+        from .models import ActiveTopic, Connector, Status
 
         def write() -> None:
             deleted, _ = Connector.objects.using(self.alias).filter(name=name).delete()
             if not deleted:
                 raise NotFound(f"Connector {name} not found")
             Status.objects.using(self.alias).filter(connector=name).delete()
+            ActiveTopic.objects.using(self.alias).filter(connector=name).delete()
 
         self._atomic_write(write)
 
@@ -581,6 +582,37 @@ class RelationalMetadataStore(MetadataStore):
             else:
                 out["tasks"][str(row.task)] = _status_dict(row)
         return out
+
+    # ------------------------------------------------------------ active topics
+    def put_topics(self, name: str, topics: list[str]) -> None:
+        """Add active topics in one transaction holding the connector's row lock (so concurrent adds
+        cannot clash); ignored when the connector does not exist. Errors: :class:`StoreUnavailable`."""
+        from .models import ActiveTopic, Connector
+
+        wanted = sorted(set(topics))
+
+        def write() -> None:
+            if Connector.objects.using(self.alias).select_for_update().filter(name=name).first() is None:
+                return
+            have = set(ActiveTopic.objects.using(self.alias).filter(connector=name).values_list("topic", flat=True))
+            ActiveTopic.objects.using(self.alias).bulk_create(
+                [ActiveTopic(connector=name, topic=t) for t in wanted if t not in have])
+
+        if wanted:
+            self._atomic_write(write)
+
+    def get_topics(self, name: str) -> list[str]:
+        """Active topics of ``name``, sorted. Errors: :class:`StoreUnavailable`."""
+        from .models import ActiveTopic
+
+        return self._call(lambda: sorted(
+            ActiveTopic.objects.using(self.alias).filter(connector=name).values_list("topic", flat=True)))
+
+    def reset_topics(self, name: str) -> None:
+        """Forget the active topics of ``name``. Errors: :class:`StoreUnavailable`."""
+        from .models import ActiveTopic
+
+        self._atomic_write(lambda: ActiveTopic.objects.using(self.alias).filter(connector=name).delete())
 
     # ----------------------------------------------------------------- offsets
     def get_offsets(self, name: str) -> list[SourceOffset]:
@@ -666,15 +698,17 @@ class RelationalMetadataStore(MetadataStore):
 
         Errors: :class:`StoreUnavailable`.
         """
-        from .models import CONNECTOR_TASK, Connector, Offset, Status
+        from .models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
 
         def read():
             conns = {r.name: r for r in Connector.objects.using(self.alias).filter(name__in=names)}
             stats = list(Status.objects.using(self.alias).filter(connector__in=names).order_by("task"))
             offs = list(Offset.objects.using(self.alias).filter(connector__in=names).order_by("id"))
-            return conns, stats, offs
+            tops = list(ActiveTopic.objects.using(self.alias).filter(connector__in=names).order_by("topic")
+                        .values_list("connector", "topic"))
+            return conns, stats, offs, tops
 
-        conns, stats, offs = self._call(read)
+        conns, stats, offs, tops = self._call(read)
         out = {n: NameSnapshot(n, None, {"connector": None, "tasks": {}}, []) for n in names}
         for n, row in conns.items():
             out[n].record = ConnectorRecord(name=n, config=dict(row.config), target_state=row.target_state,
@@ -686,6 +720,8 @@ class RelationalMetadataStore(MetadataStore):
                 out[row.connector].statuses["tasks"][str(row.task)] = _status_dict(row)
         for row in offs:
             out[row.connector].offsets.append(SourceOffset(row.partition, row.offset))
+        for connector, topic in tops:
+            out[connector].topics.append(topic)
         return [out[n] for n in names]
 
     def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
@@ -697,7 +733,7 @@ class RelationalMetadataStore(MetadataStore):
         Errors: :class:`LeaseLost`, :class:`StoreUnavailable`, :class:`ValueError`
         for an unknown target state.
         """
-        from .models import CONNECTOR_TASK, Connector, Offset, Status
+        from .models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
 
         names = [s.name for s in snapshots]
         for snap in snapshots:
@@ -723,6 +759,9 @@ class RelationalMetadataStore(MetadataStore):
                                     worker_id=v.get("worker_id") or "", generation=int(v.get("generation") or 0))
                              for t, v in items]
                 Status.objects.using(db).bulk_create(rows)
+                ActiveTopic.objects.using(db).filter(connector__in=names).delete()
+                ActiveTopic.objects.using(db).bulk_create(
+                    [ActiveTopic(connector=s.name, topic=t) for s in snapshots for t in sorted(set(s.topics))])
             if "offsets" in kinds:
                 Offset.objects.using(db).filter(connector__in=names).delete()
                 rows = []
@@ -736,10 +775,10 @@ class RelationalMetadataStore(MetadataStore):
 
     def clear(self) -> None:
         """Remove every connector, status and offset in one transaction. Errors: :class:`LeaseLost`, :class:`StoreUnavailable`."""
-        from .models import Connector, Offset, Status
+        from .models import ActiveTopic, Connector, Offset, Status
 
         def write() -> None:
-            for model in (Connector, Status, Offset):
+            for model in (Connector, Status, Offset, ActiveTopic):
                 model.objects.using(self.alias).all().delete()
 
         self._atomic_write(write)

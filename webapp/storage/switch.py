@@ -230,6 +230,8 @@ def canonical(snapshot: NameSnapshot) -> dict[str, Any]:
     st = snapshot.statuses or {}
     tasks = {str(k): _normal_status(v) for k, v in (st.get("tasks") or {}).items() if v}
     statuses = {"connector": _normal_status(st.get("connector")), "tasks": tasks}
+    if snapshot.topics:  # active topics belong to the status store; absent key keeps older digests equal
+        statuses["topics"] = sorted(set(snapshot.topics))
     offsets = sorted(([partition_key(o.partition), o.offset] for o in snapshot.offsets),
                      key=lambda e: (e[0], json.dumps(e[1], sort_keys=True)))
     return {"config": config, "statuses": statuses, "offsets": offsets}
@@ -431,6 +433,9 @@ class StoreRouter(MetadataStore):
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return self.active.get_offsets(name)
 
+    def get_topics(self, name: str) -> list[str]:
+        return self.active.get_topics(name)
+
     def offset_names(self) -> list[str]:
         return self.active.offset_names()
 
@@ -458,6 +463,12 @@ class StoreRouter(MetadataStore):
                    generation: int) -> None:
         self._write(name, ("statuses",), lambda s: s.put_status(
             name, task, status, worker_id=worker_id, generation=generation))
+
+    def put_topics(self, name: str, topics: list[str]) -> None:
+        self._write(name, ("statuses",), lambda s: s.put_topics(name, topics))
+
+    def reset_topics(self, name: str) -> None:
+        self._write(name, ("statuses",), lambda s: s.reset_topics(name))
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:

@@ -51,10 +51,10 @@ if exists then return 'updated' end
 return 'created'
 """
 
-# KEYS: lease, connectors, conn:<name>, st:<name>; ARGV: term, name
+# KEYS: lease, connectors, conn:<name>, st:<name>, top:<name>; ARGV: term, name
 _REMOVE = _LEASE + """
 if redis.call('EXISTS', KEYS[3]) == 0 then return 'notfound' end
-redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('SREM', KEYS[2], ARGV[2])
 return 'ok'
 """
@@ -123,6 +123,20 @@ end
 return 'ok'
 """
 
+# KEYS: lease, conn:<name>, top:<name>; ARGV: term, topic*  (ignored when the connector does not exist)
+_ADD_TOPICS = _LEASE + """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'notfound' end
+for i = 2, #ARGV do redis.call('SADD', KEYS[3], ARGV[i]) end
+return 'ok'
+"""
+
+# KEYS: lease, top:<name>; ARGV: term, replace ('1': drop the old set first), topic*
+_SET_TOPICS = _LEASE + """
+if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
+for i = 3, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
+return 'ok'
+"""
+
 # KEYS: lease, then every data key to delete; ARGV: term
 _CLEAR = _LEASE + """
 for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -173,6 +187,7 @@ class RedisMetadataStore(MetadataStore):
         self._scripts = {k: self._client.register_script(v) for k, v in {
             "put_config": _PUT_CONFIG, "remove": _REMOVE, "target": _TARGET, "tasks": _TASKS,
             "status": _STATUS, "offsets": _OFFSETS, "import": _IMPORT, "clear": _CLEAR, "claim": _CLAIM,
+            "add_topics": _ADD_TOPICS, "set_topics": _SET_TOPICS,
         }.items()}
 
     def __repr__(self) -> str:
@@ -252,7 +267,8 @@ class RedisMetadataStore(MetadataStore):
         return out == "created"
 
     def remove_connector_config(self, name: str) -> None:
-        out = self._script("remove", [self._k("connectors"), self._k("conn", name), self._k("st", name)], [name])
+        out = self._script("remove", [self._k("connectors"), self._k("conn", name), self._k("st", name),
+                                      self._k("top", name)], [name])
         if out == "notfound":
             raise NotFound(f"Connector {name} not found")
 
@@ -295,6 +311,17 @@ class RedisMetadataStore(MetadataStore):
                 out["tasks"][field] = json.loads(value)
         out["tasks"] = dict(sorted(out["tasks"].items(), key=lambda kv: int(kv[0])))
         return out
+
+    # ------------------------------------------------------------ active topics
+    def put_topics(self, name: str, topics: list[str]) -> None:
+        if topics:
+            self._script("add_topics", [self._k("conn", name), self._k("top", name)], sorted(set(topics)))
+
+    def get_topics(self, name: str) -> list[str]:
+        return sorted(self._run(lambda: self._client.smembers(self._k("top", name))))
+
+    def reset_topics(self, name: str) -> None:
+        self._script("set_topics", [self._k("top", name)], ["1"])
 
     # ------------------------------------------------------------ offsets
     def get_offsets(self, name: str) -> list[SourceOffset]:
@@ -351,8 +378,10 @@ class RedisMetadataStore(MetadataStore):
             args.append("0")
         self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
                                 self._k("off", name), self._k("offnames")], args)
+        if "statuses" in kinds:  # a second script: a crash in between leaves old topics, never new statuses lost
+            self._script("set_topics", [self._k("top", name)], ["1", *sorted(set(snapshot.topics))])
 
     def clear(self) -> None:
-        keys = [k for pattern in ("conn:*", "st:*", "off:*")
+        keys = [k for pattern in ("conn:*", "st:*", "off:*", "top:*")
                 for k in self._run(lambda p=pattern: list(self._client.scan_iter(self._k(p), count=1000)))]
         self._script("clear", [self._k("connectors"), self._k("offnames"), *keys], [])

@@ -10,6 +10,7 @@ import logging
 import time
 from typing import Any
 
+from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
@@ -184,7 +185,13 @@ class OffsetsCommitView(InternalView):
         body = request.data
         entries = [SourceOffset(p, o) for p, o in self.field(body, "offsets", list)]
         _touch(body.get("worker_id", ""))
-        current().store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
-                                       worker_id=self.field(body, "worker_id", str),
-                                       generation=self.field(body, "generation", int))
+        store = current().store
+        store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
+                             worker_id=self.field(body, "worker_id", str),
+                             generation=self.field(body, "generation", int))
+        topics = body.get("topics")
+        if topics and settings.TOPIC_TRACKING_ENABLE and isinstance(topics, list):
+            new = sorted({t for t in topics if isinstance(t, str) and t} - set(store.get_topics(name)))
+            if new:  # written once per topic: later batches find it already recorded
+                store.put_topics(name, new)
         return Response(status=204)

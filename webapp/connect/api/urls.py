@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 from webapp.console import api as console_api
 from webapp.storage import api as store_api
 
-from . import internal, views
+from . import internal, lifecycle, loggers, plugins, views
 
 __all__ = ["urlpatterns"]
 
@@ -23,6 +23,17 @@ urlpatterns = [
     path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state="STARTED", status_code=202)),
     path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state="STOPPED", status_code=204)),
     path("connector-plugins", views.ConnectorPluginsView.as_view()),
+    # issue 5: the rest of Connect's REST API
+    path("connectors/<str:name>/tasks/<int:task>/status", lifecycle.TaskStatusView.as_view()),
+    path("connectors/<str:name>/tasks/<int:task>/restart", lifecycle.TaskRestartView.as_view()),
+    path("connectors/<str:name>/restart", lifecycle.ConnectorRestartView.as_view()),
+    path("connectors/<str:name>/topics", lifecycle.ConnectorTopicsView.as_view()),
+    path("connectors/<str:name>/topics/reset", lifecycle.ConnectorTopicsResetView.as_view()),
+    path("connector-plugins/<str:plugin>/config", plugins.ConnectorPluginConfigView.as_view()),
+    path("connector-plugins/<str:plugin>/config/validate", plugins.ConnectorPluginValidateView.as_view()),
+    path("admin/loggers", loggers.LoggersView.as_view()),
+    path("admin/loggers/<str:name>", loggers.LoggerView.as_view()),
+    path("raftconnect/v1/internal/loggers/<str:name>", loggers.InternalLoggerView.as_view()),
     path("raftconnect/v1/cluster", views.ClusterView.as_view()),
     path("raftconnect/v1/assignment", views.AssignmentView.as_view()),
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),

@@ -18,7 +18,6 @@ from rest_framework.views import APIView
 
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
-from webapp.connectors import registry
 
 from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
 
@@ -177,6 +176,10 @@ class ConnectorConfigView(ConnectAPIView):
             resp["Location"] = request.build_absolute_uri(f"/connectors/{name}")
         return resp
 
+    def patch(self, request: Request, name: str) -> Response:
+        """``PATCH``: merge into the config (a null value removes the key); ConnectorInfo, 200."""
+        return Response(herder().connector_patch_config(name=name, patch=request.data))
+
 
 class ConnectorStatusView(ConnectAPIView):
     """``GET /connectors/{name}/status``."""
@@ -204,17 +207,29 @@ class ConnectorTargetStateView(ConnectAPIView):
 
 
 class ConnectorOffsetsView(ConnectAPIView):
-    """``GET /connectors/{name}/offsets``."""
+    """``GET|PATCH|DELETE /connectors/{name}/offsets`` (PATCH and DELETE only while STOPPED; 200 with a Message)."""
 
     def get(self, request: Request, name: str) -> Response:
         return Response(herder().connector_offsets(name))
 
+    def patch(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_alter_offsets(name=name, body=request.data))
+
+    def delete(self, request: Request, name: str) -> Response:
+        return Response(herder().connector_reset_offsets(name=name))
+
 
 class ConnectorPluginsView(ConnectAPIView):
-    """``GET /connector-plugins``: installed connector plugins."""
+    """``GET /connector-plugins[?connectorsOnly=true]``: installed plugins; ``connectorsOnly=false`` adds
+    transformations, predicates and converters (see ``webapp.connect.plugins``)."""
 
     def get(self, request: Request) -> Response:
-        return Response([p.as_json() for p in registry.plugins()])
+        from webapp.connect import plugins
+
+        from .lifecycle import bool_param
+
+        only = bool_param(request, "connectorsOnly", default=True)
+        return Response([p.as_json() for p in plugins.all_plugins(connectors_only=only)])
 
 
 class ClusterView(ConnectAPIView):
