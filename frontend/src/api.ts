@@ -74,7 +74,7 @@ export const enc = encodeURIComponent;
 /** A user-facing sentence for an error from api(). */
 export function describe(err: unknown, what = "This action"): string {
   if (err instanceof ApiError) {
-    if (err.unsupported) return `${what} is not available on this node yet (HTTP ${err.status}).`;
+    if (err.unsupported) return `${what} is not available on this node (HTTP ${err.status}).`;
     return `${err.message} (HTTP ${err.status})`;
   }
   return String(err);
