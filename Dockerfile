@@ -1,6 +1,15 @@
 # RaftConnect node image: `python manage.py runnode` (see docker-compose.yml and README "Deploy").
 # The same image runs the Spark master and worker of the compose deployment, so that Spark's Python
 # workers have the driver's Python (3.11), PySpark, pyarrow, confluent-kafka and this project.
+
+# The browser console (frontend/), built from its committed lock file; every node serves it at /console/.
+FROM node:20-bookworm-slim AS console
+WORKDIR /src
+COPY frontend/package.json frontend/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY frontend/ ./
+RUN npm run build
+
 FROM python:3.11-slim-bookworm
 
 # Spark 4 (PySpark's JVM) needs Java 17+ (bookworm has openjdk-17); procps gives Spark's scripts `ps`.
@@ -17,6 +26,7 @@ WORKDIR /app
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
 COPY . .
+COPY --from=console /src/dist ./frontend/dist
 RUN pip install --no-deps . \
  && pip install --no-deps ./plugins/raftconnect-redis-store \
  && useradd --system --uid 10001 --home-dir /app raftconnect \

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-fast bench chaos fuzz cluster clean
 
-setup: $(STAMP)
+setup: $(STAMP) frontend chromium
 
 $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproject.toml \
           plugins/raftconnect-db2-store/pyproject.toml
@@ -20,13 +20,39 @@ $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproj
 	$(PY) -m pip install -q -e plugins/raftconnect-db2-store
 	touch $(STAMP)
 
+.PHONY: frontend frontend-test chromium
+
+# The browser console (frontend/): npm ci from the committed lock file, then vite build into frontend/dist,
+# which every node serves at /console/. Rebuilt when its sources change.
+FRONTEND_DEPS := frontend/node_modules/.ci-installed
+FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
+
+frontend: frontend/dist/index.html
+
+$(FRONTEND_DEPS): frontend/package.json frontend/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20.19+ with npm is required to build the console"; exit 1; }
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+# the console's component tests (vitest), part of `make test`
+frontend-test: $(FRONTEND_DEPS)
+	cd frontend && npm test
+
+# The console's end-to-end tests drive Debian's chromium through Playwright (no browser download).
+chromium:
+	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
 demo: setup
 	$(PY) manage.py demo
 
-test: setup
+test: setup frontend-test
 	$(PY) -m pytest -ra
 
-test-fast: setup
+test-fast: setup frontend-test
 	$(PY) -m pytest -ra -m "not integration"
 
 # schema fuzzing of a live node with many more examples per operation than `make test` (5)
@@ -44,4 +70,4 @@ bench: setup
 	$(PY) benchmarks/transforms/run.py
 
 clean:
-	rm -rf var .pytest_cache
+	rm -rf var .pytest_cache frontend/dist

@@ -26,13 +26,15 @@ def configure_broker(broker_url: str | None, data_dir: str, create: bool = True)
     folder; the node passes its folder to its agent through the environment.
     """
     if broker_url and not broker_url.startswith("filesystem"):
-        return {"broker_url": broker_url, "broker_transport_options": {}}
+        return {"broker_url": broker_url, "broker_transport": None, "broker_transport_options": {}}
     folder = os.path.abspath(os.path.join(data_dir, "broker"))
     if create:
         for sub in ("queue", "processed", "control"):
             os.makedirs(os.path.join(folder, sub), exist_ok=True)
     return {
         "broker_url": "filesystem://",
+        # kombu's filesystem transport, with atomic message files (webapp/runtime/fs_transport.py)
+        "broker_transport": "webapp.runtime.fs_transport:Transport",
         "broker_transport_options": {
             "data_folder_in": os.path.join(folder, "queue"),
             "data_folder_out": os.path.join(folder, "queue"),

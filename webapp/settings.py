@@ -21,6 +21,9 @@ SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or os.environ.get(
 )
 DEBUG = os.environ.get("RAFTCONNECT_DEBUG", "") == "1"
 ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").split(",") if h]
+# The console's session writes are CSRF-checked against the Origin; behind a TLS-terminating proxy name its
+# public origins here (e.g. https://connect.example.com).
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("RAFTCONNECT_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
     "webapp.admin_site.RaftConnectAdminConfig",  # django.contrib.admin with the metadata store page
@@ -40,6 +43,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (frontend/dist) and admin static files
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

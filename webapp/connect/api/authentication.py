@@ -62,6 +62,17 @@ _cache = _VerifiedCache()
 class CachedBasicAuthentication(BasicAuthentication):
     """DRF's basic authentication, remembering recently verified credentials (see module docstring)."""
 
+    def authenticate_header(self, request) -> str:
+        """The 401 challenge: Basic, except for scripts sending ``X-Requested-With: XMLHttpRequest``.
+
+        A browser answers a Basic challenge with its own password dialog; the
+        console (which logs in with a session) sends that header and gets
+        ``Session`` instead, a scheme browsers do not prompt for.
+        """
+        if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+            return 'Session realm="api"'
+        return super().authenticate_header(request)
+
     def authenticate_credentials(self, userid, password, request=None):
         model = get_user_model()
         try:

@@ -1,0 +1,448 @@
+import { useEffect, useRef, useState } from "react";
+import { api, ApiError, describe, enc } from "../api";
+import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors";
+import { loadDefinitions, validateConfig } from "../plugins";
+import { History, RateTracker } from "../rates";
+import type { Config, ConfigKeyInfo, ConnectorInfo, ConnectorStatus, OffsetEntry, TaskInfo, TaskMetric } from "../types";
+import { usePoll } from "../usePoll";
+import { ConfigForm } from "./ConfigForm";
+import { ConfirmDialog } from "./ConfirmDialog";
+import { ConnectorActions } from "./ConnectorActions";
+import { StateBadge } from "./StateBadge";
+import { ThroughputChart } from "./ThroughputChart";
+
+interface Flash {
+  kind: "ok" | "error";
+  text: string;
+}
+
+/** One connector: state and actions, tasks with worker and trace, throughput, config, offsets, topics. */
+export function ConnectorDetail({ name, writable }: { name: string; writable: boolean }) {
+  const base = `/connectors/${enc(name)}`;
+  const status = usePoll(() => api<ConnectorStatus>("GET", `${base}/status`), `status:${name}`);
+  const info = usePoll(() => api<ConnectorInfo>("GET", base), `info:${name}`);
+  const [flash, setFlash] = useState<Flash | null>(null);
+  const refresh = () => {
+    status.refresh();
+    info.refresh();
+  };
+  const notFound = status.error instanceof ApiError && status.error.status === 404 && !status.error.unsupported;
+  const st = status.data;
+  return (
+    <div>
+      <div className="toolbar">
+        <h2>
+          <a href="#/connectors">Connectors</a> / {name}
+        </h2>
+        {st ? <span data-testid="connector-state"><StateBadge state={st.connector.state} /></span> : null}
+        <span className="muted">{st?.type}</span>
+        <ConnectorActions
+          name={name}
+          state={st?.connector.state}
+          writable={writable && !notFound}
+          onDone={(text) => {
+            setFlash({ kind: "ok", text });
+            refresh();
+          }}
+          onError={(text) => setFlash({ kind: "error", text })}
+          onDeleted={() => {
+            window.location.hash = "#/connectors";
+          }}
+        />
+      </div>
+      {flash ? (
+        <div className={flash.kind === "ok" ? "notice" : "error"} role="status">
+          {flash.text}
+          <button type="button" className="link" onClick={() => setFlash(null)}>
+            dismiss
+          </button>
+        </div>
+      ) : null}
+      {notFound ? <div className="error">Connector {name} does not exist (any more).</div> : null}
+      {status.error && !notFound ? <div className="error">{describe(status.error, "The status")}</div> : null}
+      {st ? (
+        <p className="muted">
+          connector on <strong>{st.connector.worker_id ?? "no worker"}</strong>
+          {st.connector.trace ? <TraceToggle label="connector trace" trace={st.connector.trace} /> : null}
+        </p>
+      ) : null}
+      {st ? <Tasks name={name} status={st} writable={writable} onFlash={setFlash} onChange={refresh} /> : null}
+      {!notFound ? <Throughput name={name} /> : null}
+      {info.data ? <ConfigSection name={name} info={info.data} writable={writable} onSaved={refresh} /> : null}
+      {!notFound ? <Offsets name={name} state={st?.connector.state} writable={writable} /> : null}
+      {!notFound ? <Topics name={name} writable={writable} /> : null}
+    </div>
+  );
+}
+
+function TraceToggle({ label, trace }: { label: string; trace: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      {" "}
+      <button type="button" className="link" onClick={() => setOpen(!open)} aria-expanded={open}>
+        {open ? `hide ${label}` : `show ${label}`}
+      </button>
+      {open ? <pre className="trace">{trace}</pre> : null}
+    </>
+  );
+}
+
+function Tasks(props: {
+  name: string;
+  status: ConnectorStatus;
+  writable: boolean;
+  onFlash: (f: Flash) => void;
+  onChange: () => void;
+}) {
+  const { name, status, writable, onFlash, onChange } = props;
+  const configs = usePoll(() => api<TaskInfo[]>("GET", `/connectors/${enc(name)}/tasks`), `tasks:${name}`, 10000);
+  const [openTrace, setOpenTrace] = useState<number | null>(null);
+  const restart = async (id: number) => {
+    try {
+      await api("POST", `/connectors/${enc(name)}/tasks/${id}/restart`);
+      onFlash({ kind: "ok", text: `Restart of task ${id}: request accepted` });
+      onChange();
+    } catch (err) {
+      onFlash({ kind: "error", text: describe(err, `Restarting task ${id}`) });
+    }
+  };
+  return (
+    <section>
+      <h3>Tasks</h3>
+      <table className="grid" data-testid="tasks">
+        <thead>
+          <tr>
+            <th>task</th>
+            <th>state</th>
+            <th>worker</th>
+            <th>config</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {status.tasks.map((t) => {
+            const cfg = configs.data?.find((c) => c.id.task === t.id)?.config;
+            return (
+              <tr key={t.id} data-task={t.id}>
+                <td>{t.id}</td>
+                <td>
+                  <StateBadge state={t.state} />
+                </td>
+                <td>{t.worker_id ?? "–"}</td>
+                <td className="muted small">
+                  {cfg
+                    ? Object.entries(cfg)
+                        .filter(([k]) => k !== "connector.class" && k !== "name")
+                        .slice(0, 4)
+                        .map(([k, v]) => `${k}=${v}`)
+                        .join(", ")
+                    : ""}
+                </td>
+                <td>
+                  {t.trace ? (
+                    <button type="button" className="link" onClick={() => setOpenTrace(openTrace === t.id ? null : t.id)}>
+                      {openTrace === t.id ? "hide trace" : "show trace"}
+                    </button>
+                  ) : null}
+                  {writable ? (
+                    <button type="button" className="small" onClick={() => restart(t.id)}>
+                      restart task
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+          {status.tasks.length === 0 ? (
+            <tr>
+              <td colSpan={5} className="muted">
+                No tasks (yet).
+              </td>
+            </tr>
+          ) : null}
+        </tbody>
+      </table>
+      {openTrace !== null ? (
+        <div data-testid="task-trace">
+          <h4>Trace of task {openTrace}</h4>
+          <pre className="trace">{status.tasks.find((t) => t.id === openTrace)?.trace ?? "(no trace)"}</pre>
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+function Throughput({ name }: { name: string }) {
+  const tracker = useRef(new RateTracker());
+  const history = useRef(new History());
+  const [version, setVersion] = useState(0);
+  const metrics = usePoll(async () => {
+    const body = await api<{ tasks: TaskMetric[]; records: number }>("GET", `/raftconnect/v1/connectors/${enc(name)}/metrics`);
+    const t = Date.now() / 1000;
+    const values: Record<string, number | null> = {};
+    const keys = new Set<string>();
+    let total: number | null = null;
+    for (const m of body.tasks) {
+      const key = `task ${m.task}`;
+      keys.add(key);
+      tracker.current.add(key, t, m.records);
+      const r = tracker.current.rate(key);
+      values[key] = r;
+      if (r !== null) total = (total ?? 0) + r;
+    }
+    tracker.current.retain(keys);
+    if (body.tasks.length > 1) values.total = total;
+    history.current.push(t, values);
+    setVersion((v) => v + 1);
+    return body;
+  }, `metrics:${name}`);
+  if (metrics.error instanceof ApiError && metrics.error.unsupported) return null;
+  return (
+    <section>
+      <h3>Throughput</h3>
+      {metrics.data ? (
+        <table className="grid compact" data-testid="task-metrics">
+          <thead>
+            <tr>
+              <th>task</th>
+              <th>worker</th>
+              <th>records</th>
+              <th>batches</th>
+              <th>records/s</th>
+              <th>last batch (s)</th>
+              <th>lag (records)</th>
+            </tr>
+          </thead>
+          <tbody>
+            {metrics.data.tasks.map((m) => {
+              const r = tracker.current.rate(`task ${m.task}`);
+              return (
+                <tr key={m.task}>
+                  <td>{m.task}</td>
+                  <td>{m.worker_id}</td>
+                  <td>{m.records}</td>
+                  <td>{m.batches}</td>
+                  <td>{r === null ? "…" : r.toFixed(1)}</td>
+                  <td>{m.last_batch_seconds}</td>
+                  <td>{m.lag ?? "–"}</td>
+                </tr>
+              );
+            })}
+            {metrics.data.tasks.length === 0 ? (
+              <tr>
+                <td colSpan={7} className="muted">
+                  No running task of this connector has reported yet.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      ) : null}
+      {history.current.names().length ? <ThroughputChart history={history.current} version={version} /> : null}
+    </section>
+  );
+}
+
+export function ConfigSection({ name, info, writable, onSaved }: { name: string; info: ConnectorInfo; writable: boolean; onSaved: () => void }) {
+  const [editing, setEditing] = useState<Config | null>(null);
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [note, setNote] = useState<string | null>(null);
+  const [defs, setDefs] = useState<ConfigKeyInfo[] | null>(null);
+  const plugin = info.config["connector.class"] ?? "";
+  useEffect(() => {
+    if (editing === null || !plugin) return;
+    loadDefinitions(plugin).then(setDefs, () => setDefs(null));
+  }, [editing === null, plugin]);
+
+  const validate = async (config: Config): Promise<boolean> => {
+    const v = await validateConfig(config);
+    setErrors(v.errors);
+    setNote(v.checked ? (errorCount(v.errors) ? null : "The config is valid.") : "This node cannot validate configs; saving checks them.");
+    return errorCount(v.errors) === 0;
+  };
+  const save = async () => {
+    if (!editing) return;
+    try {
+      if (!(await validate(editing))) return;
+      await api("PUT", `/connectors/${enc(name)}/config`, editing);
+      setEditing(null);
+      setErrors({});
+      setNote("Saved.");
+      onSaved();
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 400) setErrors(errorsFromMessage(err.message));
+      else setNote(describe(err, "Saving the config"));
+    }
+  };
+  return (
+    <section>
+      <div className="toolbar">
+        <h3>Config</h3>
+        {writable && editing === null ? (
+          <button type="button" onClick={() => { setEditing({ ...info.config }); setErrors({}); setNote(null); }}>
+            Edit config
+          </button>
+        ) : null}
+        {editing !== null ? (
+          <>
+            <button type="button" onClick={() => validate(editing).catch((e) => setNote(describe(e)))}>
+              Validate
+            </button>
+            <button type="button" className="primary" onClick={save}>
+              Save config
+            </button>
+            <button type="button" onClick={() => { setEditing(null); setErrors({}); setNote(null); }}>
+              Cancel
+            </button>
+          </>
+        ) : null}
+      </div>
+      {note ? <div className="muted">{note}</div> : null}
+      <ConfigForm
+        config={editing ?? info.config}
+        definitions={editing !== null ? defs : null}
+        errors={errors}
+        readOnly={editing === null}
+        fixedKeys={["name"]}
+        onChange={setEditing}
+      />
+    </section>
+  );
+}
+
+function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
+  const offsets = usePoll(() => api<{ offsets: OffsetEntry[] }>("GET", `/connectors/${enc(name)}/offsets`), `offsets:${name}`);
+  const [text, setText] = useState<string | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [confirmReset, setConfirmReset] = useState(false);
+  const stopped = state === "STOPPED";
+  const editable = writable && stopped;
+  const alter = async () => {
+    if (text === null) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      setMessage(`Not valid JSON: ${err}`);
+      return;
+    }
+    const body = Array.isArray(parsed) ? { offsets: parsed } : parsed;
+    try {
+      const resp = await api<{ message?: string } | null>("PATCH", `/connectors/${enc(name)}/offsets`, body);
+      setMessage(resp?.message ?? "Offsets altered.");
+      setText(null);
+      offsets.refresh();
+    } catch (err) {
+      setMessage(describe(err, "Altering offsets"));
+    }
+  };
+  const reset = async () => {
+    setConfirmReset(false);
+    try {
+      const resp = await api<{ message?: string } | null>("DELETE", `/connectors/${enc(name)}/offsets`);
+      setMessage(resp?.message ?? "Offsets reset.");
+      offsets.refresh();
+    } catch (err) {
+      setMessage(describe(err, "Resetting offsets"));
+    }
+  };
+  return (
+    <section>
+      <div className="toolbar">
+        <h3>Offsets</h3>
+        {editable && text === null ? (
+          <>
+            <button type="button" onClick={() => setText(JSON.stringify(offsets.data?.offsets ?? [], null, 2))}>
+              Edit offsets
+            </button>
+            <button type="button" className="danger" onClick={() => setConfirmReset(true)}>
+              Reset offsets
+            </button>
+          </>
+        ) : null}
+        {writable && !stopped ? <span className="muted small">Stop the connector to edit its offsets.</span> : null}
+      </div>
+      {message ? <div className="muted">{message}</div> : null}
+      {text !== null ? (
+        <div>
+          <textarea aria-label="offsets JSON" rows={10} value={text} onChange={(e) => setText(e.target.value)} />
+          <div>
+            <button type="button" className="primary" onClick={alter}>
+              Save offsets
+            </button>
+            <button type="button" onClick={() => setText(null)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      ) : (
+        <table className="grid compact" data-testid="offsets">
+          <thead>
+            <tr>
+              <th>partition</th>
+              <th>offset</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(offsets.data?.offsets ?? []).map((o, i) => (
+              <tr key={i}>
+                <td>
+                  <code>{JSON.stringify(o.partition)}</code>
+                </td>
+                <td>
+                  <code>{JSON.stringify(o.offset)}</code>
+                </td>
+              </tr>
+            ))}
+            {offsets.data && offsets.data.offsets.length === 0 ? (
+              <tr>
+                <td colSpan={2} className="muted">
+                  No committed offsets.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      )}
+      {confirmReset ? (
+        <ConfirmDialog title={`Reset the offsets of ${name}?`} confirmLabel="Reset" danger onCancel={() => setConfirmReset(false)} onConfirm={reset}>
+          <p>Its tasks will start from the beginning when it is resumed.</p>
+        </ConfirmDialog>
+      ) : null}
+    </section>
+  );
+}
+
+function Topics({ name, writable }: { name: string; writable: boolean }) {
+  const topics = usePoll(() => api<Record<string, { topics: string[] }>>("GET", `/connectors/${enc(name)}/topics`), `topics:${name}`, 10000);
+  const [message, setMessage] = useState<string | null>(null);
+  const list = topics.data?.[name]?.topics;
+  const reset = async () => {
+    try {
+      await api("PUT", `/connectors/${enc(name)}/topics/reset`);
+      setMessage("Active topics reset.");
+      topics.refresh();
+    } catch (err) {
+      setMessage(describe(err, "Resetting active topics"));
+    }
+  };
+  return (
+    <section>
+      <div className="toolbar">
+        <h3>Topics</h3>
+        {writable && list ? (
+          <button type="button" onClick={reset}>
+            Reset active topics
+          </button>
+        ) : null}
+      </div>
+      {message ? <div className="muted">{message}</div> : null}
+      {topics.error ? (
+        <p className="muted">{describe(topics.error, "The active topics view")}</p>
+      ) : list ? (
+        <p data-testid="topics">{list.length ? list.join(", ") : "No active topics."}</p>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,156 @@
+"""The console end to end: headless Debian chromium (Playwright, no browser download) against a real node.
+
+One node (``raft,worker``) with the embedded Kafka, its console at ``/console/``
+built by ``make frontend``. A user logs in, creates a connector from the plugin
+form (first seeing a per-field error), watches it reach RUNNING with its
+throughput, pauses it, opens a failed task's trace, filters the list, and a
+viewer sees no write action. Screenshots go to ``var/test-artifacts/console/``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
+from webapp.kafka.embedded import free_port
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = REPO_ROOT / "var" / "test-artifacts" / "console"
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+SLOW = 180_000  # ms: the first task starts Spark's JVM, on a loaded 2-core machine
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
+    if not (REPO_ROOT / "frontend" / "dist" / "index.html").exists():
+        pytest.fail("the console is not built: run make frontend")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def add_user(node: NodeProcess, username: str, password: str, group: str) -> None:
+    """Create a user in a group in the node's own database (as an admin would in the Django admin)."""
+    code = ("from django.contrib.auth.models import Group, User; "
+            f"u = User.objects.create_user({username!r}, password={password!r}); "
+            f"u.groups.add(Group.objects.get_or_create(name={group!r})[0])")
+    subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=REPO_ROOT, check=True, timeout=120,
+                   env={**os.environ, "RAFTCONNECT_DATA_DIR": os.path.abspath(node.data_dir)})
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def log_in(page, url: str, username: str, password: str) -> None:
+    page.goto(url + "/console/")
+    page.fill("#username", username)
+    page.fill("#password", password)
+    page.click("button[type=submit]")
+    page.wait_for_selector(f"[data-testid=user]:has-text('{username}')")
+
+
+def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, browser):
+    data = tmp_path / "in.csv"
+    data.write_text("id,name\n" + "".join(f"{i},name-{i}\n" for i in range(20_000)))
+    bad = tmp_path / "bad.csv"
+    # a well-formed start (the schema is inferred from it), then a row with the wrong number of columns
+    bad.write_text("a,b\n" + "".join(f"{i},x{i}\n" for i in range(2000)) + "1,2,3,4\n")
+    node = NodeProcess(node_id="c1", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "c1"),
+                       bootstrap_servers=kafka_broker.bootstrap_servers).start(timeout=90)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(60_000)  # a loaded 2-core CI machine; conditions are awaited, not slept on
+    try:
+        # the console comes from the node's own production WSGI server (waitress, ident "raftconnect")
+        index = requests.get(node.url + "/console/", timeout=10)
+        assert index.status_code == 200 and index.headers["Server"] == "raftconnect", index.headers
+        page = context.new_page()
+        log_in(page, node.url, *node.auth)
+        page.wait_for_selector("[data-testid=nodes] tr[data-node=c1]")
+        assert "LEADER" in page.inner_text("[data-testid=nodes] tr[data-node=c1]")
+        assert page.inner_text("[data-testid=active-store]") == "raft"
+        shot(page, "01-cluster")
+
+        # create from the plugin form; a missing required key is shown on its field first
+        page.click("text=New connector")
+        page.select_option("#plugin", SOURCE)
+        page.fill("#connector-name", "console-src")
+        for key in ("path", "format", "topic", "batch.max.rows"):
+            if not page.locator(f"input[name='{key}']").count():
+                page.fill("input[aria-label='new config key']", key)
+                page.click("text=Add key")
+        page.fill("input[name='path']", str(data))
+        page.fill("input[name='format']", "csv")
+        page.fill("input[name='batch.max.rows']", "2000")
+        page.click("button:has-text('Create')")
+        error = page.wait_for_selector("tr[data-key=topic] .field-error")
+        assert "topic" in error.inner_text()
+        shot(page, "02-create-field-error")
+        page.fill("input[name='topic']", "console-topic")
+        page.click("button:has-text('Create')")
+        page.wait_for_url(re.compile(r"#/connectors/console-src$"))
+
+        page.wait_for_selector("[data-testid=connector-state] [data-state=RUNNING]", timeout=SLOW)
+        page.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state=RUNNING]", timeout=SLOW)
+        # the throughput table fills from the agent's heartbeats: the task has moved records
+        wait_for(lambda: int(page.inner_text("[data-testid=task-metrics] tbody tr td:nth-child(3)")) > 0, 120,
+                 what="the task's record count in the console")
+        shot(page, "03-running")
+
+        page.click("[data-testid=connector-actions] button:has-text('Pause')")
+        page.wait_for_selector("[data-testid=connector-state] [data-state=PAUSED]", timeout=60_000)
+        page.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state=PAUSED]", timeout=60_000)
+        assert page.locator("[data-testid=connector-actions] button:has-text('Resume')").count() == 1
+        shot(page, "04-paused")
+
+        # a failed task: its trace opens from the tasks table
+        node.client().create_connector("console-bad", {
+            "connector.class": SOURCE, "path": str(bad), "format": "csv", "topic": "console-bad",
+            "tasks.max": "1", "batch.max.rows": "500"})
+        page.goto(node.url + "/console/#/connectors/console-bad")
+        page.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state=FAILED]", timeout=SLOW)
+        page.click("[data-testid=tasks] tr[data-task='0'] button:has-text('show trace')")
+        assert "Traceback" in page.inner_text("[data-testid=task-trace] pre")
+        shot(page, "05-failed-task-trace")
+
+        page.goto(node.url + "/console/#/connectors")
+        page.wait_for_selector("[data-testid=connector-list] tr[data-connector=console-src]")
+        page.click("label.chip:has-text('FAILED')")
+        page.wait_for_selector("[data-testid=connector-list] tr[data-connector=console-src]", state="detached")
+        assert page.locator("[data-testid=connector-list] tr[data-connector=console-bad]").count() == 1
+        shot(page, "06-list-failed-filter")
+
+        # a viewer reads everything and is offered no write action
+        add_user(node, "watcher", "watch-pw", "viewer")
+        viewer_context = browser.new_context(viewport={"width": 1400, "height": 900})
+        viewer_context.set_default_timeout(60_000)
+        viewer = viewer_context.new_page()
+        log_in(viewer, node.url, "watcher", "watch-pw")
+        assert "viewer" in viewer.inner_text("[data-testid=user]")
+        viewer.goto(node.url + "/console/#/connectors/console-src")
+        viewer.wait_for_selector("[data-testid=connector-state] [data-state=PAUSED]")
+        viewer.wait_for_selector("[data-testid=tasks] tr[data-task='0']")
+        assert viewer.locator("[data-testid=connector-actions]").count() == 0
+        assert viewer.locator("text=New connector").count() == 0
+        assert viewer.locator("button:has-text('Edit config')").count() == 0
+        assert viewer.locator("button:has-text('restart task')").count() == 0
+        shot(viewer, "07-viewer")
+        viewer_context.close()
+    finally:
+        context.close()
+        node.stop()

@@ -1,0 +1,140 @@
+"""REST resources the console uses besides Kafka Connect's API.
+
+* ``GET /raftconnect/v1/whoami`` — ``{"username", "roles", "is_superuser", "is_staff"}``
+  of the authenticated user (roles: :func:`webapp.console.roles.roles_of`). Always
+  answered by the node that received it (sessions and users are per node) and
+  sets the ``csrftoken`` cookie, also on its 401, so the console can log in next.
+* ``POST /raftconnect/v1/session`` ``{"username", "password"}`` — log in with a
+  Django session (CSRF checked: send the ``csrftoken`` cookie's value as
+  ``X-CSRFToken``); 200 with the whoami body, 401 on bad credentials, 403 on a
+  missing CSRF token. ``DELETE /raftconnect/v1/session`` logs out (204).
+* ``GET /raftconnect/v1/task-metrics`` — ``{"tasks": [TaskMetrics]}`` of every running
+  task, and ``GET /raftconnect/v1/connectors/{name}/metrics`` —
+  ``{"connector", "tasks": [TaskMetrics], "records", "records_per_second"}``
+  (404 for an unknown connector). A TaskMetrics is ``{"connector", "task",
+  "worker_id" (REST address, as in status), "state", "records", "batches",
+  "last_batch_seconds", "records_per_second", "lag"}``: what the agent reported
+  in its latest heartbeat (at most one heartbeat interval old; see
+  :class:`webapp.runtime.worker.TaskMetrics`): counts since the task last
+  started on its worker, its recent records/s, and a sink task's consumer lag
+  in records (``None`` while unknown or for a source). Served by the leader,
+  which receives the heartbeats (``/metrics`` exports the same figures).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import authenticate, login, logout
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.connect.api.views import ConnectAPIView, herder
+from webapp.connect.herder import BadRequest, ConnectRestError
+from webapp.connect.node import ConnectNode, current
+
+from .roles import roles_of
+
+__all__ = ["WhoAmIView", "SessionView", "TaskMetricsView", "ConnectorMetricsView", "task_metrics", "whoami"]
+
+
+def whoami(user: Any) -> dict[str, Any]:
+    """``{"username", "roles", "is_superuser", "is_staff"}`` of an authenticated user."""
+    return {"username": getattr(user, "username", str(user)), "roles": roles_of(user),
+            "is_superuser": bool(getattr(user, "is_superuser", False)),
+            "is_staff": bool(getattr(user, "is_staff", False))}
+
+
+@method_decorator(ensure_csrf_cookie, name="dispatch")
+class WhoAmIView(APIView):
+    """``GET /raftconnect/v1/whoami``: the authenticated user and its console roles (never forwarded).
+
+    Any authenticated user may ask, whatever its role.
+    """
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request) -> Response:
+        return Response(whoami(request.user))
+
+
+class SessionView(APIView):
+    """``POST /raftconnect/v1/session`` (log in) and ``DELETE`` (log out, any authenticated user) for the console."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [AllowAny()]
+        return super().get_permissions()
+
+    def get_authenticators(self):
+        if self.request is not None and self.request.method == "POST":
+            return []  # logging in: credentials come in the body
+        return super().get_authenticators()
+
+    def post(self, request: Request) -> Response:
+        SessionAuthentication().enforce_csrf(request)  # no login CSRF: same check as every session write
+        body = request.data
+        if not isinstance(body, dict) or not isinstance(body.get("username"), str) \
+                or not isinstance(body.get("password"), str):
+            raise BadRequest('Request body must be {"username": "...", "password": "..."}')
+        user = authenticate(request._request, username=body["username"], password=body["password"])
+        if user is None or not user.is_active:
+            raise ConnectRestError("Invalid username or password", 401)
+        login(request._request, user)
+        return Response(whoami(user))
+
+    def delete(self, request: Request) -> Response:
+        logout(request._request)
+        return Response(status=204)
+
+
+def task_metrics(node: ConnectNode, connector: str | None = None) -> list[dict[str, Any]]:
+    """Every running task's metrics from the agents' latest heartbeats (see module docstring).
+
+    ``connector`` restricts to one connector's tasks. Sorted by connector, task.
+    Empty when this node is not the active coordinator.
+    """
+    coordinator = node.coordinator
+    if coordinator is None or not coordinator.active:
+        return []
+    members = node.raft.state.members
+    out = []
+    for worker_id, running in list(coordinator.reported.items()):
+        address = (members.get(worker_id) or {}).get("rest_address") or worker_id
+        for key, m in list((running or {}).get("tasks", {}).items()):
+            name, _, task = key.rpartition("-")
+            if not task.isdigit() or (connector is not None and name != connector):
+                continue
+            out.append({"connector": name, "task": int(task), "worker_id": address, "state": m.get("state"),
+                        "records": m.get("records", 0), "batches": m.get("batches", 0),
+                        "last_batch_seconds": m.get("last_batch_seconds", 0.0),
+                        "records_per_second": m.get("records_per_second", 0.0), "lag": m.get("lag")})
+    return sorted(out, key=lambda t: (t["connector"], t["task"]))
+
+
+class TaskMetricsView(ConnectAPIView):
+    """``GET /raftconnect/v1/task-metrics``: throughput counters of every running task (leader)."""
+
+    leader_only = True
+
+    def get(self, request: Request) -> Response:
+        return Response({"tasks": task_metrics(current())})
+
+
+class ConnectorMetricsView(ConnectAPIView):
+    """``GET /raftconnect/v1/connectors/{name}/metrics``: one connector's task throughput (leader)."""
+
+    leader_only = True
+
+    def get(self, request: Request, name: str) -> Response:
+        herder().connector_config(name)  # 404 for an unknown connector
+        tasks = task_metrics(current(), name)
+        return Response({"connector": name, "tasks": tasks,
+                         "records": sum(t["records"] for t in tasks),
+                         "records_per_second": round(sum(t["records_per_second"] for t in tasks), 1)})
