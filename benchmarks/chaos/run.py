@@ -462,9 +462,11 @@ class Campaign:
         return time.monotonic() - t0
 
     def restart_failed(self, c: ConnectClient) -> None:
-        """After a recorded FAILED task, restart it so the campaign can go on."""
+        """After a recorded FAILED task, write the config again (new task configs) so the campaign can go on."""
         try:
-            c.request("POST", f"/connectors/{PIPE}/restart", params={"includeTasks": "true", "onlyFailed": "true"})
+            config = c.request("GET", f"/connectors/{PIPE}/config")
+            config["chaos.restarts"] = str(int(config.get("chaos.restarts", "0")) + 1)
+            c.request("PUT", f"/connectors/{PIPE}/config", json=config)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
 
