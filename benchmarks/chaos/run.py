@@ -6,7 +6,7 @@ in its own network namespace (:class:`webapp.connect.netns.NetnsNetwork`; Kafka
 on the bridge) — carries a continuous workload:
 
 * config writers: threads that ``PUT /connectors/{name}/config`` their own
-  (paused) connectors through a random node, remembering every write that was
+  (STOPPED) connectors through a random node, remembering every write that was
   acknowledged (2xx) and every one that was only tried;
 * a file source pipeline (``tasks.max`` 3) reading a directory of CSV files that
   an appender thread keeps growing, so offsets keep being committed.
@@ -168,18 +168,24 @@ class Writers:
                 self.stop.wait(0.2)
             i += 1
 
-    def snapshot(self) -> dict[str, tuple[str, list[str]]]:
-        """``{name: (last acknowledged topic, topics allowed to be served)}`` right now."""
+    def snapshot(self) -> dict[str, int]:
+        """``{name: index of its last acknowledged write}`` right now, for :meth:`missing`."""
         with self.lock:
-            return {name: (self.history[name][idx], list(self.history[name][idx:]))
-                    for name, idx in self.acked_idx.items()}
+            return dict(self.acked_idx)
 
-    @staticmethod
-    def missing(client: ConnectClient, snap: dict[str, tuple[str, list[str]]]) -> list[str]:
-        """Acknowledged writes ``client``'s node does not serve, as readable strings."""
+    def missing(self, client: ConnectClient, snap: dict[str, int]) -> list[str]:
+        """Writes acknowledged by ``snap``'s time that ``client``'s node does not serve, as readable strings.
+
+        A node may serve the acknowledged value or any later one that was tried
+        (acknowledged or not, it may have landed); an earlier value means the
+        acknowledged write was lost (or the node has not caught up yet).
+        """
         out = []
-        for name, (acked, allowed) in snap.items():
+        for name, idx in snap.items():
             got = client.request("GET", f"/connectors/{name}/config")["topic"]
+            with self.lock:
+                allowed = self.history[name][idx:]
+                acked = self.history[name][idx]
             if got not in allowed:
                 out.append(f"{name}: acknowledged {acked}, served {got}")
         return out
@@ -277,9 +283,9 @@ class Campaign:
             f.write_text("id,name\n" + "".join(f"{i * 100_000 + j},row {j}\n" for j in range(2000)))
         c.create_connector(PIPE, {**source(str(data), "chaos-pipe", PIPE_TASKS), "batch.max.rows": "1000"})
         self.writers = Writers(self.cluster.nodes, str(files[0]))
-        for name in self.writers.all_names():
-            c.request("PUT", f"/connectors/{name}/config", json=source(str(files[0]), "init"))
-            c.pause(name)
+        for name in self.writers.all_names():  # STOPPED: config writes only, no tasks
+            c.request("POST", "/connectors", json={"name": name, "config": source(str(files[0]), "init"),
+                                                   "initial_state": "STOPPED"})
         wait_for(lambda: c.all_running(PIPE, PIPE_TASKS), 300, what="the pipeline RUNNING")
         wait_for(lambda: c.offsets(PIPE)["offsets"], 300, what="the pipeline to commit offsets")
         self.appender = Appender(files)
@@ -407,11 +413,11 @@ class Campaign:
         for n in members:
             nc = ConnectClient(n.url, n.auth, timeout=20)
             try:
-                wait_for(lambda: not Writers.missing(nc, snap), 60, interval=0.5,
+                wait_for(lambda: not self.writers.missing(nc, snap), 60, interval=0.5,
                          what=f"{n.node_id} to serve every acknowledged write")
             except TimeoutError:
                 try:
-                    detail = Writers.missing(nc, snap)
+                    detail = self.writers.missing(nc, snap)
                 except Exception as exc:  # noqa: BLE001
                     detail = [f"unreadable: {exc}"]
                 self.violation(it, kind, "acknowledged-writes", f"{n.node_id}: {detail}")

@@ -106,10 +106,10 @@ def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_w
     # the pipeline starts (Spark) while the partition happens; its offsets are checked after the heal
     c.create_connector("pipe", source(data, "p", **{"batch.max.rows": "500"}))
     writers = [Writer(n, f"w{k}", data) for k, n in enumerate(cluster.nodes)]
-    for w in writers:  # the written connectors are paused: config writes only, no extra tasks
+    for w in writers:  # the written connectors are STOPPED: config writes only, no tasks
         for name in w.names:
-            c.request("PUT", f"/connectors/{name}/config", json=source(data, "init"))
-            c.pause(name)
+            c.request("POST", "/connectors", json={"name": name, "config": source(data, "init"),
+                                                   "initial_state": "STOPPED"})
     for w in writers:
         w.start()
     wait_for(lambda: all(w.ok >= 3 for w in writers), 60, what="writes through every node")
