@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -89,9 +90,9 @@ LEADER_FAULTS = {"kill-leader", "pause-leader", "partition-leader", "split-leade
 
 
 def pct(values: list[float], p: float) -> float:
-    """The ``p``-th percentile (nearest rank) of ``values``."""
+    """The ``p``-th percentile (nearest rank: the ceil(p/100 * n)-th smallest) of ``values``."""
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+    return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
 def machine() -> str:
@@ -530,7 +531,7 @@ class Campaign:
                  f"{len(self.watcher.leaders) if self.watcher else 0} Raft terms with a leader observed; "
                  f"load average at the end {os.getloadavg()[0]:.1f}.", "",
                  f"Workload: {self.writers.ok:,} acknowledged config writes ({self.writers.failed:,} failed or "
-                 f"timed out, all during faults), file pipeline with {PIPE_TASKS} tasks committing offsets.", "",
+                 f"timed out, most of them through a node that was down or cut off), file pipeline with {PIPE_TASKS} tasks committing offsets.", "",
                  "| fault | count | failover p50 / p99 / max (s) | recovery p50 / p99 / max (s) | violations |",
                  "|---|---|---|---|---|"]
         by_kind: dict[str, list[dict]] = defaultdict(list)
@@ -593,6 +594,8 @@ def main(argv: list[str] | None = None) -> int:
         if campaign.appender is not None:
             campaign.appender.stop.set()
         text = campaign.summary(started) if campaign.iterations else None
+        with open(os.path.join(workdir, "iterations.json"), "w") as fh:
+            json.dump({"iterations": campaign.iterations, "violations": campaign.violations}, fh, indent=1)
         campaign.close()
     if text:
         print("\n" + text)
