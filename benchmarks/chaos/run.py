@@ -74,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-from webapp.connect.launcher import ConnectClient, LocalCluster, NodeProcess, wait_for  # noqa: E402
+from webapp.connect.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
 from webapp.connect.netns import NetnsNetwork, netns_available  # noqa: E402
 from webapp.kafka.embedded import EmbeddedKafka  # noqa: E402
 
@@ -108,6 +108,22 @@ def machine() -> str:
 
 def source(path: str, topic: str, tasks: int = 1) -> dict[str, str]:
     return {"connector.class": SOURCE, "path": path, "format": "csv", "topic": topic, "tasks.max": str(tasks)}
+
+
+def create(client: ConnectClient, name: str, config: dict[str, str], initial_state: str | None = None) -> None:
+    """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
+
+    A forwarding node retries a create when leadership moves while it waits
+    (``forwarding.proxy_watching_leader``); if the first attempt had committed,
+    the retry answers 409 although this very request created the connector.
+    """
+    body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
+    try:
+        client.request("POST", "/connectors", json=body)
+    except ConnectHTTPError as exc:
+        stored = client.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
+        if any(stored.get(k) != v for k, v in config.items()):
+            raise
 
 
 # --------------------------------------------------------------------------- workload
@@ -282,11 +298,10 @@ class Campaign:
         files = [data / f"part-{i}.csv" for i in range(PIPE_TASKS)]
         for i, f in enumerate(files):
             f.write_text("id,name\n" + "".join(f"{i * 100_000 + j},row {j}\n" for j in range(2000)))
-        c.create_connector(PIPE, {**source(str(data), "chaos-pipe", PIPE_TASKS), "batch.max.rows": "1000"})
+        create(c, PIPE, {**source(str(data), "chaos-pipe", PIPE_TASKS), "batch.max.rows": "1000"})
         self.writers = Writers(self.cluster.nodes, str(files[0]))
         for name in self.writers.all_names():  # STOPPED: config writes only, no tasks
-            c.request("POST", "/connectors", json={"name": name, "config": source(str(files[0]), "init"),
-                                                   "initial_state": "STOPPED"})
+            create(c, name, source(str(files[0]), "init"), initial_state="STOPPED")
         wait_for(lambda: c.all_running(PIPE, PIPE_TASKS), 300, what="the pipeline RUNNING")
         wait_for(lambda: c.offsets(PIPE)["offsets"], 300, what="the pipeline to commit offsets")
         self.appender = Appender(files)

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import LocalCluster, wait_for
+from webapp.connect.launcher import ConnectHTTPError, LocalCluster, wait_for
 from webapp.connect.netns import NetnsNetwork, netns_available
 from webapp.kafka.embedded import EmbeddedKafka
 
@@ -48,6 +48,22 @@ def netns_cluster(tmp_path):
 def source(path, topic, tasks=1, **extra):
     return {"connector.class": SOURCE_CLASS, "path": str(path), "format": "csv", "topic": topic,
             "tasks.max": str(tasks), **extra}
+
+
+def create(client, name, config, initial_state=None):
+    """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
+
+    A forwarding node retries a create when leadership moves while it waits
+    (see ``forwarding.proxy_watching_leader``); if the first attempt committed
+    just before, the retry answers 409 although this very request created it.
+    """
+    body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
+    try:
+        client.request("POST", "/connectors", json=body)
+    except ConnectHTTPError as exc:
+        stored = client.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
+        if any(stored.get(k) != v for k, v in config.items()):
+            raise
 
 
 class Writer(threading.Thread):
@@ -100,20 +116,20 @@ def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_w
     data.write_text("id,name\n" + "".join(f"{i},row {i}\n" for i in range(200_000)))
     print(f"[{time.monotonic() - T0:.0f} s] cluster up")
     leader = cluster.leader(60)
-    li = cluster.nodes.index(leader)
-    followers = [n for n in cluster.nodes if n is not leader]
-    c = followers[0].client()
+    c = next(n for n in cluster.nodes if n is not leader).client()
     # the pipeline starts (Spark) while the partition happens; its offsets are checked after the heal
-    c.create_connector("pipe", source(data, "p", **{"batch.max.rows": "500"}))
+    create(c, "pipe", source(data, "p", **{"batch.max.rows": "500"}))
     writers = [Writer(n, f"w{k}", data) for k, n in enumerate(cluster.nodes)]
     for w in writers:  # the written connectors are STOPPED: config writes only, no tasks
         for name in w.names:
-            c.request("POST", "/connectors", json={"name": name, "config": source(data, "init"),
-                                                   "initial_state": "STOPPED"})
+            create(c, name, source(data, "init"), initial_state="STOPPED")
     for w in writers:
         w.start()
     wait_for(lambda: all(w.ok >= 3 for w in writers), 60, what="writes through every node")
     print(f"[{time.monotonic() - T0:.0f} s] writing through every node; partitioning the leader")
+    leader = cluster.leader(60)  # again: on a loaded machine leadership may have moved meanwhile
+    li = cluster.nodes.index(leader)
+    followers = [n for n in cluster.nodes if n is not leader]
     old_term = leader.client().request("GET", RAFT)["term"]
 
     # Watch every member's own Raft view: no term may have two leaders.
