@@ -195,8 +195,8 @@ def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_w
         except TimeoutError:
             pytest.fail(f"{node.node_id} lost acknowledged writes: {[w.missing(node) for w in writers]}")
     print(f"[{time.monotonic() - T0:.0f} s] every member holds every acknowledged write")
-    wait_for(lambda: c.all_running("pipe", tasks=1), 120, what="the pipeline RUNNING after the heal")
-    committed = wait_for(lambda: c.offsets("pipe")["offsets"], 120, what="the pipeline to commit offsets")
+    wait_for(lambda: c.all_running("pipe", tasks=1), 180, what="the pipeline RUNNING after the heal")
+    committed = wait_for(lambda: c.offsets("pipe")["offsets"], 180, what="the pipeline to commit offsets")
     print(f"[{time.monotonic() - T0:.0f} s] pipeline RUNNING and committing")
     # the pipeline goes on from there: its committed positions only move forward
     before = {json.dumps(o["partition"], sort_keys=True): _position(o) for o in committed}
