@@ -69,5 +69,13 @@ bench: setup
 	$(PY) benchmarks/rest/run.py
 	$(PY) benchmarks/transforms/run.py
 
+# Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
+# Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
+# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7".
+CHAOS_ARGS ?=
+chaos: setup
+	@command -v ip >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq iproute2; } || true
+	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
+
 clean:
 	rm -rf var .pytest_cache frontend/dist
