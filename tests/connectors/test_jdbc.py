@@ -333,3 +333,94 @@ def test_bulk_mode_copies_the_whole_table_each_poll(spark, kafka_broker, tmp_pat
     values = sorted((json.loads(v)["payload"]["k"] or "") for v in read_topic(kafka_broker.bootstrap_servers,
                                                                                "bulk-" + table))
     assert values == ["", "a", "b"]
+
+
+# --------------------------------------------------------------------------------------
+# types: PostgreSQL -> Kafka -> MariaDB -> Kafka -> PostgreSQL, every value compared
+# --------------------------------------------------------------------------------------
+_TYPES_DDL = ("id INT PRIMARY KEY, i16 SMALLINT, i32 INTEGER, i64 BIGINT, dec NUMERIC(20,5), dec0 NUMERIC(38,0), "
+              "f32 REAL, f64 DOUBLE PRECISION, flag BOOLEAN, txt TEXT, vc VARCHAR(40), d DATE, t TIME(3), "
+              "ts TIMESTAMP(3), tstz TIMESTAMPTZ(3), blob BYTEA, js JSON, jsb JSONB, u UUID")
+_UTC = dt.timezone.utc
+_TYPE_ROWS = [
+    (1, -32768, -2147483648, -9223372036854775808, decimal.Decimal("-123456789012345.12345"),
+     decimal.Decimal("-" + "9" * 38), -3.25, -1.7976931348623157e308, False, "", "a", dt.date(1900, 1, 1),
+     dt.time(0, 0), dt.datetime(1969, 12, 31, 23, 59, 59, 999000), dt.datetime(1000, 1, 1, tzinfo=_UTC),
+     b"", '{"a": [1, 2.5, null]}', '{"z": "\u00e9", "n": {"k": true}}', uuid.UUID(int=0)),
+    (2, 32767, 2147483647, 9223372036854775807, decimal.Decimal("0.00001"), decimal.Decimal("9" * 38), 1.5e10,
+     5e-324, True, "emoji 🚀👩‍👩‍👧 CJK 漢字かな 한글 combining e\u0301 a\u0308 zero\u200bwidth",
+     "ünïcödé ✓", dt.date(2100, 12, 31), dt.time(23, 59, 59, 999000),
+     dt.datetime(2024, 2, 29, 12, 34, 56, 789000), dt.datetime(2038, 1, 19, 3, 14, 8, 1000, tzinfo=_UTC),
+     bytes(range(256)), '"text"', '[1, "two", {"3": 4}]', uuid.UUID("12345678-1234-5678-9abc-def012345678")),
+    (3, 0, 0, 0, decimal.Decimal("0.00000"), decimal.Decimal("0"), 0.0, 0.1, False, "line\nbreak\ttab 'q' \"dq\" \\",
+     "", dt.date(1970, 1, 1), dt.time(12, 0, 0, 1000), dt.datetime(1970, 1, 1), dt.datetime(1970, 1, 1, tzinfo=_UTC),
+     b"\x00\xff\x00", "{}", "{}", uuid.uuid4()),
+    (4,) + (None,) * 18,
+]
+
+
+def test_types_round_trip_postgres_mariadb_postgres(spark, kafka_broker, tmp_path, pg_db, my_db):
+    from webapp.runtime.converters import decode_value
+
+    table = unique("types")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" ({_TYPES_DDL})')
+        with c.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{table}" VALUES ({", ".join(["%s"] * 19)})', _TYPE_ROWS)
+        original = rows(c, f'SELECT * FROM "{table}" ORDER BY id')
+    topic_a = f"a-{table}"
+    run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": table, "topic.prefix": "a-", "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, "types-a")
+
+    # Kafka holds JsonConverter values: check every value of every record against PostgreSQL's
+    decoded = sorted((decode_value(v)[1] for v in read_topic(kafka_broker.bootstrap_servers, topic_a)),
+                     key=lambda p: p["id"])
+    schema = decode_value(read_topic(kafka_broker.bootstrap_servers, topic_a)[0])[0]
+    types = {f["field"]: (f["type"], f.get("name")) for f in schema["fields"]}
+    assert types["i16"] == ("int16", None) and types["i64"] == ("int64", None) and types["f32"] == ("float", None)
+    assert types["dec"] == ("bytes", "org.apache.kafka.connect.data.Decimal")
+    assert types["t"] == ("int32", "org.apache.kafka.connect.data.Time")
+    assert types["tstz"] == ("int64", "org.apache.kafka.connect.data.Timestamp")
+    assert types["blob"] == ("bytes", None) and types["u"] == ("string", None)
+    names = [f["field"] for f in schema["fields"]]
+    for want, got in zip(original, decoded):
+        for name, w in zip(names, want):
+            g = got[name]
+            if w is None:
+                assert g is None, name
+            elif name == "t":
+                assert g == w.hour * 3_600_000 + w.minute * 60_000 + w.second * 1000 + w.microsecond // 1000
+            elif name in ("ts", "tstz"):
+                assert g == (w if w.tzinfo else w.replace(tzinfo=_UTC)), name
+            elif name == "d":
+                assert g == w
+            elif name in ("js", "jsb"):
+                assert json.loads(g) == w
+            elif name == "u":
+                assert g == str(w)
+            elif name == "f32":
+                assert g == pytest.approx(w, rel=1e-7)
+            else:
+                assert g == w, name
+
+    # -> MariaDB (tables created by the sink) -> Kafka -> PostgreSQL (original DDL)
+    mid = f"mid_{table}"
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "topics": topic_a, "table.name.format": mid, "auto.create": "true",
+        "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert"}, tmp_path, "types-mid")
+    run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": mid, "topic.prefix": "b-", "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, "types-b")
+    final = f"final_{table}"
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{final}" ({_TYPES_DDL})')
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "topics": f"b-{mid}", "table.name.format": final}, tmp_path, "types-final")
+    with pg(pg_db) as c:
+        back = rows(c, f'SELECT * FROM "{final}" ORDER BY id')
+    assert len(back) == len(original)
+    for want, got in zip(original, back):
+        assert want == got

@@ -39,6 +39,8 @@ __all__ = [
 OFFSETS_TABLE = "__raftconnect_offsets"
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+# Decimal arithmetic without rounding (the default context keeps only 28 digits)
+_EXACT = _decimal.Context(prec=_decimal.MAX_PREC, Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
 
 
 class StaleOffsetError(RuntimeError):
@@ -117,7 +119,7 @@ def _decimal_to_wire(values: list, precision: int, scale: int):
         if v is None:
             out.append(None)
             continue
-        unscaled = int(_decimal.Decimal(v).scaleb(scale).to_integral_value(_decimal.ROUND_HALF_EVEN))
+        unscaled = int(_decimal.Decimal(v).scaleb(scale, _EXACT).to_integral_value(context=_EXACT))
         out.append(unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True))
     return pa.array(out, pa.binary())
 
@@ -167,7 +169,7 @@ def from_wire_array(arr, kind: str, dialect: str) -> list:
 
     if kind.startswith("decimal:"):
         scale = _decimal_ps(kind)[1]
-        return [None if b is None else _decimal.Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale)
+        return [None if b is None else _decimal.Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale, _EXACT)
                 for b in arr.to_pylist()]
     if kind == "date":
         return arr.cast(pa.int32()).view(pa.date32()).to_pylist()
