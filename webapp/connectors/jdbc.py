@@ -371,6 +371,26 @@ def _list_tables(params: Mapping[str, Any]) -> list[str]:
         conn.close()
 
 
+def _create_if_missing(cur, create_sql: str, probe_sql: str) -> None:
+    """Run ``create_sql`` (CREATE ... IF NOT EXISTS); tolerate losing a race with another task.
+
+    PostgreSQL's ``IF NOT EXISTS`` is not atomic: two sessions creating the same
+    table at once can fail with a unique violation on the catalog. Such an error
+    is ignored when ``probe_sql`` shows the table exists afterwards.
+    """
+    try:
+        cur.execute(create_sql)
+    except Exception:
+        try:
+            cur.execute(probe_sql)
+            cur.fetchall()
+        except Exception:
+            pass
+        else:
+            return
+        raise
+
+
 def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if config.get("connection.url"):
@@ -838,9 +858,10 @@ class JdbcSinkTask(Task):
             raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
         try:
             cur = conn.cursor()
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {t} (connector VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL,"
-                        " kafka_partition INTEGER NOT NULL, next_offset BIGINT NOT NULL,"
-                        " PRIMARY KEY (connector, topic, kafka_partition))")
+            _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {t} (connector VARCHAR(255) NOT NULL, "
+                                    "topic VARCHAR(255) NOT NULL, kafka_partition INTEGER NOT NULL, "
+                                    "next_offset BIGINT NOT NULL, PRIMARY KEY (connector, topic, kafka_partition))",
+                               f"SELECT 1 FROM {t} WHERE 1 = 0")
             cur.execute(f"SELECT topic, kafka_partition, next_offset FROM {t} WHERE connector = %s", (self.connector,))
             for topic, p, nxt in cur.fetchall():
                 if topic in self.topics:
@@ -1054,15 +1075,25 @@ class JdbcSinkTask(Task):
                 if pk:
                     defs.append(f"PRIMARY KEY ({', '.join(q(n) for n in pk)})")
                 suffix = "" if self.dialect == "postgresql" else " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
-                cur.execute(f"CREATE TABLE IF NOT EXISTS {q(table)} ({', '.join(defs)}){suffix}")
-                have = {c[0] for c in cols}
+                _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {q(table)} ({', '.join(defs)}){suffix}",
+                                   f"SELECT 1 FROM {q(table)} WHERE 1 = 0")
+                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+                have = {d[0] for d in cur.description}
+                cur.fetchall()
             missing = [c for c in cols if c[0] not in have]
             if missing:
                 if not self.auto_evolve:
                     raise ConnectException(f"Table {table} lacks columns {[c[0] for c in missing]} and auto.evolve "
                                            "is disabled")
                 for n, k, _ in missing:
-                    cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN {q(n)} {_ddl_type(self.dialect, k, False)} NULL")
+                    try:
+                        cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN {q(n)} {_ddl_type(self.dialect, k, False)} NULL")
+                    except Exception:  # another task may have added it meanwhile
+                        cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+                        now = {d[0] for d in cur.description}
+                        cur.fetchall()
+                        if n not in now:
+                            raise
                     have.add(n)
         finally:
             conn.close()
