@@ -33,6 +33,7 @@ bench: setup
 	$(PY) benchmarks/pipeline/run.py
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/stores/run.py
+	$(PY) benchmarks/jdbc/run.py
 
 clean:
 	rm -rf var .pytest_cache
