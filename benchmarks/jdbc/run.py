@@ -216,7 +216,7 @@ def main() -> None:
         load_flights_postgres(pg_params, "flights", reference)
         spark = get_spark_session(master="local[2]", app_name="bench-jdbc",
                                   conf={"spark.local.dir": str(tmp / "spark"), "spark.ui.enabled": "false"})
-        cores = int(spark.sparkContext.defaultParallelism)
+        cores = min(int(spark.sparkContext.defaultParallelism), os.cpu_count() or 1)
         results = []
         try:
             with EmbeddedKafka(log_dir=tmp / "kafka") as kafka:

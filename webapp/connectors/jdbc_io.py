@@ -231,6 +231,79 @@ def read_rows(params: Mapping[str, Any], sql: str, args: Sequence[Any], names: S
 # --------------------------------------------------------------------------------------
 # Writing (sink)
 # --------------------------------------------------------------------------------------
+def _literals(arr, kind: str, style: str):
+    """SQL text of every value of a wire-form Arrow array, computed in Arrow (no per-value Python
+    except for bytes and Decimal).
+
+    ``style`` ``"mysql"``: SQL literals for a multi-row ``INSERT ... VALUES`` (``NULL``,
+    quoted and backslash-escaped strings, ``X'..'`` bytes). ``"copy"``: PostgreSQL
+    ``COPY`` text format fields (``\\N`` for null, backslash escapes, no quotes).
+    Returns a string array without nulls.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mysql = style == "mysql"
+    null = "NULL" if mysql else "\\N"
+
+    def quoted(text):
+        if not mysql:
+            return text
+        return pc.binary_join_element_wise("'", text, "'", "")
+
+    if kind in ("int8", "int16", "int32", "int64", "float32", "float64"):
+        text = arr.cast(pa.string())
+    elif kind == "boolean":
+        text = pc.if_else(arr, "1" if mysql else "t", "0" if mysql else "f")
+    elif kind == "string":
+        text = arr.cast(pa.string())
+        if mysql:
+            for a, b in (("\\", "\\\\"), ("'", "\\'"), ("\0", "\\0")):
+                text = pc.replace_substring(text, a, b)
+        else:
+            for a, b in (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r")):
+                text = pc.replace_substring(text, a, b)
+        text = quoted(text)
+    elif kind == "date":
+        text = quoted(arr.cast(pa.int32()).view(pa.date32()).cast(pa.string()))
+    elif kind == "time":
+        text = quoted(arr.cast(pa.int32()).view(pa.time32("ms")).cast(pa.string()))
+    elif kind == "timestamp":
+        text = quoted(arr.cast(pa.int64()).view(pa.timestamp("ms")).cast(pa.string()))
+    elif kind == "bytes":
+        text = pa.array([None if b is None else (f"X'{b.hex()}'" if mysql else "\\\\x" + b.hex())
+                         for b in arr.to_pylist()], pa.string())
+    else:  # decimal
+        text = pa.array([None if v is None else str(v) for v in from_wire_array(arr, kind, "")], pa.string())
+    return pc.fill_null(text, null)
+
+
+def _joined(parts, sep: str, prefix: str = "", suffix: str = ""):
+    """One string array: ``prefix + sep.join(parts) + suffix`` row by row."""
+    import pyarrow.compute as pc
+
+    row = pc.binary_join_element_wise(*parts, sep) if len(parts) > 1 else parts[0]
+    if prefix or suffix:
+        row = pc.binary_join_element_wise(prefix, row, suffix, "")
+    return row
+
+
+def _chunks(rows, max_bytes: int):
+    """Slices of the string array ``rows`` whose total length stays under ``max_bytes`` (at least one row)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    lengths = np.cumsum(pc.binary_length(rows).to_numpy(zero_copy_only=False))
+    start, base = 0, 0
+    n = len(rows)
+    while start < n:
+        end = int(np.searchsorted(lengths, base + max_bytes, side="right"))
+        end = max(end, start + 1)
+        yield rows.slice(start, end - start)
+        base = int(lengths[end - 1])
+        start = end
+
+
 def _offset_row(cur, dialect: str, connector: str, topic: str, partition: int):
     t = quote(dialect, OFFSETS_TABLE)
     cur.execute(f"SELECT next_offset FROM {t} WHERE connector = %s AND topic = %s AND kafka_partition = %s "
@@ -310,6 +383,10 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
     pk_idx = [pos[n] for n in pk]
     batch_size = max(1, int(plan.get("batch_size") or 3000))
     use_copy = dialect == "postgresql" and (mode == "insert" or not pk)
+    # Fast path: SQL text rendered in Arrow, no per-row Python (MySQL INSERT/upsert, PostgreSQL COPY)
+    rendered = use_copy or (dialect != "postgresql" and mode in ("insert", "upsert"))
+    mysql_suffix = write_sql[write_sql.index(" ON DUPLICATE KEY UPDATE"):] if " ON DUPLICATE KEY UPDATE" in write_sql \
+        else ""
 
     first = last = None
     count = 0
@@ -338,6 +415,46 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                     cur.executemany(write_sql, part if order_idx == list(range(len(names)))
                                     else [[r[j] for j in order_idx] for r in part])
 
+        def make_rows(b, offsets) -> list:
+            n = b.num_rows
+            values = []
+            for name, kind, src in cols:
+                if src == "kafka_topic":
+                    values.append([topic] * n)
+                elif src == "kafka_partition":
+                    values.append([partition] * n)
+                elif src == "kafka_offset":
+                    values.append(offsets.to_pylist())
+                else:
+                    values.append(from_wire_array(b.column(src), kind, dialect))
+            return list(zip(*values)) if values else [()] * n
+
+        def write_rendered(b, offsets) -> None:
+            style = "copy" if use_copy else "mysql"
+            parts = []
+            for name, kind, src in cols:
+                if src == "kafka_topic":
+                    arr, kind = pa.array([topic] * b.num_rows, pa.string()), "string"
+                elif src == "kafka_partition":
+                    arr, kind = pa.array([partition] * b.num_rows, pa.int32()), "int32"
+                elif src == "kafka_offset":
+                    arr, kind = offsets, "int64"
+                else:
+                    arr = b.column(src)
+                parts.append(_literals(arr, kind, style))
+            if use_copy:
+                text = _joined(parts, "\t", "", "\n")
+                with cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as cp:
+                    for piece in _chunks(text, 4 << 20):
+                        cp.write(pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()),
+                                                                        piece), "")[0].as_py().encode("utf-8"))
+                return
+            text = _joined(parts, ",", "(", ")")
+            for piece in _chunks(text, 4 << 20):
+                values_sql = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()), piece),
+                                            ",")[0].as_py()
+                cur.execute(f"INSERT INTO {table} ({col_sql}) VALUES {values_sql}{mysql_suffix}")
+
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -351,20 +468,12 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                 offsets = b.column("__offset")
                 tomb = b.column("__tombstone").to_pylist()
                 n = b.num_rows
-                values = []
-                for name, kind, src in cols:
-                    if src == "kafka_topic":
-                        values.append([topic] * n)
-                    elif src == "kafka_partition":
-                        values.append([partition] * n)
-                    elif src == "kafka_offset":
-                        values.append(offsets.to_pylist())
-                    else:
-                        values.append(from_wire_array(b.column(src), kind, dialect))
-                rows = list(zip(*values)) if values else [()] * n
-                if not any(tomb):
-                    flush("write", rows)
+                if rendered and not any(tomb):
+                    write_rendered(b, offsets)
+                elif not any(tomb):
+                    flush("write", make_rows(b, offsets))
                 else:
+                    rows = make_rows(b, offsets)
                     run_kind, run = None, []
                     for r, t in zip(rows, tomb):
                         k = "delete" if t else "write"
