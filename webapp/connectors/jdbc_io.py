@@ -99,6 +99,21 @@ def arrow_wire_type(kind: str):
             }.get(kind, pa.binary() if kind.startswith("decimal:") else pa.string())
 
 
+def _decimal_array_to_wire(arr):
+    """decimal128 Arrow array → binary array of 16-byte big-endian two's-complement unscaled values."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(arr)
+    bufs = arr.buffers()
+    data = np.frombuffer(bufs[1], dtype=np.uint8, count=16 * (arr.offset + n))[16 * arr.offset:].reshape(n, 16)
+    offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
+    validity = None if arr.null_count == 0 else pa.array(arr.is_valid()).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets.tobytes()),
+                                                  pa.py_buffer(np.ascontiguousarray(data[:, ::-1]).tobytes())],
+                                 null_count=arr.null_count)
+
+
 def _decimal_to_wire(values: list, precision: int, scale: int):
     import numpy as np
     import pyarrow as pa
@@ -109,11 +124,7 @@ def _decimal_to_wire(values: list, precision: int, scale: int):
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             arr = None
         if arr is not None:
-            n = len(arr)
-            data = np.frombuffer(arr.buffers()[1], dtype=np.uint8, count=16 * n).reshape(n, 16)[:, ::-1]
-            offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
-            return pa.Array.from_buffers(pa.binary(), n, [arr.buffers()[0], pa.py_buffer(offsets.tobytes()),
-                                                          pa.py_buffer(np.ascontiguousarray(data).tobytes())])
+            return _decimal_array_to_wire(arr)
     out = []
     for v in values:
         if v is None:
@@ -184,6 +195,80 @@ def from_wire_array(arr, kind: str, dialect: str) -> list:
 # --------------------------------------------------------------------------------------
 # Reading (source)
 # --------------------------------------------------------------------------------------
+_COPY_KINDS = frozenset(("int16", "int32", "int64", "float32", "float64", "boolean", "string", "date", "timestamp"))
+
+
+def _copy_decimal(kind: str) -> bool:
+    return kind.startswith("decimal:") and 0 < _decimal_ps(kind)[0] <= 38
+
+
+class _CopyStream:
+    """A file-like ``read(n)`` over a psycopg ``Copy``'s chunks (for pyarrow's streaming CSV reader)."""
+
+    def __init__(self, copy):
+        self._it = iter(copy)
+        self._buf = bytearray()
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self._buf) < n:
+            try:
+                self._buf += next(self._it)
+            except StopIteration:
+                break
+        if n < 0 or n >= len(self._buf):
+            out, self._buf = bytes(self._buf), bytearray()
+        else:
+            out = bytes(self._buf[:n])
+            del self._buf[:n]
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _read_copy(params, sql: str, args, names, kinds, schema):
+    """PostgreSQL fast path: ``COPY (sql) TO STDOUT`` as CSV, parsed by pyarrow in C++ (no per-row Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    types = {}
+    for n, k in zip(names, kinds):
+        if k.startswith("decimal:"):
+            types[n] = pa.decimal128(*_decimal_ps(k))
+        else:
+            types[n] = {"date": pa.date32(), "timestamp": pa.string()}.get(k, arrow_wire_type(k))
+    conn = connect(params)
+    try:
+        with conn.cursor().copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", list(args)) as cp:
+            reader = pacsv.open_csv(
+                pa.PythonFile(_CopyStream(cp), mode="r"),
+                read_options=pacsv.ReadOptions(column_names=list(names), block_size=4 << 20),
+                parse_options=pacsv.ParseOptions(ignore_empty_lines=False),  # one NULL column = an empty line
+                convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+                                                     quoted_strings_can_be_null=False, true_values=["t"],
+                                                     false_values=["f"]))
+            for batch in reader:
+                cols = []
+                for arr, k in zip(batch.columns, kinds):
+                    if k == "date":
+                        arr = arr.view(pa.int32())
+                    elif k == "timestamp":
+                        ts = pc.replace_substring_regex(arr, r"\+00$", "").cast(pa.timestamp("us"))
+                        arr = pc.divide(pc.floor_temporal(ts, unit="millisecond").view(pa.int64()), 1000)
+                    elif k.startswith("decimal:"):
+                        arr = _decimal_array_to_wire(arr)
+                    cols.append(arr)
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def read_rows(params: Mapping[str, Any], sql: str, args: Sequence[Any], names: Sequence[str],
               kinds: Sequence[str], chunk: int = 10_000) -> Iterator[Any]:
     """Run ``sql`` and yield ``pyarrow.RecordBatch``es of at most ``chunk`` rows in wire form.
@@ -198,6 +283,9 @@ def read_rows(params: Mapping[str, Any], sql: str, args: Sequence[Any], names: S
     import pyarrow as pa
 
     schema = pa.schema([pa.field(n, arrow_wire_type(k)) for n, k in zip(names, kinds)])
+    if params["dialect"] == "postgresql" and all(k in _COPY_KINDS or _copy_decimal(k) for k in kinds):
+        yield from _read_copy(params, sql, args, names, kinds, schema)
+        return
     conn = connect(params)
     try:
         if params["dialect"] == "postgresql":
