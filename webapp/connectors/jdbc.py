@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import math
 import re
 import time
@@ -62,6 +63,8 @@ __all__ = [
     "parse_connection_url",
     "MODES",
 ]
+
+log = logging.getLogger(__name__)
 
 MODES = ("bulk", "incrementing", "timestamp", "timestamp+incrementing")
 INSERT_MODES = ("insert", "upsert", "update")
@@ -1108,9 +1111,11 @@ class JdbcSinkTask(Task):
 
         from webapp.kafka.spark_io import read_partitions
 
+        t0 = time.monotonic()
         peeked = self._peek(ranges)
         if not peeked:
             return []
+        t_peek = time.monotonic() - t0
         plan = self._plan_topic(topic, peeked)
         if plan is None:  # only tombstones and deletes disabled: skip them
             plan = _TopicPlan({"type": "struct", "fields": [], "optional": True}, [], None, None)
@@ -1167,6 +1172,8 @@ class JdbcSinkTask(Task):
                 self._resync(topic, ranges)
                 return []
             raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
+        log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
+                 sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
         return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
 
     def _resync(self, topic: str, ranges) -> None:
