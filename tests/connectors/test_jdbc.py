@@ -1,0 +1,426 @@
+"""JDBC connectors against the real PostgreSQL and MariaDB servers, real Kafka (Tansu) and Spark.
+
+Each module run uses its own databases (``i6jdbc_<random>``) on both servers and
+drops them at the end. Tasks are driven directly (no node), as the runtime does:
+``start()``, ``run_batch()`` until ``None``, offsets kept in a dict.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import itertools
+import json
+import uuid
+
+import psycopg
+import pymysql
+import pytest
+
+from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
+from webapp.connectors.jdbc import (
+    JdbcSinkConnector,
+    JdbcSinkTask,
+    JdbcSourceConnector,
+    JdbcSourceTask,
+    parse_connection_url,
+)
+from tests.kafka_helpers import read_topic
+
+_names = (f"t{i}" for i in itertools.count())
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"
+
+
+# --------------------------------------------------------------------------------------
+# fixtures: one database per server for the module
+# --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pg_db():
+    name = f"i6jdbc_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def my_db():
+    name = f"i6jdbc_{uuid.uuid4().hex[:10]}"
+    c = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+    c.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    c.close()
+    try:
+        yield name
+    finally:
+        c = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+        c.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        c.close()
+
+
+def pg_url(db: str) -> str:
+    return f"jdbc:postgresql://127.0.0.1:5432/{db}"
+
+
+def my_url(db: str, flavour: str = "mariadb") -> str:
+    return f"jdbc:{flavour}://127.0.0.1:3306/{db}"
+
+
+def pg(db: str):
+    return psycopg.connect(f"host=127.0.0.1 user=postgres dbname={db}", autocommit=True,
+                           options="-c TimeZone=UTC")
+
+
+def my(db: str):
+    return pymysql.connect(host="127.0.0.1", user="root", password="", database=db, autocommit=True,
+                           charset="utf8mb4", init_command="SET time_zone='+00:00'")
+
+
+def rows(conn, sql: str, args=()) -> list[tuple]:
+    cur = conn.cursor()
+    cur.execute(sql, args)
+    out = list(cur.fetchall())
+    cur.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# driving tasks as the runtime does
+# --------------------------------------------------------------------------------------
+def context(spark, kafka, name: str, task: int, tmp, offsets=None) -> TaskContext:
+    work = tmp / f"work-{name}-{task}"
+    work.mkdir(parents=True, exist_ok=True)
+    return TaskContext(ConnectorTaskId(name, task), spark, kafka.client_config(), str(work), dict(offsets or {}))
+
+
+def drain(task, store: dict, max_batches: int = 1000) -> int:
+    total = 0
+    for _ in range(max_batches):
+        result = task.run_batch()
+        if result is None:
+            return total
+        total += result.records
+        for o in result.offsets:
+            store[partition_key(o.partition)] = o
+    raise AssertionError("task did not run dry")
+
+
+def run_connector(connector_cls, spark, kafka, config, tmp, name, store=None) -> int:
+    conn = connector_cls()
+    conn.start(config)
+    configs = conn.task_configs(int(config.get("tasks.max", 1)))
+    store = {} if store is None else store
+    total = 0
+    for i, cfg in enumerate(configs):
+        task = connector_cls.task_class(context(spark, kafka, name, i, tmp, store), cfg)
+        task.start()
+        try:
+            total += drain(task, store)
+        finally:
+            task.stop()
+    return total
+
+
+# --------------------------------------------------------------------------------------
+# unit checks
+# --------------------------------------------------------------------------------------
+def test_connection_urls_in_jdbc_and_plain_forms():
+    p = parse_connection_url("jdbc:postgresql://db.example:6543/sales?user=u&password=p")
+    assert p == {"dialect": "postgresql", "host": "db.example", "port": 6543, "database": "sales",
+                 "user": "u", "password": "p"}
+    m = parse_connection_url("jdbc:mariadb://10.0.0.5/shop", "root", "secret")
+    assert (m["dialect"], m["port"], m["database"], m["user"], m["password"]) == ("mysql", 3306, "shop", "root",
+                                                                                  "secret")
+    assert parse_connection_url("jdbc:mysql://h:3307/x")["port"] == 3307
+    with pytest.raises(ConnectException, match="Unsupported connection.url"):
+        parse_connection_url("jdbc:sqlserver://h;databaseName=x")
+
+
+def test_validation_reports_per_key_errors():
+    src = JdbcSourceConnector().validate({"connection.url": "jdbc:oracle:thin:@h:1521/x", "mode": "incrementing",
+                                          "topic.prefix": "p-"})
+    assert src["connection.url"] and "Unsupported" in src["connection.url"][0]
+    assert src["incrementing.column.name"]
+    assert not src["topic.prefix"]
+    sink = JdbcSinkConnector().validate({"connection.url": "jdbc:postgresql://h/db", "topics": "t",
+                                         "insert.mode": "upsert", "delete.enabled": "true"})
+    assert sink["pk.mode"] and sink["delete.enabled"]
+    assert JdbcSinkConnector().validate({"connection.url": "jdbc:postgresql://h/db"})["topics"]
+    assert JdbcSourceConnector.config_def.keys[2].type == "PASSWORD"
+
+
+# --------------------------------------------------------------------------------------
+# end to end
+# --------------------------------------------------------------------------------------
+def test_postgres_to_kafka_to_mariadb_incrementing_picks_up_new_rows(spark, kafka_broker, tmp_path, pg_db, my_db):
+    table = unique("orders")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id BIGSERIAL PRIMARY KEY, customer TEXT, amount NUMERIC(10,2), '
+                  "placed TIMESTAMP)")
+        c.execute(f'INSERT INTO "{table}" (customer, amount, placed) SELECT \'c\' || g, g * 1.25, '
+                  "TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute' FROM generate_series(1, 2500) g")
+        other = unique("ignored")
+        c.execute(f'CREATE TABLE "{other}" (id INT)')
+    prefix = unique("pg") + "-"
+    src = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "connection.user": "postgres",
+           "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": table,
+           "topic.prefix": prefix, "batch.max.rows": "1000", "poll.interval.ms": "0", "tasks.max": "2",
+           "topic.creation.default.partitions": "2"}
+    src_offsets: dict = {}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "src", src_offsets) == 2500
+    assert src_offsets[partition_key({"table": table})].offset == {"incrementing": 2500}
+    values = [json.loads(v) for v in read_topic(kafka_broker.bootstrap_servers, prefix + table)]
+    assert len(values) == 2500
+    first = min(values, key=lambda v: v["payload"]["id"])
+    assert first["schema"]["name"] == table
+    amount = next(f for f in first["schema"]["fields"] if f["field"] == "amount")
+    assert amount["name"] == "org.apache.kafka.connect.data.Decimal" and amount["parameters"]["scale"] == "2"
+    assert int.from_bytes(base64.b64decode(first["payload"]["amount"]), "big", signed=True) == 125
+    assert first["payload"]["placed"] == int(dt.datetime(2024, 1, 1, 0, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+    sink = {"connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "connection.url": my_url(my_db),
+            "connection.user": "root", "topics": prefix + table, "auto.create": "true", "tasks.max": "2",
+            "table.name.format": "copy_${topic}".replace("-", "_"), "insert.mode": "insert", "pk.mode": "none"}
+    sink_offsets: dict = {}
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, sink, tmp_path, "sink", sink_offsets) == 2500
+    target = f"copy_{prefix}{table}"
+    with my(my_db) as m:
+        got = rows(m, f"SELECT id, customer, amount, placed FROM `{target}` ORDER BY id")
+    assert len(got) == 2500
+    assert got[0] == (1, "c1", decimal.Decimal("1.25"), dt.datetime(2024, 1, 1, 0, 1))
+    assert got[-1] == (2500, "c2500", decimal.Decimal("3125.00"), dt.datetime(2024, 1, 1) + dt.timedelta(minutes=2500))
+
+    # new rows while running are picked up from the committed offsets; nothing is copied twice
+    with pg(pg_db) as c:
+        c.execute(f'INSERT INTO "{table}" (customer, amount, placed) VALUES (%s, 7.5, NULL)', ("ünï 🚀 漢字",))
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "src", src_offsets) == 1
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, sink, tmp_path, "sink", sink_offsets) == 1
+    with my(my_db) as m:
+        assert rows(m, f"SELECT COUNT(*), COUNT(DISTINCT id) FROM `{target}`")[0] == (2501, 2501)
+        assert rows(m, f"SELECT customer, placed FROM `{target}` WHERE id = 2501")[0] == ("ünï 🚀 漢字", None)
+
+
+def test_timestamp_incrementing_mode_sees_updates_and_sink_upserts(spark, kafka_broker, tmp_path, pg_db, my_db):
+    table = unique("items")
+    with my(my_db) as m:
+        m.cursor().execute(f"CREATE TABLE `{table}` (id INT PRIMARY KEY, name VARCHAR(50), "
+                           "modified DATETIME(6) NOT NULL)")
+        m.cursor().executemany(f"INSERT INTO `{table}` VALUES (%s, %s, %s)",
+                               [(i, f"n{i}", dt.datetime(2024, 5, 1, 12, 0, 0, i)) for i in range(1, 301)])
+    topic = unique("ts")
+    src = {"connector.class": "JdbcSource", "connection.url": my_url(my_db, "mysql"), "connection.user": "root",
+           "mode": "timestamp+incrementing", "timestamp.column.name": "modified", "incrementing.column.name": "id",
+           "query": f"SELECT id, name, modified FROM `{table}`", "topic.prefix": topic, "batch.max.rows": "120",
+           "poll.interval.ms": "0", "topic.creation.default.partitions": "1"}
+    src_offsets: dict = {}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "ts-src", src_offsets) == 300
+    off = src_offsets[partition_key({"query": "query"})].offset
+    assert off["incrementing"] == 300 and off["timestamp_nanos"] == 300_000
+    assert off["timestamp"] == int(dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+    with my(my_db) as m:  # an update moves the row's timestamp: it is copied again
+        m.cursor().execute(f"UPDATE `{table}` SET name = 'renamed', modified = '2024-05-02 00:00:00' WHERE id = 7")
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "ts-src", src_offsets) == 1
+
+    sink = {"connector.class": "JdbcSinkConnector", "connection.url": pg_url(pg_db), "topics": topic,
+            "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+            "table.name.format": "${topic}_copy"}
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, sink, tmp_path, "ts-sink") == 301
+    with pg(pg_db) as c:
+        got = rows(c, f'SELECT COUNT(*), MAX(modified) FROM "{topic}_copy"')[0]
+        assert got == (300, dt.datetime(2024, 5, 2))
+        assert rows(c, f'SELECT name FROM "{topic}_copy" WHERE id = 7') == [("renamed",)]
+
+
+def _produce(kafka, topic: str, records: list[tuple[bytes | None, bytes | None]], partitions: int = 2) -> None:
+    """Produce ``records``; a record goes to partition ``id % partitions`` of its key (same key, same partition)."""
+    from confluent_kafka import Producer
+
+    from webapp.kafka.topics import ensure_topic
+
+    ensure_topic(kafka.client_config(), topic, partitions)
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for k, v in records:
+        p.produce(topic, v, key=k, partition=json.loads(k)["payload"]["id"] % partitions)
+    assert p.flush(30) == 0
+
+
+def _kv(i: int, name: str | None) -> tuple[bytes, bytes | None]:
+    key = json.dumps({"schema": {"type": "struct", "optional": False, "fields": [
+        {"field": "id", "type": "int32", "optional": False}]}, "payload": {"id": i}}).encode()
+    if name is None:
+        return key, None
+    value = json.dumps({"schema": {"type": "struct", "optional": False, "fields": [
+        {"field": "id", "type": "int32", "optional": False}, {"field": "name", "type": "string", "optional": True}]},
+        "payload": {"id": i, "name": name}}).encode()
+    return key, value
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mariadb"])
+def test_sink_upsert_delete_and_offsets_in_the_target(spark, kafka_broker, tmp_path, pg_db, my_db, server):
+    topic = unique("kv")
+    # writes, an update of key 1 and a tombstone for key 2, all interleaved over 2 partitions
+    records = [_kv(i, f"v{i}") for i in range(10)] + [_kv(1, "updated"), _kv(2, None), _kv(2, None)]
+    _produce(kafka_broker, topic, records)
+    url = pg_url(pg_db) if server == "postgresql" else my_url(my_db)
+    cfg = {"connector.class": "JdbcSinkConnector", "connection.url": url, "topics": topic, "auto.create": "true",
+           "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true", "batch.max.rows": "4"}
+    name = unique("sink")
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, cfg, tmp_path, name) == 13
+    conn = pg(pg_db) if server == "postgresql" else my(my_db)
+    q = '"' if server == "postgresql" else "`"
+    try:
+        assert rows(conn, f"SELECT id, name FROM {q}{topic}{q} ORDER BY id") == \
+            [(i, "updated" if i == 1 else f"v{i}") for i in range(10) if i != 2]
+        stored = rows(conn, f"SELECT topic, kafka_partition, next_offset FROM {q}__raftconnect_offsets{q} "
+                            "WHERE connector = %s ORDER BY kafka_partition", (name,))
+        assert stored == [(topic, 0, 7), (topic, 1, 6)]  # keys 0,2,4,6,8 + 2 tombstones | 1,3,5,7,9 + update
+        # a task that lost the metadata store's offsets resumes from the target's: nothing is written twice
+        cfg_insert = dict(cfg, **{"insert.mode": "insert", "pk.mode": "kafka", "delete.enabled": "false",
+                                  "table.name.format": "${topic}_log"})
+        log_name = unique("log")
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, cfg_insert, tmp_path, log_name) == 13
+        _produce(kafka_broker, topic, [_kv(20, "late"), _kv(21, "late")])
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, cfg_insert, tmp_path, log_name, store={}) == 2
+        # 11 values + 2 late ones (tombstones are skipped without delete.enabled), each exactly once
+        assert rows(conn, f"SELECT COUNT(*) FROM (SELECT DISTINCT {q}__connect_partition{q}, "
+                          f"{q}__connect_offset{q} FROM {q}{topic}_log{q}) d") == [(13,)]
+        assert rows(conn, f"SELECT COUNT(*) FROM {q}{topic}_log{q}") == [(13,)]
+    finally:
+        conn.close()
+
+
+def test_a_stale_writer_is_fenced_by_the_target_offsets(spark, kafka_broker, tmp_path, pg_db):
+    topic = unique("fence")
+    _produce(kafka_broker, topic, [_kv(i, f"v{i}") for i in range(6)], partitions=1)
+    cfg = {"connector.class": "JdbcSinkConnector", "connection.url": pg_url(pg_db), "topics": topic,
+           "auto.create": "true", "pk.mode": "kafka"}
+    stale = JdbcSinkTask(context(spark, kafka_broker, "fenced", 0, tmp_path), cfg)
+    stale.start()  # reads the target's offsets now (none yet)
+    fresh = JdbcSinkTask(context(spark, kafka_broker, "fenced", 0, tmp_path), cfg)
+    fresh.start()
+    try:
+        assert drain(fresh, {}) == 6
+        assert stale.run_batch() is None  # its batch rolled back: the target moved on
+        assert stale.run_batch() is None  # and it continues from the target's offset
+    finally:
+        stale.stop()
+        fresh.stop()
+    with pg(pg_db) as c:
+        assert rows(c, f'SELECT COUNT(*), COUNT(DISTINCT "__connect_offset") FROM "{topic}"') == [(6, 6)]
+
+
+def test_bulk_mode_copies_the_whole_table_each_poll(spark, kafka_broker, tmp_path, pg_db):
+    table = unique("bulk")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (k TEXT)')
+        c.execute(f'INSERT INTO "{table}" VALUES (\'a\'), (\'b\'), (NULL)')
+    cfg = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "bulk",
+           "table.whitelist": table, "topic.prefix": "bulk-", "poll.interval.ms": "60000"}
+    task = JdbcSourceTask(context(spark, kafka_broker, "bulk", 0, tmp_path), cfg)
+    task.start()
+    try:
+        r = task.run_batch()
+        assert r.records == 3 and r.offsets == ()
+        assert task.run_batch() is None  # next copy only after poll.interval.ms
+    finally:
+        task.stop()
+    values = sorted((json.loads(v)["payload"]["k"] or "") for v in read_topic(kafka_broker.bootstrap_servers,
+                                                                               "bulk-" + table))
+    assert values == ["", "a", "b"]
+
+
+# --------------------------------------------------------------------------------------
+# types: PostgreSQL -> Kafka -> MariaDB -> Kafka -> PostgreSQL, every value compared
+# --------------------------------------------------------------------------------------
+_TYPES_DDL = ("id INT PRIMARY KEY, i16 SMALLINT, i32 INTEGER, i64 BIGINT, dec NUMERIC(20,5), dec0 NUMERIC(38,0), "
+              "f32 REAL, f64 DOUBLE PRECISION, flag BOOLEAN, txt TEXT, vc VARCHAR(40), d DATE, t TIME(3), "
+              "ts TIMESTAMP(3), tstz TIMESTAMPTZ(3), blob BYTEA, js JSON, jsb JSONB, u UUID")
+_UTC = dt.timezone.utc
+_TYPE_ROWS = [
+    (1, -32768, -2147483648, -9223372036854775808, decimal.Decimal("-123456789012345.12345"),
+     decimal.Decimal("-" + "9" * 38), -3.25, -1.7976931348623157e308, False, "", "a", dt.date(1900, 1, 1),
+     dt.time(0, 0), dt.datetime(1969, 12, 31, 23, 59, 59, 999000), dt.datetime(1000, 1, 1, tzinfo=_UTC),
+     b"", '{"a": [1, 2.5, null]}', '{"z": "\u00e9", "n": {"k": true}}', uuid.UUID(int=0)),
+    (2, 32767, 2147483647, 9223372036854775807, decimal.Decimal("0.00001"), decimal.Decimal("9" * 38), 1.5e10,
+     5e-324, True, "emoji 🚀👩‍👩‍👧 CJK 漢字かな 한글 combining e\u0301 a\u0308 zero\u200bwidth",
+     "ünïcödé ✓", dt.date(2100, 12, 31), dt.time(23, 59, 59, 999000),
+     dt.datetime(2024, 2, 29, 12, 34, 56, 789000), dt.datetime(2038, 1, 19, 3, 14, 8, 1000, tzinfo=_UTC),
+     bytes(range(256)), '"text"', '[1, "two", {"3": 4}]', uuid.UUID("12345678-1234-5678-9abc-def012345678")),
+    (3, 0, 0, 0, decimal.Decimal("0.00000"), decimal.Decimal("0"), 0.0, 0.1, False, "line\nbreak\ttab 'q' \"dq\" \\",
+     "", dt.date(1970, 1, 1), dt.time(12, 0, 0, 1000), dt.datetime(1970, 1, 1), dt.datetime(1970, 1, 1, tzinfo=_UTC),
+     b"\x00\xff\x00", "{}", "{}", uuid.uuid4()),
+    (4,) + (None,) * 18,
+]
+
+
+def test_types_round_trip_postgres_mariadb_postgres(spark, kafka_broker, tmp_path, pg_db, my_db):
+    from webapp.runtime.converters import decode_value
+
+    table = unique("types")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" ({_TYPES_DDL})')
+        with c.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{table}" VALUES ({", ".join(["%s"] * 19)})', _TYPE_ROWS)
+        original = rows(c, f'SELECT * FROM "{table}" ORDER BY id')
+    topic_a = f"a-{table}"
+    run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": table, "topic.prefix": "a-", "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, "types-a")
+
+    # Kafka holds JsonConverter values: check every value of every record against PostgreSQL's
+    decoded = sorted((decode_value(v)[1] for v in read_topic(kafka_broker.bootstrap_servers, topic_a)),
+                     key=lambda p: p["id"])
+    schema = decode_value(read_topic(kafka_broker.bootstrap_servers, topic_a)[0])[0]
+    types = {f["field"]: (f["type"], f.get("name")) for f in schema["fields"]}
+    assert types["i16"] == ("int16", None) and types["i64"] == ("int64", None) and types["f32"] == ("float", None)
+    assert types["dec"] == ("bytes", "org.apache.kafka.connect.data.Decimal")
+    assert types["t"] == ("int32", "org.apache.kafka.connect.data.Time")
+    assert types["tstz"] == ("int64", "org.apache.kafka.connect.data.Timestamp")
+    assert types["blob"] == ("bytes", None) and types["u"] == ("string", None)
+    names = [f["field"] for f in schema["fields"]]
+    for want, got in zip(original, decoded):
+        for name, w in zip(names, want):
+            g = got[name]
+            if w is None:
+                assert g is None, name
+            elif name == "t":
+                assert g == w.hour * 3_600_000 + w.minute * 60_000 + w.second * 1000 + w.microsecond // 1000
+            elif name in ("ts", "tstz"):
+                assert g == (w if w.tzinfo else w.replace(tzinfo=_UTC)), name
+            elif name == "d":
+                assert g == w
+            elif name in ("js", "jsb"):
+                assert json.loads(g) == w
+            elif name == "u":
+                assert g == str(w)
+            elif name == "f32":
+                assert g == pytest.approx(w, rel=1e-7)
+            else:
+                assert g == w, name
+
+    # -> MariaDB (tables created by the sink) -> Kafka -> PostgreSQL (original DDL)
+    mid = f"mid_{table}"
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "topics": topic_a, "table.name.format": mid, "auto.create": "true",
+        "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert"}, tmp_path, "types-mid")
+    run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": mid, "topic.prefix": "b-", "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, "types-b")
+    final = f"final_{table}"
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{final}" ({_TYPES_DDL})')
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "topics": f"b-{mid}", "table.name.format": final}, tmp_path, "types-final")
+    with pg(pg_db) as c:
+        back = rows(c, f'SELECT * FROM "{final}" ORDER BY id')
+    assert len(back) == len(original)
+    for want, got in zip(original, back):
+        assert want == got

@@ -1,0 +1,1203 @@
+"""JDBC connectors on Spark: PostgreSQL and MySQL/MariaDB tables ⇄ Kafka topics.
+
+Configs use the keys of Confluent's ``io.confluent.connect.jdbc.JdbcSourceConnector``
+and ``JdbcSinkConnector`` (``connection.url`` in its ``jdbc:postgresql://``,
+``jdbc:mysql://`` or ``jdbc:mariadb://`` form), so they migrate unchanged. No JDBC
+driver is involved: the database is read and written with psycopg and PyMySQL
+inside Spark's Python workers (``webapp.connectors.jdbc_io``).
+
+Source (:class:`JdbcSourceConnector`): the tables of ``table.whitelist`` (or all
+tables minus ``table.blacklist``), or one ``query``, split over the tasks. Per
+micro-batch the driver finds the batch's upper bound with one indexed query
+(the ``batch.max.rows``-th next row in ``mode`` order); Spark tasks then read
+the rows up to that bound (an ``incrementing`` range split into value ranges,
+one per core), convert them to the JsonConverter wire form in Arrow, the JVM
+encodes each row (``to_json``) and the workers produce them idempotently. Only
+after every record is acknowledged does the batch return its offset, which the
+runtime commits through the leader. Offsets (Confluent's shapes): partition
+``{"table": name}`` or ``{"query": "query"}``; offset ``{"incrementing": n}``,
+``{"timestamp": ms, "timestamp_nanos": ns}`` or both. Delivery: at least once
+(a batch interrupted after some acknowledgements is produced again).
+
+Sink (:class:`JdbcSinkConnector`): explicit offset ranges of the assigned topic
+partitions are read in Spark tasks (one per partition), decoded in the JVM
+(``from_json`` with the schema planned from a driver-side peek), and each Spark
+task writes its partition's records in **one database transaction** together
+with the partition's next offset in ``__raftconnect_offsets`` of the target
+database. The transaction first locks that row and checks that it still holds
+the offset the batch started from, so a replayed or concurrent (zombie) batch
+rolls back. On start the task resumes from the maximum of the metadata store's
+and the target's offsets. Delivery: exactly once into the target table.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import math
+import re
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from . import jdbc_io
+from .api import (
+    BatchResult,
+    ConfigDef,
+    ConfigKey,
+    ConnectException,
+    SinkConnector,
+    SourceConnector,
+    SourceOffset,
+    Task,
+    TaskContext,
+    partition_key,
+)
+
+__all__ = [
+    "JdbcSourceConnector",
+    "JdbcSourceTask",
+    "JdbcSinkConnector",
+    "JdbcSinkTask",
+    "parse_connection_url",
+    "MODES",
+]
+
+log = logging.getLogger(__name__)
+
+MODES = ("bulk", "incrementing", "timestamp", "timestamp+incrementing")
+INSERT_MODES = ("insert", "upsert", "update")
+PK_MODES = ("none", "kafka", "record_key", "record_value")
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+DATE = "org.apache.kafka.connect.data.Date"
+TIME = "org.apache.kafka.connect.data.Time"
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_SCHEMA_PREFIX = '{"schema":'
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
+TASK_TABLES = "tables"
+
+_COMMON = (
+    ConfigKey("connection.url", "STRING", None, required=True, importance="HIGH",
+              documentation="jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db or jdbc:mariadb://... "
+                            "(user and password may also be URL parameters)."),
+    ConfigKey("connection.user", "STRING", None, importance="HIGH", documentation="Database user."),
+    ConfigKey("connection.password", "PASSWORD", None, importance="HIGH", documentation="Database password."),
+    ConfigKey("tasks.max", "INT", "1", importance="HIGH", documentation="Maximum number of tasks."),
+    ConfigKey("value.converter", "CLASS", JSON_CONVERTER, importance="HIGH",
+              documentation="Record value format; Connect's JsonConverter.", allowed=(JSON_CONVERTER,)),
+    ConfigKey("value.converter.schemas.enable", "BOOLEAN", "true", importance="HIGH",
+              documentation="Values are {\"schema\",\"payload\"} envelopes; the JDBC connectors need schemas."),
+    ConfigKey("key.converter", "CLASS", JSON_CONVERTER, importance="LOW",
+              documentation="Record key format (sink pk.mode=record_key).", allowed=(JSON_CONVERTER, STRING_CONVERTER)),
+    ConfigKey("key.converter.schemas.enable", "BOOLEAN", "true", importance="LOW"),
+)
+
+_SOURCE = (
+    ConfigKey("mode", "STRING", None, required=True, importance="HIGH", allowed=MODES,
+              documentation="bulk (whole table each poll), incrementing, timestamp or timestamp+incrementing."),
+    ConfigKey("incrementing.column.name", "STRING", None, importance="MEDIUM",
+              documentation="Strictly increasing integer column (modes incrementing, timestamp+incrementing)."),
+    ConfigKey("timestamp.column.name", "LIST", None, importance="MEDIUM",
+              documentation="Timestamp column(s) (COALESCE of several) for the timestamp modes."),
+    ConfigKey("table.whitelist", "LIST", None, importance="MEDIUM", documentation="Tables to copy (default all)."),
+    ConfigKey("table.blacklist", "LIST", None, importance="MEDIUM", documentation="Tables not to copy."),
+    ConfigKey("query", "STRING", None, importance="MEDIUM",
+              documentation="Copy the result of this query instead of tables (one task)."),
+    ConfigKey("topic.prefix", "STRING", None, required=True, importance="HIGH",
+              documentation="Topic = prefix + table name; with query, the topic itself."),
+    ConfigKey("poll.interval.ms", "INT", "5000", importance="HIGH",
+              documentation="How often a table without new rows is polled again."),
+    ConfigKey("batch.max.rows", "INT", "10000", importance="LOW",
+              documentation="Rows per micro-batch per table (Confluent's default is 100; a Spark job per 100 rows "
+                            "would be slow, so the default here is 10000)."),
+    ConfigKey("timestamp.delay.interval.ms", "LONG", "0", importance="HIGH",
+              documentation="Rows are read only once their timestamp is this much older than the database's now."),
+    ConfigKey("topic.creation.default.partitions", "INT", "4", importance="MEDIUM",
+              documentation="Partitions when the source creates a missing topic."),
+    ConfigKey("topic.creation.default.replication.factor", "INT", "-1", importance="LOW"),
+)
+
+_SINK = (
+    ConfigKey("topics", "LIST", None, required=True, importance="HIGH", documentation="Comma-separated topics."),
+    ConfigKey("table.name.format", "STRING", "${topic}", importance="MEDIUM",
+              documentation="Destination table name; ${topic} is replaced by the topic name."),
+    ConfigKey("insert.mode", "STRING", "insert", importance="HIGH", allowed=INSERT_MODES,
+              documentation="insert, upsert (insert or update by primary key) or update."),
+    ConfigKey("pk.mode", "STRING", "none", importance="HIGH", allowed=PK_MODES,
+              documentation="none, kafka (__connect_topic/partition/offset), record_key or record_value."),
+    ConfigKey("pk.fields", "LIST", None, importance="MEDIUM", documentation="Primary key field names."),
+    ConfigKey("auto.create", "BOOLEAN", "false", importance="MEDIUM",
+              documentation="CREATE TABLE when the destination table is missing."),
+    ConfigKey("auto.evolve", "BOOLEAN", "false", importance="MEDIUM",
+              documentation="ALTER TABLE ADD COLUMN for fields the table lacks."),
+    ConfigKey("delete.enabled", "BOOLEAN", "false", importance="MEDIUM",
+              documentation="A tombstone (null value) deletes the row of its key (needs pk.mode=record_key)."),
+    ConfigKey("batch.size", "INT", "3000", importance="MEDIUM",
+              documentation="Rows per INSERT/UPDATE statement batch."),
+    ConfigKey("batch.max.rows", "INT", "50000", importance="LOW",
+              documentation="Records per micro-batch over all assigned partitions."),
+    ConfigKey("batch.max.ms", "LONG", "30000", importance="LOW",
+              documentation="Time budget for reading one batch from Kafka."),
+)
+
+
+# --------------------------------------------------------------------------------------
+# Config helpers
+# --------------------------------------------------------------------------------------
+def _bool(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def _list(value: Any) -> list[str]:
+    return [] if value is None else [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def _int(cd: ConfigDef, config: Mapping[str, str], name: str) -> int:
+    raw = cd.get(config, name)
+    try:
+        return int(str(raw))
+    except (TypeError, ValueError):
+        raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
+
+
+def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
+    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
+    if bad:
+        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
+
+
+def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
+    """Connection parameters from a JDBC URL (or a plain ``postgresql://`` / ``mysql://`` URL).
+
+    Returns ``{"dialect": "postgresql"|"mysql", "host", "port", "database", "user",
+    "password"}``; ``user``/``password`` arguments win over URL parameters
+    (``?user=..&password=..``) and URL credentials.
+
+    Raises:
+        ConnectException: not a PostgreSQL, MySQL or MariaDB URL.
+    """
+    raw = (url or "").strip()
+    if raw.startswith("jdbc:"):
+        raw = raw[5:]
+    scheme, sep, rest = raw.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in ("postgresql", "postgres", "mysql", "mariadb"):
+        raise ConnectException(f"Unsupported connection.url {url!r}: expected jdbc:postgresql://host:port/db, "
+                               "jdbc:mysql://host:port/db or jdbc:mariadb://host:port/db")
+    parsed = urllib.parse.urlsplit("x://" + rest)
+    query = dict(urllib.parse.parse_qsl(parsed.query))
+    dialect = "postgresql" if scheme.startswith("postgres") else "mysql"
+    try:
+        port = parsed.port
+    except ValueError:
+        raise ConnectException(f"Invalid port in connection.url {url!r}") from None
+    return {
+        "dialect": dialect,
+        "host": parsed.hostname or "localhost",
+        "port": port or (5432 if dialect == "postgresql" else 3306),
+        "database": urllib.parse.unquote(parsed.path.lstrip("/")),
+        "user": user or query.get("user") or (urllib.parse.unquote(parsed.username) if parsed.username else None),
+        "password": password or query.get("password")
+        or (urllib.parse.unquote(parsed.password) if parsed.password else None),
+    }
+
+
+def _params(config: Mapping[str, str]) -> dict[str, Any]:
+    return parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
+                                config.get("connection.password") or None)
+
+
+def _register_by_value() -> None:
+    """Ship ``jdbc_io`` to Spark's workers by value (they never import this project)."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(jdbc_io)
+
+
+def _spark_error(e: BaseException) -> str:
+    text = str(e)
+    for marker in ("[jdbc] ", "[source] ", "[kafka] ", "StaleOffsetError", "SparkException: "):
+        idx = text.find(marker)
+        if idx >= 0:
+            return text[idx:].splitlines()[0][:2000]
+    return (text.splitlines()[0] if text else repr(e))[:2000]
+
+
+# --------------------------------------------------------------------------------------
+# Types: database columns -> kinds -> Connect schemas, and back to DDL
+# --------------------------------------------------------------------------------------
+_PG_KINDS = {21: "int16", 23: "int32", 20: "int64", 26: "int64", 700: "float32", 701: "float64", 16: "boolean",
+             25: "string", 1043: "string", 1042: "string", 19: "string", 18: "string", 2950: "string",
+             114: "string", 3802: "string", 17: "bytes", 1082: "date", 1083: "time", 1114: "timestamp",
+             1184: "timestamp"}
+
+
+def _pg_kind(col) -> str:
+    if col.type_code == 1700:
+        if col.precision is not None and col.scale is not None and col.precision > 0:
+            return f"decimal:{col.precision}:{col.scale}"
+        return "string"  # unconstrained NUMERIC: no fixed scale for Connect's Decimal; carried as text
+    return _PG_KINDS.get(col.type_code, "string")
+
+
+def _mysql_kind(desc, field) -> str:
+    code, length, scale = desc[1], desc[3] or 0, desc[5] or 0
+    unsigned = bool(field.flags & 32)
+    binary = field.charsetnr == 63
+    if code == 1:
+        return "boolean" if length == 1 and not unsigned else ("int16" if unsigned else "int8")
+    if code == 2:
+        return "int32" if unsigned else "int16"
+    if code == 9:
+        return "int32"
+    if code == 3:
+        return "int64" if unsigned else "int32"
+    if code == 8:
+        return "decimal:20:0" if unsigned else "int64"
+    if code == 4:
+        return "float32"
+    if code == 5:
+        return "float64"
+    if code in (0, 246):
+        precision = length - (1 if scale > 0 else 0) - (0 if unsigned else 1)
+        return f"decimal:{max(precision, 1)}:{scale}"
+    if code == 16:
+        return "boolean" if length == 1 else "bytes"
+    if code == 10:
+        return "date"
+    if code == 11:
+        return "time"
+    if code in (7, 12):
+        return "timestamp"
+    if code == 13:
+        return "int32"
+    if code in (249, 250, 251, 252, 253, 254):
+        return "bytes" if binary else "string"
+    return "string"
+
+
+def _kind_schema(name: str, kind: str, optional: bool = True) -> dict:
+    """Connect field schema (JsonConverter's JSON form) of a column."""
+    base: dict[str, Any]
+    if kind.startswith("decimal:"):
+        _, p, s = kind.split(":")
+        base = {"type": "bytes", "optional": optional, "name": DECIMAL, "version": 1,
+                "parameters": {"scale": s, "connect.decimal.precision": p}}
+    elif kind == "date":
+        base = {"type": "int32", "optional": optional, "name": DATE, "version": 1}
+    elif kind == "time":
+        base = {"type": "int32", "optional": optional, "name": TIME, "version": 1}
+    elif kind == "timestamp":
+        base = {"type": "int64", "optional": optional, "name": TIMESTAMP, "version": 1}
+    else:
+        t = {"float32": "float", "float64": "double"}.get(kind, kind)
+        base = {"type": t, "optional": optional}
+    base["field"] = name
+    return base
+
+
+def _schema_kind(s: Mapping[str, Any]) -> str:
+    """Kind of a Connect field schema (nested structs/arrays/maps are written as JSON text)."""
+    name, t = s.get("name"), s.get("type")
+    if name == DECIMAL:
+        params = s.get("parameters") or {}
+        return f"decimal:{int(params.get('connect.decimal.precision', 0) or 0)}:{int(params.get('scale', 0))}"
+    if name == DATE:
+        return "date"
+    if name == TIME:
+        return "time"
+    if name == TIMESTAMP:
+        return "timestamp"
+    return {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "float": "float32",
+            "double": "float64", "boolean": "boolean", "string": "string", "bytes": "bytes"}.get(t, "string")
+
+
+def _wire_spark_type(kind: str):
+    from pyspark.sql import types as T
+
+    return {"int8": T.ByteType(), "int16": T.ShortType(), "int32": T.IntegerType(), "int64": T.LongType(),
+            "float32": T.FloatType(), "float64": T.DoubleType(), "boolean": T.BooleanType(),
+            "string": T.StringType(), "bytes": T.BinaryType(), "date": T.IntegerType(), "time": T.IntegerType(),
+            "timestamp": T.LongType()}.get(kind, T.BinaryType() if kind.startswith("decimal:") else T.StringType())
+
+
+def _ddl_type(dialect: str, kind: str, key: bool) -> str:
+    if kind.startswith("decimal:"):
+        _, p, s = kind.split(":")
+        p, s = int(p), int(s)
+        if dialect == "postgresql":
+            return f"NUMERIC({p},{s})" if 0 < p <= 1000 and s <= p else "NUMERIC"
+        return f"DECIMAL({min(65, max(p, s, 1)) if p else 65},{min(s, 30)})"
+    if dialect == "postgresql":
+        return {"int8": "SMALLINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT", "float32": "REAL",
+                "float64": "DOUBLE PRECISION", "boolean": "BOOLEAN", "string": "TEXT", "bytes": "BYTEA",
+                "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP"}[kind]
+    return {"int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT", "float32": "FLOAT",
+            "float64": "DOUBLE", "boolean": "BOOLEAN", "string": "VARCHAR(256)" if key else "LONGTEXT",
+            "bytes": "VARBINARY(255)" if key else "LONGBLOB", "date": "DATE", "time": "TIME(3)",
+            "timestamp": "DATETIME(3)"}[kind]
+
+
+def _describe(conn, dialect: str, select_sql: str) -> tuple[list[str], list[str]]:
+    """Column names and kinds of ``select_sql`` (run with ``WHERE 1=0``-style limit)."""
+    cur = conn.cursor()
+    try:
+        cur.execute(f"SELECT * FROM ({select_sql}) raftconnect_d LIMIT 0")
+        names = [d[0] for d in cur.description]
+        if dialect == "postgresql":
+            kinds = [_pg_kind(d) for d in cur.description]
+        else:
+            kinds = [_mysql_kind(d, f) for d, f in zip(cur.description, cur._result.fields)]
+        cur.fetchall()
+    finally:
+        cur.close()
+    conn.rollback()
+    return names, kinds
+
+
+def _list_tables(params: Mapping[str, Any]) -> list[str]:
+    conn = jdbc_io.connect(params, autocommit=True)
+    try:
+        cur = conn.cursor()
+        if params["dialect"] == "postgresql":
+            cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                        "AND table_type = 'BASE TABLE' ORDER BY table_name")
+        else:
+            cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() "
+                        "AND table_type = 'BASE TABLE' ORDER BY table_name")
+        return [r[0] for r in cur.fetchall() if r[0] != jdbc_io.OFFSETS_TABLE]
+    finally:
+        conn.close()
+
+
+def _create_if_missing(cur, create_sql: str, probe_sql: str) -> None:
+    """Run ``create_sql`` (CREATE ... IF NOT EXISTS); tolerate losing a race with another task.
+
+    PostgreSQL's ``IF NOT EXISTS`` is not atomic: two sessions creating the same
+    table at once can fail with a unique violation on the catalog. Such an error
+    is ignored when ``probe_sql`` shows the table exists afterwards.
+    """
+    try:
+        cur.execute(create_sql)
+    except Exception:
+        try:
+            cur.execute(probe_sql)
+            cur.fetchall()
+        except Exception:
+            pass
+        else:
+            return
+        raise
+
+
+def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if config.get("connection.url"):
+        try:
+            _params(config)
+        except ConnectException as e:
+            errors.setdefault("connection.url", []).append(str(e))
+    if str(config.get("value.converter.schemas.enable", "true")).strip().lower() != "true":
+        errors.setdefault("value.converter.schemas.enable", []).append(
+            "The JDBC connectors need record schemas: value.converter.schemas.enable must be true")
+    return errors
+
+
+def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out.setdefault(k, []).extend(x for x in v if x not in out[k])
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Source
+# --------------------------------------------------------------------------------------
+class JdbcSourceConnector(SourceConnector):
+    """Copies PostgreSQL / MySQL / MariaDB tables (or a query) into topics (see module docstring).
+
+    Config keys (Confluent's): ``connection.url``, ``connection.user``,
+    ``connection.password``, ``mode``, ``incrementing.column.name``,
+    ``timestamp.column.name``, ``table.whitelist``, ``table.blacklist``, ``query``,
+    ``topic.prefix``, ``poll.interval.ms``, ``batch.max.rows``,
+    ``timestamp.delay.interval.ms``, ``tasks.max``; plus ``topic.creation.default.*``
+    and ``producer.override.*``. Task configs add ``tables`` (JSON list).
+    """
+
+    version = "0.1.0"
+    config_def = ConfigDef(_COMMON + _SOURCE)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Per-key errors: types, allowed values, the URL, and the columns each mode needs."""
+        errors = _merge(self.config_def.validate(config), _common_errors(config))
+        mode = config.get("mode")
+        if mode in ("incrementing", "timestamp+incrementing") and not config.get("incrementing.column.name"):
+            errors["incrementing.column.name"].append(f"incrementing.column.name is required in mode {mode}")
+        if mode in ("timestamp", "timestamp+incrementing") and not _list(config.get("timestamp.column.name")):
+            errors["timestamp.column.name"].append(f"timestamp.column.name is required in mode {mode}")
+        if config.get("query") and (config.get("table.whitelist") or config.get("table.blacklist")):
+            errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
+        if config.get("table.whitelist") and config.get("table.blacklist"):
+            errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
+        for key in ("tasks.max", "batch.max.rows", "topic.creation.default.partitions"):
+            raw = config.get(key)
+            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
+                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
+        return errors
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Validate and keep the config. Raises ConnectException listing every invalid key."""
+        _raise_if_errors(self.validate(config), "JdbcSourceConnector")
+        self.config = dict(config)
+
+    def tables(self) -> list[str]:
+        """The tables to copy (whitelist, or all of the database's minus the blacklist); [] for query mode."""
+        if self.config.get("query"):
+            return []
+        white = _list(self.config.get("table.whitelist"))
+        if white:
+            return white
+        black = _list(self.config.get("table.blacklist"))
+        try:
+            found = _list_tables(_params(self.config))
+        except Exception as e:
+            raise ConnectException(f"Cannot list the tables of {self.config.get('connection.url')}: {e}") from e
+        return [t for t in found if not any(fnmatch.fnmatchcase(t, b) or t == b for b in black)]
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Tables round-robin over at most ``max_tasks`` tasks; one task for ``query``; [] without tables."""
+        if not hasattr(self, "config"):
+            raise ConnectException("JdbcSourceConnector.task_configs called before start")
+        if self.config.get("query"):
+            return [dict(self.config, **{TASK_TABLES: "[]"})]
+        tables = self.tables()
+        if not tables:
+            return []
+        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max"), len(tables)))
+        groups = [tables[i::n] for i in range(n)]
+        return [dict(self.config, **{TASK_TABLES: json.dumps(g)}) for g in groups]
+
+
+@dataclass
+class _Source:
+    """One table (or the query) a source task polls."""
+
+    name: str
+    partition: dict[str, Any]
+    topic: str
+    select: str  # SELECT ... FROM ... (no WHERE): the rows of the table/query
+    offset: dict[str, Any]
+    next_poll: float = 0.0
+
+
+class JdbcSourceTask(Task):
+    """Polls its tables in turn; each batch is one Spark job reading and producing one table's next rows.
+
+    ``run_batch`` returns after every record of the batch was acknowledged, with
+    the table's new offset; ``None`` when no table had new rows (each table is
+    polled again ``poll.interval.ms`` after it had none; in ``bulk`` mode after
+    each full copy).
+
+    Raises (from ``start``/``run_batch``): ConnectException for bad config, database
+    errors (with the message of the server) and Kafka failures.
+    """
+
+    config_def = JdbcSourceConnector.config_def
+
+    def start(self) -> None:
+        cfg, cd = self.config, self.config_def
+        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSourceTask")
+        self.params = _params(cfg)
+        self.dialect = self.params["dialect"]
+        self.mode = cd.get(cfg, "mode")
+        self.inc_col = cfg.get("incrementing.column.name") or None
+        self.ts_cols = _list(cfg.get("timestamp.column.name"))
+        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
+        self.poll_interval = max(0, _int(cd, cfg, "poll.interval.ms")) / 1000.0
+        self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
+        self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
+        self.producer_overrides = {k[len("producer.override."):]: v for k, v in cfg.items()
+                                   if k.startswith("producer.override.")}
+        prefix = cfg.get("topic.prefix") or ""
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        self.sources: list[_Source] = []
+        if cfg.get("query"):
+            part = {"query": "query"}
+            self.sources.append(_Source("query", part, prefix, f"SELECT * FROM ({cfg['query']}) raftconnect_q",
+                                        self._resume(part)))
+        else:
+            raw = cfg.get(TASK_TABLES)
+            if raw is None:
+                conn = JdbcSourceConnector()
+                conn.start(cfg)
+                tables = conn.tables()
+            else:
+                tables = json.loads(raw)
+            for t in tables:
+                part = {"table": t}
+                self.sources.append(_Source(t, part, prefix + t, f"SELECT * FROM {q(t)}", self._resume(part)))
+        for s in self.sources:
+            if not _TOPIC_RE.match(s.topic):
+                raise ConnectException(f"Invalid topic name {s.topic!r} for {s.name}: use up to 249 of [a-zA-Z0-9._-]")
+        self._turn = 0
+        if self.context.spark is None:
+            from webapp.runtime.spark import get_spark_session
+
+            self.context.spark = get_spark_session()
+        _register_by_value()
+        from webapp.kafka.topics import TopicError, ensure_topic
+
+        for s in self.sources:
+            try:
+                ensure_topic(self.context.kafka_config, s.topic, _int(cd, cfg, "topic.creation.default.partitions"),
+                             _int(cd, cfg, "topic.creation.default.replication.factor"))
+            except TopicError as e:
+                raise ConnectException(str(e)) from e
+
+    def _resume(self, partition: Mapping[str, Any]) -> dict[str, Any]:
+        entry = self.context.offsets.get(partition_key(partition))
+        return dict(entry.offset) if entry is not None else {}
+
+    def run_batch(self) -> BatchResult | None:
+        now = time.monotonic()
+        n = len(self.sources)
+        for i in range(n):
+            s = self.sources[(self._turn + i) % n]
+            if now < s.next_poll:
+                continue
+            result = self._poll(s)
+            if result is None:
+                s.next_poll = time.monotonic() + self.poll_interval
+                continue
+            self._turn = (self._turn + i + 1) % n
+            if self.mode == "bulk":
+                s.next_poll = time.monotonic() + self.poll_interval
+            return result
+        return None
+
+    # -- planning one batch ------------------------------------------------------------
+    def _ts_expr(self) -> str:
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        cols = [q(c) for c in self.ts_cols]
+        return cols[0] if len(cols) == 1 else f"COALESCE({', '.join(cols)})"
+
+    def _now_expr(self) -> str:
+        if self.dialect == "postgresql":
+            now = "CURRENT_TIMESTAMP"
+            return now if not self.delay_ms else f"({now} - INTERVAL '{self.delay_ms} milliseconds')"
+        now = "UTC_TIMESTAMP(6)"
+        return now if not self.delay_ms else f"({now} - INTERVAL {self.delay_ms * 1000} MICROSECOND)"
+
+    def _ts_param(self, offset: Mapping[str, Any]):
+        import datetime as dt
+
+        ms = int(offset["timestamp"])
+        nanos = int(offset.get("timestamp_nanos", (ms % 1000) * 1_000_000))
+        value = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=ms // 1000,
+                                                                             microseconds=nanos // 1000)
+        return value if self.dialect == "postgresql" else value.replace(tzinfo=None)
+
+    @staticmethod
+    def _ts_offset(value) -> dict[str, int]:
+        import datetime as dt
+
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        seconds = delta.days * 86400 + delta.seconds
+        return {"timestamp": seconds * 1000 + delta.microseconds // 1000,
+                "timestamp_nanos": delta.microseconds * 1000}
+
+    def _scalar(self, conn, sql: str, args: list) -> tuple | None:
+        cur = conn.cursor()
+        try:
+            cur.execute(sql, args)
+            return cur.fetchone()
+        finally:
+            cur.close()
+
+    def _plan(self, conn, s: _Source, names: list[str]):
+        """(pieces [(where, args)], new offset) for the next batch, or None when there is nothing new."""
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        sel, limit = s.select, self.batch_rows
+        if self.mode == "bulk":
+            return [("", [])], None
+        inc = q(self.inc_col) if self.inc_col else None
+        for col in ([self.inc_col] if self.inc_col else []) + self.ts_cols:
+            if col not in names:
+                raise ConnectException(f"{s.name}: column {col!r} not found (columns: {', '.join(names)})")
+        base = f"SELECT * FROM ({sel}) raftconnect_s"
+        if self.mode == "incrementing":
+            last = int(s.offset.get("incrementing", -1))
+            row = self._scalar(conn, f"SELECT {inc} FROM ({base} WHERE {inc} > %s ORDER BY {inc} LIMIT 1 OFFSET %s) b",
+                               [last, limit - 1])
+            full = row is not None
+            if row is None:
+                row = self._scalar(conn, f"SELECT MAX({inc}) FROM ({base} WHERE {inc} > %s) b", [last])
+            if row is None or row[0] is None:
+                return None
+            hi = int(row[0])
+            k = self._parallelism() if full else 1
+            k = max(1, min(k, hi - last))
+            bounds = [last + (hi - last) * i // k for i in range(k)] + [hi]
+            pieces = [(f"{inc} > %s AND {inc} <= %s", [bounds[i], bounds[i + 1]]) for i in range(k)]
+            return pieces, {"incrementing": hi}
+        ts = self._ts_expr()
+        now = self._now_expr()
+        if self.mode == "timestamp":
+            lo_sql, lo_args = (f"{ts} > %s AND ", [self._ts_param(s.offset)]) if "timestamp" in s.offset else ("", [])
+            row = self._scalar(conn, f"SELECT {ts} FROM ({base} WHERE {lo_sql}{ts} < {now} ORDER BY {ts} "
+                                     f"LIMIT 1 OFFSET %s) b", lo_args + [limit - 1])
+            if row is None:
+                row = self._scalar(conn, f"SELECT MAX({ts}) FROM ({base} WHERE {lo_sql}{ts} < {now}) b", lo_args)
+            if row is None or row[0] is None:
+                return None
+            return [(f"{lo_sql}{ts} <= %s", lo_args + [row[0]])], self._ts_offset(row[0])
+        # timestamp+incrementing: (ts, inc) is a total order
+        if "timestamp" in s.offset:
+            lts = self._ts_param(s.offset)
+            linc = int(s.offset.get("incrementing", -1))
+            lo_sql, lo_args = f"(({ts} = %s AND {inc} > %s) OR {ts} > %s) AND ", [lts, linc, lts]
+        else:
+            lo_sql, lo_args = "", []
+        row = self._scalar(conn, f"SELECT {ts}, {inc} FROM ({base} WHERE {lo_sql}{ts} < {now} ORDER BY {ts}, {inc} "
+                                 f"LIMIT 1 OFFSET %s) b", lo_args + [limit - 1])
+        if row is None:
+            row = self._scalar(conn, f"SELECT {ts}, {inc} FROM ({base} WHERE {lo_sql}{ts} < {now} "
+                                     f"ORDER BY {ts} DESC, {inc} DESC LIMIT 1) b", lo_args)
+        if row is None or row[0] is None:
+            return None
+        hts, hinc = row
+        where = f"{lo_sql}({ts} < %s OR ({ts} = %s AND {inc} <= %s))"
+        return [(where, lo_args + [hts, hts, hinc])], {**self._ts_offset(hts), "incrementing": int(hinc)}
+
+    def _parallelism(self) -> int:
+        return max(1, int(self.context.spark.sparkContext.defaultParallelism))
+
+    # -- one batch -------------------------------------------------------------------
+    def _poll(self, s: _Source) -> BatchResult | None:
+        try:
+            conn = jdbc_io.connect(self.params)
+        except Exception as e:
+            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+        try:
+            names, kinds = _describe(conn, self.dialect, s.select)
+            planned = self._plan(conn, s, names)
+            conn.rollback()
+        except ConnectException:
+            raise
+        except Exception as e:
+            raise ConnectException(f"{s.name}: {e}") from e
+        finally:
+            conn.close()
+        if planned is None:
+            return None
+        pieces, new_offset = planned
+        records = self._produce(s, names, kinds, pieces)
+        if new_offset is None:  # bulk: nothing to resume from
+            return BatchResult(records, ())
+        s.offset = dict(new_offset)
+        return BatchResult(records, (SourceOffset(dict(s.partition), dict(new_offset)),))
+
+    def _produce(self, s: _Source, names: list[str], kinds: list[str], pieces) -> int:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from webapp.kafka.spark_io import KafkaIOError, produce_dataframe
+        from webapp.runtime.converters import encode_value_column
+
+        connect_schema = {"type": "struct", "fields": [_kind_schema(n, k) for n, k in zip(names, kinds)],
+                          "optional": False, "name": s.name if s.partition.get("table") else "query"}
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        cols = ", ".join(q(n) for n in names)
+        sqls = [(f"SELECT {cols} FROM ({s.select}) raftconnect_s" + (f" WHERE {w}" if w else ""), a)
+                for w, a in pieces]
+        arrow_schema = pa.schema([pa.field(n, jdbc_io.arrow_wire_type(k)) for n, k in zip(names, kinds)])
+        fn = _make_read_fn(self.params, sqls, names, kinds)
+        n = len(sqls)
+        df = self.context.spark.range(0, n, 1, n).mapInArrow(fn, from_arrow_schema(arrow_schema))
+        value = encode_value_column(df.schema, self.schemas_enable, connect_schema=connect_schema)
+        try:
+            return produce_dataframe(df.select(value.alias("value")), s.topic, self.context.kafka_config,
+                                     producer_config=self.producer_overrides)
+        except KafkaIOError as e:
+            raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
+
+
+def _make_read_fn(params: Mapping[str, Any], sqls: list, names: list[str], kinds: list[str]):
+    """mapInArrow function: Spark partition ``i`` runs ``sqls[i]`` and yields its rows in wire form."""
+    read_rows = jdbc_io.read_rows
+    params, names, kinds = dict(params), list(names), list(kinds)
+
+    def read(batches):
+        ids = [i for b in batches for i in b.column(0).to_pylist()]
+        for i in ids:
+            sql, args = sqls[i]
+            yield from read_rows(params, sql, args, names, kinds)
+
+    return read
+
+
+# --------------------------------------------------------------------------------------
+# Sink
+# --------------------------------------------------------------------------------------
+class JdbcSinkConnector(SinkConnector):
+    """Writes topics into PostgreSQL / MySQL / MariaDB tables, exactly once (see module docstring).
+
+    Config keys (Confluent's): ``connection.url``, ``connection.user``,
+    ``connection.password``, ``topics``, ``table.name.format``, ``insert.mode``,
+    ``pk.mode``, ``pk.fields``, ``auto.create``, ``auto.evolve``, ``delete.enabled``,
+    ``batch.size``, ``tasks.max``; plus ``batch.max.rows``, ``batch.max.ms`` and
+    ``consumer.override.*``. Task configs add ``task.index`` / ``task.count``; task
+    ``i`` of ``n`` takes the partitions ``p`` with ``p % n == i`` of every topic.
+    """
+
+    version = "0.1.0"
+    config_def = ConfigDef(_COMMON + _SINK)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Per-key errors: types, allowed values, the URL, and pk/delete combinations."""
+        errors = _merge(self.config_def.validate(config), _common_errors(config))
+        cd = self.config_def
+        pk_mode = cd.get(config, "pk.mode")
+        if _bool(cd.get(config, "delete.enabled")) and pk_mode != "record_key":
+            errors["delete.enabled"].append("delete.enabled=true requires pk.mode=record_key")
+        if cd.get(config, "insert.mode") in ("upsert", "update") and pk_mode == "none":
+            errors["pk.mode"].append(f"insert.mode={cd.get(config, 'insert.mode')} requires a primary key "
+                                     "(pk.mode other than none)")
+        if pk_mode == "record_value" and not _list(config.get("pk.fields")):
+            pass  # all value fields form the key, as in Confluent's connector
+        for key in ("tasks.max", "batch.max.rows", "batch.size"):
+            raw = config.get(key)
+            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
+                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
+        return errors
+
+    def start(self, config: Mapping[str, str]) -> None:
+        """Validate and keep the config. Raises ConnectException listing every invalid key."""
+        _raise_if_errors(self.validate(config), "JdbcSinkConnector")
+        self.config = dict(config)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """``min(max_tasks, tasks.max)`` task configs with ``task.index`` / ``task.count``."""
+        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        return [dict(self.config, **{"task.index": str(i), "task.count": str(n)}) for i in range(n)]
+
+
+@dataclass
+class _TopicPlan:
+    """What the sink decided for one topic from the peeked records."""
+
+    value_schema: dict
+    value_prefixes: list[str] | None
+    key_schema: dict | None
+    key_prefixes: list[str] | None
+
+
+class JdbcSinkTask(Task):
+    """Reads its topic partitions and writes each partition's batch in one transaction with its offset.
+
+    Raises (from ``start``/``run_batch``): ConnectException for bad config, a missing
+    table without ``auto.create``, missing columns without ``auto.evolve``, records
+    without schemas, database and Kafka errors.
+    """
+
+    config_def = JdbcSinkConnector.config_def
+
+    def start(self) -> None:
+        cfg, cd = self.config, self.config_def
+        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSinkTask")
+        self.params = _params(cfg)
+        self.dialect = self.params["dialect"]
+        self.topics = _list(cfg["topics"])
+        self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
+        self.insert_mode = cd.get(cfg, "insert.mode")
+        self.pk_mode = cd.get(cfg, "pk.mode")
+        self.pk_fields = _list(cfg.get("pk.fields"))
+        self.auto_create = _bool(cd.get(cfg, "auto.create"))
+        self.auto_evolve = _bool(cd.get(cfg, "auto.evolve"))
+        self.delete_enabled = _bool(cd.get(cfg, "delete.enabled"))
+        self.batch_size = _int(cd, cfg, "batch.size")
+        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
+        self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
+        self.key_converter = cd.get(cfg, "key.converter")
+        self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
+        self.index = int(cfg.get("task.index", self.context.task_id.task))
+        self.count = int(cfg.get("task.count", 1))
+        self.consumer_overrides = {k[len("consumer.override."):]: v for k, v in cfg.items()
+                                   if k.startswith("consumer.override.")}
+        self.connector = self.context.task_id.connector
+        self._tables: dict[str, set[str]] = {}
+        self._next: dict[tuple[str, int], int] = {}
+        for entry in self.context.offsets.values():
+            part, off = entry.partition, entry.offset
+            if part.get("kafka_topic") in self.topics and "kafka_offset" in off:
+                self._next[(part["kafka_topic"], int(part["kafka_partition"]))] = int(off["kafka_offset"])
+        self._load_target_offsets()
+        if self.context.spark is None:
+            from webapp.runtime.spark import get_spark_session
+
+            self.context.spark = get_spark_session()
+        _register_by_value()
+        from webapp.kafka.topics import admin_client
+
+        self._admin = admin_client(self.context.kafka_config)
+
+    def stop(self) -> None:
+        self._admin = None
+
+    # -- offsets in the target ---------------------------------------------------------
+    def _load_target_offsets(self) -> None:
+        """Create the offsets table if needed and take the max of its offsets and the metadata store's."""
+        t = jdbc_io.quote(self.dialect, jdbc_io.OFFSETS_TABLE)
+        try:
+            conn = jdbc_io.connect(self.params, autocommit=True)
+        except Exception as e:
+            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+        try:
+            cur = conn.cursor()
+            _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {t} (connector VARCHAR(255) NOT NULL, "
+                                    "topic VARCHAR(255) NOT NULL, kafka_partition INTEGER NOT NULL, "
+                                    "next_offset BIGINT NOT NULL, PRIMARY KEY (connector, topic, kafka_partition))",
+                               f"SELECT 1 FROM {t} WHERE 1 = 0")
+            cur.execute(f"SELECT topic, kafka_partition, next_offset FROM {t} WHERE connector = %s", (self.connector,))
+            for topic, p, nxt in cur.fetchall():
+                if topic in self.topics:
+                    key = (topic, int(p))
+                    self._next[key] = max(int(nxt), self._next.get(key, -1))
+        finally:
+            conn.close()
+
+    def _target_offset(self, topic: str, partition: int) -> int | None:
+        t = jdbc_io.quote(self.dialect, jdbc_io.OFFSETS_TABLE)
+        conn = jdbc_io.connect(self.params, autocommit=True)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"SELECT next_offset FROM {t} WHERE connector = %s AND topic = %s AND kafka_partition = %s",
+                        (self.connector, topic, partition))
+            row = cur.fetchone()
+            return None if row is None else int(row[0])
+        finally:
+            conn.close()
+
+    # -- batches -----------------------------------------------------------------------
+    def _assigned(self) -> list[tuple[str, int]]:
+        from webapp.kafka.topics import TopicError, partition_count
+
+        out = []
+        for topic in self.topics:
+            try:
+                n = partition_count(self.context.kafka_config, topic, admin=self._admin)
+            except TopicError as e:
+                raise ConnectException(str(e)) from e
+            out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
+        return out
+
+    def run_batch(self) -> BatchResult | None:
+        from webapp.kafka.spark_io import TopicPartitionRange
+
+        assigned = self._assigned()
+        if not assigned:
+            return None
+        per = max(1, math.ceil(self.batch_rows / len(assigned)))
+        records = 0
+        offsets: list[SourceOffset] = []
+        for topic in self.topics:
+            ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
+            if not ranges:
+                continue
+            for p, first, last, count, nxt in self._sink_topic(topic, ranges):
+                records += count
+                if nxt is not None:
+                    self._next[(topic, p)] = nxt
+                    offsets.append(SourceOffset({"kafka_topic": topic, "kafka_partition": p}, {"kafka_offset": nxt}))
+        if not offsets:
+            return None
+        return BatchResult(records, tuple(offsets))
+
+    def _peek(self, ranges) -> list[tuple[bytes | None, bytes | None]]:
+        """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        from webapp.kafka.spark_io import CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, _client_config
+
+        conf = _client_config(self.context.kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES,
+                              self.consumer_overrides)
+        consumer = Consumer(conf)
+        out: list[tuple[bytes | None, bytes | None]] = []
+        try:
+            consumer.assign([TopicPartition(r.topic, r.partition, 0 if r.start is None else r.start) for r in ranges])
+            eof: set[int] = set()
+            deadline = time.monotonic() + min(10.0, self.batch_ms / 1000.0)
+            while len(out) < 100 and len(eof) < len(ranges) and time.monotonic() < deadline:
+                for m in consumer.consume(100 - len(out), 0) or [consumer.poll(0.5)]:
+                    if m is None:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof.add(m.partition())
+                            continue
+                        raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
+                    out.append((m.key(), m.value()))
+        finally:
+            consumer.close()
+        return out
+
+    @staticmethod
+    def _schemas(blobs: list[bytes], what: str, topic: str) -> tuple[dict, list[str] | None]:
+        """(merged Connect schema, envelope prefixes or None when the layout is not schema-first)."""
+        from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
+
+        prefixes: list[str] = []
+        schemas: list[dict] = []
+        layout_ok = True
+        for b in blobs:
+            text = b.decode("utf-8", "replace")
+            cut = text.find(',"payload":')
+            if layout_ok and text.startswith(_SCHEMA_PREFIX) and cut > 0:
+                if text[:cut] in prefixes:
+                    continue
+                prefixes.append(text[:cut])
+            else:
+                layout_ok = False
+            try:
+                obj = json.loads(text)
+            except ValueError as e:
+                raise ConnectException(f"Topic {topic}: a record {what} is not valid JSON: {e}") from e
+            if not isinstance(obj, dict) or set(obj) != {"schema", "payload"} or obj["schema"] is None:
+                raise ConnectException(
+                    f"Topic {topic}: the JDBC sink needs record {what}s with schemas (JsonConverter with "
+                    f"schemas.enable=true); a {what} is not a {{\"schema\",\"payload\"}} envelope")
+            if obj["schema"] not in schemas:
+                schemas.append(obj["schema"])
+        if not schemas:
+            raise ConnectException(f"Topic {topic}: no record {what} schema found")
+        try:
+            if all(s.get("type") == "struct" for s in schemas):
+                merged = merge_connect_schemas(schemas)
+            elif len({json.dumps(s, sort_keys=True) for s in schemas}) == 1:
+                merged = schemas[0]
+            else:
+                raise SchemaConversionError(f"different {what} schemas in one batch")
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: incompatible {what} schemas: {e}") from e
+        return merged, (prefixes if layout_ok else None)
+
+    def _plan_topic(self, topic: str, peeked) -> _TopicPlan | None:
+        values = [v for _, v in peeked if v is not None]
+        if not values:
+            value_schema, value_prefixes = {"type": "struct", "fields": [], "optional": True}, []
+        else:
+            value_schema, value_prefixes = self._schemas(values, "value", topic)
+            if value_schema.get("type") != "struct":
+                raise ConnectException(f"Topic {topic}: record values must be structs, got {value_schema.get('type')}")
+        key_schema = key_prefixes = None
+        if self.pk_mode == "record_key":
+            keys = [k for k, _ in peeked if k is not None]
+            if self.key_converter == STRING_CONVERTER:
+                key_schema, key_prefixes = {"type": "string", "optional": False}, None
+            elif not keys:
+                raise ConnectException(f"Topic {topic}: pk.mode=record_key but the records have no keys")
+            elif not self.key_schemas:
+                raise ConnectException("pk.mode=record_key with JsonConverter keys needs key.converter.schemas.enable=true")
+            else:
+                key_schema, key_prefixes = self._schemas(keys, "key", topic)
+        if not values and self.pk_mode != "record_key":
+            return None if not peeked else _TopicPlan(value_schema, value_prefixes, None, None)
+        return _TopicPlan(value_schema, value_prefixes, key_schema, key_prefixes)
+
+    def _columns(self, topic: str, plan: _TopicPlan) -> tuple[list[list[str]], list[str]]:
+        """``[[name, kind, source]]`` and the primary key columns for ``plan``."""
+        vfields = plan.value_schema.get("fields", [])
+        cols: list[list[str]] = []
+        pk: list[str] = []
+        if self.pk_mode == "kafka":
+            names = self.pk_fields or list(_KAFKA_PK)
+            if len(names) != 3:
+                raise ConnectException("pk.mode=kafka needs 3 pk.fields (topic, partition, offset columns) or none")
+            cols += [[names[0], "string", "kafka_topic"], [names[1], "int32", "kafka_partition"],
+                     [names[2], "int64", "kafka_offset"]]
+            pk = list(names)
+        elif self.pk_mode == "record_key":
+            ks = plan.key_schema or {}
+            if ks.get("type") == "struct":
+                kf = {f["field"]: (i, f) for i, f in enumerate(ks.get("fields", []))}
+                names = self.pk_fields or list(kf)
+                for n in names:
+                    if n not in kf:
+                        raise ConnectException(f"Topic {topic}: pk.fields {n!r} is not a field of the record key")
+                    cols.append([n, _schema_kind(kf[n][1]), f"k{kf[n][0]}"])
+            else:
+                if len(self.pk_fields) > 1:
+                    raise ConnectException("A primitive record key needs exactly one pk.fields name")
+                names = self.pk_fields or ["__connect_key"]
+                cols.append([names[0], _schema_kind(ks), "k0"])
+            pk = list(names)
+        elif self.pk_mode == "record_value":
+            names = self.pk_fields or [f["field"] for f in vfields]
+            known = {f["field"] for f in vfields}
+            for n in names:
+                if n not in known:
+                    raise ConnectException(f"Topic {topic}: pk.fields {n!r} is not a field of the record value")
+            pk = list(names)
+        taken = {c[0] for c in cols}
+        for i, f in enumerate(vfields):
+            if f["field"] not in taken:
+                cols.append([f["field"], _schema_kind(f), f"v{i}"])
+        return cols, pk
+
+    def _table(self, topic: str) -> str:
+        return self.table_format.replace("${topic}", topic)
+
+    def _ensure_table(self, table: str, cols: list[list[str]], pk: list[str], optional: Mapping[str, bool]) -> None:
+        """CREATE (auto.create) or ALTER ... ADD (auto.evolve) so ``table`` has every column."""
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        have = self._tables.get(table)
+        if have is not None and all(c[0] in have for c in cols):
+            return
+        conn = jdbc_io.connect(self.params, autocommit=True)
+        try:
+            cur = conn.cursor()
+            try:
+                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+                have = {d[0] for d in cur.description}
+                cur.fetchall()
+            except Exception:
+                have = None
+            if have is None:
+                if not self.auto_create:
+                    raise ConnectException(f"Table {table} is missing and auto.create is disabled")
+                defs = [f"{q(n)} {_ddl_type(self.dialect, k, n in pk)}"
+                        + (" NOT NULL" if n in pk or not optional.get(n, True) else " NULL") for n, k, _ in cols]
+                if pk:
+                    defs.append(f"PRIMARY KEY ({', '.join(q(n) for n in pk)})")
+                suffix = "" if self.dialect == "postgresql" else " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+                _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {q(table)} ({', '.join(defs)}){suffix}",
+                                   f"SELECT 1 FROM {q(table)} WHERE 1 = 0")
+                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+                have = {d[0] for d in cur.description}
+                cur.fetchall()
+            missing = [c for c in cols if c[0] not in have]
+            if missing:
+                if not self.auto_evolve:
+                    raise ConnectException(f"Table {table} lacks columns {[c[0] for c in missing]} and auto.evolve "
+                                           "is disabled")
+                for n, k, _ in missing:
+                    try:
+                        cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN {q(n)} {_ddl_type(self.dialect, k, False)} NULL")
+                    except Exception:  # another task may have added it meanwhile
+                        cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+                        now = {d[0] for d in cur.description}
+                        cur.fetchall()
+                        if n not in now:
+                            raise
+                    have.add(n)
+        finally:
+            conn.close()
+        self._tables[table] = have
+
+    def _sink_topic(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
+        """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        from webapp.kafka.spark_io import read_partitions
+
+        t0 = time.monotonic()
+        peeked = self._peek(ranges)
+        if not peeked:
+            return []
+        t_peek = time.monotonic() - t0
+        plan = self._plan_topic(topic, peeked)
+        if plan is None:  # only tombstones and deletes disabled: skip them
+            plan = _TopicPlan({"type": "struct", "fields": [], "optional": True}, [], None, None)
+        cols, pk = self._columns(topic, plan)
+        table = self._table(topic)
+        optional = {f["field"]: f.get("optional", True) for f in plan.value_schema.get("fields", [])}
+        if cols:
+            self._ensure_table(table, cols, pk, optional)
+        raw = read_partitions(self.context.spark, ranges, self.context.kafka_config,
+                              consumer_config=self.consumer_overrides, timeout=self.batch_ms / 1000.0)
+        value, key = F.col("value"), F.col("key")
+        vtext, ktext = value.cast("string"), key.cast("string")
+        planned = F.lit(True)
+        if plan.value_prefixes is not None and plan.value_prefixes:
+            planned = value.isNull() | reduce(lambda a, b: a | b, [vtext.startswith(p) for p in plan.value_prefixes])
+        if plan.key_prefixes:
+            planned = planned & (key.isNull() | reduce(lambda a, b: a | b, [ktext.startswith(p) for p in plan.key_prefixes]))
+        planned = F.coalesce(planned, F.lit(False))
+        vfields = plan.value_schema.get("fields", [])
+        out = [F.col("kafka_offset").alias("__offset"), value.isNull().alias("__tombstone"), planned.alias("__planned")]
+        used = {c[2] for c in cols}
+        if vfields:
+            wire = T.StructType([T.StructField(f["field"], _wire_spark_type(_schema_kind(f)), True) for f in vfields])
+            parsed = F.when(planned & value.isNotNull(), F.from_json(
+                vtext, T.StructType([T.StructField("payload", wire, True)]), {"mode": "FAILFAST"}).getField("payload"))
+            out += [parsed.getField(f["field"]).alias(f"v{i}") for i, f in enumerate(vfields) if f"v{i}" in used]
+        if self.pk_mode == "record_key":
+            ks = plan.key_schema or {}
+            if self.key_converter == STRING_CONVERTER:
+                out.append(ktext.alias("k0"))
+            elif ks.get("type") == "struct":
+                wire = T.StructType([T.StructField(f["field"], _wire_spark_type(_schema_kind(f)), True)
+                                     for f in ks["fields"]])
+                parsed = F.when(planned & key.isNotNull(), F.from_json(
+                    ktext, T.StructType([T.StructField("payload", wire, True)]), {"mode": "FAILFAST"}).getField("payload"))
+                out += [parsed.getField(f["field"]).alias(f"k{i}") for i, f in enumerate(ks["fields"]) if f"k{i}" in used]
+            else:
+                parsed = F.when(planned & key.isNotNull(), F.from_json(
+                    ktext, T.StructType([T.StructField("payload", _wire_spark_type(_schema_kind(ks)), True)]),
+                    {"mode": "FAILFAST"}).getField("payload"))
+                out.append(parsed.alias("k0"))
+        write_plan = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
+                      "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
+                      "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
+                      "batch_size": self.batch_size}
+        spans = [(r.topic, r.partition, r.start) for r in ranges]
+        fn = _make_write_fn(self.params, write_plan, spans)
+        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+        try:
+            rows = raw.select(*out).mapInArrow(fn, schema).collect()
+        except Exception as e:
+            msg = _spark_error(e)
+            if "StaleOffsetError" in msg or "the target holds offset" in msg:
+                self._resync(topic, ranges)
+                return []
+            raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
+        log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
+                 sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
+        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+
+    def _resync(self, topic: str, ranges) -> None:
+        """Another writer moved a partition's offset in the target: continue from the target's offsets."""
+        for r in ranges:
+            stored = self._target_offset(topic, r.partition)
+            if stored is not None:
+                self._next[(topic, r.partition)] = stored
+
+
+def _make_write_fn(params: Mapping[str, Any], plan: Mapping[str, Any], spans: list):
+    """mapInArrow function: Spark partition ``i`` writes the records of ``spans[i]`` (see jdbc_io.write_partition)."""
+    write_partition = jdbc_io.write_partition
+    params, plan = dict(params), dict(plan)
+
+    def write(batches):
+        from pyspark import TaskContext as SparkTaskContext
+
+        index = SparkTaskContext.get().partitionId()
+        yield from write_partition(batches, params=params, plan=plan, ranges=spans, partition_index=index)
+
+    return write
+
+
+# The runtime instantiates a connector's tasks through ``Connector.task_class`` (api.py).
+JdbcSourceConnector.task_class = JdbcSourceTask
+JdbcSinkConnector.task_class = JdbcSinkTask

@@ -1,0 +1,596 @@
+"""Database I/O of the JDBC connectors, run on the driver and inside Spark's Python workers.
+
+Owns: connecting to PostgreSQL (psycopg) and MySQL/MariaDB (PyMySQL) from a plain
+parameter dict, the column *kinds* that tie a database type to its Connect schema
+and its Arrow wire form, :func:`read_rows` (one query → Arrow record batches already
+in JsonConverter wire form) and :func:`write_partition` (one Kafka partition's
+decoded records → rows in one database transaction together with the sink's
+offset). It must not import Django, Spark or anything else of this project: the
+connectors register this module with cloudpickle *by value*, so Spark's workers
+receive its functions without importing the project.
+
+Column kinds (strings): ``int8 int16 int32 int64 float32 float64 boolean string
+bytes date time timestamp`` and ``decimal:<precision>:<scale>``. Wire forms (what
+JsonConverter's payload holds, and what the Arrow batches carry): integers and
+floats as such, booleans, strings, ``bytes`` as binary (Spark's ``to_json`` writes
+base64), Decimal as binary holding the big-endian two's-complement unscaled value,
+Date as int32 days, Time as int32 milliseconds of the day, Timestamp as int64
+milliseconds since the epoch (UTC).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal as _decimal
+from typing import Any, Iterator, Mapping, Sequence
+
+__all__ = [
+    "OFFSETS_TABLE",
+    "connect",
+    "quote",
+    "arrow_wire_type",
+    "to_wire_array",
+    "from_wire_array",
+    "read_rows",
+    "write_partition",
+    "StaleOffsetError",
+]
+
+#: The sink's offsets table in the target database (exactly-once delivery).
+OFFSETS_TABLE = "__raftconnect_offsets"
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+# Decimal arithmetic without rounding (the default context keeps only 28 digits)
+_EXACT = _decimal.Context(prec=_decimal.MAX_PREC, Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
+
+
+class StaleOffsetError(RuntimeError):
+    """The target database holds a different offset than the batch started from (another writer moved it)."""
+
+
+def connect(params: Mapping[str, Any], autocommit: bool = False):
+    """A DB-API connection for ``params`` (``dialect``, ``host``, ``port``, ``database``, ``user``, ``password``).
+
+    PostgreSQL sessions run with ``TimeZone=UTC`` and load uuid/json/jsonb as text;
+    MySQL/MariaDB sessions with ``time_zone='+00:00'``, utf8mb4 and READ COMMITTED.
+    """
+    if params["dialect"] == "postgresql":
+        import psycopg
+        from psycopg.types.string import TextLoader
+
+        conn = psycopg.connect(host=params["host"], port=int(params["port"]), dbname=params["database"],
+                               user=params.get("user") or None, password=params.get("password") or None,
+                               autocommit=autocommit, options="-c TimeZone=UTC -c DateStyle=ISO",
+                               **dict(params.get("options") or {}))
+        for name in ("uuid", "json", "jsonb"):
+            conn.adapters.register_loader(name, TextLoader)
+        return conn
+    import pymysql
+
+    conn = pymysql.connect(host=params["host"], port=int(params["port"]), user=params.get("user") or "root",
+                           password=params.get("password") or "", database=params["database"] or None,
+                           charset="utf8mb4", autocommit=autocommit, binary_prefix=True,
+                           init_command="SET time_zone='+00:00'", **dict(params.get("options") or {}))
+    with conn.cursor() as cur:  # no gap locks: concurrent partitions insert their offset rows without deadlocks
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    return conn
+
+
+def quote(dialect: str, name: str) -> str:
+    """``name`` quoted as an identifier; a dotted name is quoted part by part."""
+    q = '"' if dialect == "postgresql" else "`"
+    return ".".join(q + part.replace(q, q + q) + q for part in name.split("."))
+
+
+# --------------------------------------------------------------------------------------
+# Kinds <-> Arrow
+# --------------------------------------------------------------------------------------
+def _decimal_ps(kind: str) -> tuple[int, int]:
+    _, p, s = kind.split(":")
+    return int(p), int(s)
+
+
+def arrow_wire_type(kind: str):
+    """The Arrow type of a kind's wire form (see module docstring)."""
+    import pyarrow as pa
+
+    return {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+            "float32": pa.float32(), "float64": pa.float64(), "boolean": pa.bool_(), "string": pa.string(),
+            "bytes": pa.binary(), "date": pa.int32(), "time": pa.int32(), "timestamp": pa.int64(),
+            }.get(kind, pa.binary() if kind.startswith("decimal:") else pa.string())
+
+
+def _decimal_array_to_wire(arr):
+    """decimal128 Arrow array → binary array of 16-byte big-endian two's-complement unscaled values."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(arr)
+    bufs = arr.buffers()
+    data = np.frombuffer(bufs[1], dtype=np.uint8, count=16 * (arr.offset + n))[16 * arr.offset:].reshape(n, 16)
+    offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
+    validity = None if arr.null_count == 0 else pa.array(arr.is_valid()).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets.tobytes()),
+                                                  pa.py_buffer(np.ascontiguousarray(data[:, ::-1]).tobytes())],
+                                 null_count=arr.null_count)
+
+
+def _decimal_to_wire(values: list, precision: int, scale: int):
+    import numpy as np
+    import pyarrow as pa
+
+    if precision <= 38:
+        try:
+            arr = pa.array(values, pa.decimal128(max(precision, 1), scale))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arr = None
+        if arr is not None:
+            return _decimal_array_to_wire(arr)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        unscaled = int(_decimal.Decimal(v).scaleb(scale, _EXACT).to_integral_value(context=_EXACT))
+        out.append(unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True))
+    return pa.array(out, pa.binary())
+
+
+def to_wire_array(values: list, kind: str):
+    """Arrow array of ``values`` (as the DB driver returned them) in the kind's wire form."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind in ("int8", "int16", "int32", "int64", "float32", "float64", "bytes"):
+        if kind == "bytes":
+            values = [bytes(v) if isinstance(v, (memoryview, bytearray)) else v for v in values]
+        return pa.array(values, arrow_wire_type(kind))
+    if kind == "boolean":
+        try:
+            return pa.array(values, pa.bool_())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # MySQL TINYINT(1) / BIT(1)
+            return pa.array([None if v is None else bool(int.from_bytes(v, "big") if isinstance(v, bytes) else v)
+                             for v in values], pa.bool_())
+    if kind == "string":
+        try:
+            return pa.array(values, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return pa.array([None if v is None else (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+                             for v in values], pa.string())
+    if kind.startswith("decimal:"):
+        return _decimal_to_wire(values, *_decimal_ps(kind))
+    if kind == "date":
+        return pa.array(values, pa.date32()).view(pa.int32())
+    if kind == "time":
+        if any(isinstance(v, _dt.timedelta) for v in values):  # PyMySQL gives TIME as timedelta
+            us = pa.array(values, pa.duration("us")).view(pa.int64())
+        else:
+            us = pa.array(values, pa.time64("us")).view(pa.int64())
+        return pc.divide(us, 1000).cast(pa.int32())
+    if kind == "timestamp":
+        aware = next((v.tzinfo is not None for v in values if v is not None), False)
+        arr = pa.array(values, pa.timestamp("us", tz="UTC" if aware else None))
+        arr = pc.floor_temporal(arr, unit="millisecond")
+        return pc.divide(arr.view(pa.int64()), 1000)
+    return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def from_wire_array(arr, kind: str, dialect: str) -> list:
+    """Python values for the DB driver from a wire-form Arrow array (inverse of :func:`to_wire_array`)."""
+    import pyarrow as pa
+
+    if kind.startswith("decimal:"):
+        scale = _decimal_ps(kind)[1]
+        return [None if b is None else _decimal.Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale, _EXACT)
+                for b in arr.to_pylist()]
+    if kind == "date":
+        return arr.cast(pa.int32()).view(pa.date32()).to_pylist()
+    if kind == "time":
+        return arr.cast(pa.int32()).view(pa.time32("ms")).to_pylist()
+    if kind == "timestamp":
+        tz = "UTC" if dialect == "postgresql" else None
+        return arr.cast(pa.int64()).view(pa.timestamp("ms", tz=tz)).to_pylist()
+    return arr.to_pylist()
+
+
+# --------------------------------------------------------------------------------------
+# Reading (source)
+# --------------------------------------------------------------------------------------
+_COPY_KINDS = frozenset(("int16", "int32", "int64", "float32", "float64", "boolean", "string", "date", "timestamp"))
+
+
+def _copy_decimal(kind: str) -> bool:
+    return kind.startswith("decimal:") and 0 < _decimal_ps(kind)[0] <= 38
+
+
+class _CopyStream:
+    """A file-like ``read(n)`` over a psycopg ``Copy``'s chunks (for pyarrow's streaming CSV reader)."""
+
+    def __init__(self, copy):
+        self._it = iter(copy)
+        self._buf = bytearray()
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        while n < 0 or len(self._buf) < n:
+            try:
+                self._buf += next(self._it)
+            except StopIteration:
+                break
+        if n < 0 or n >= len(self._buf):
+            out, self._buf = bytes(self._buf), bytearray()
+        else:
+            out = bytes(self._buf[:n])
+            del self._buf[:n]
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _read_copy(params, sql: str, args, names, kinds, schema):
+    """PostgreSQL fast path: ``COPY (sql) TO STDOUT`` as CSV, parsed by pyarrow in C++ (no per-row Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    types = {}
+    for n, k in zip(names, kinds):
+        if k.startswith("decimal:"):
+            types[n] = pa.decimal128(*_decimal_ps(k))
+        else:
+            types[n] = {"date": pa.date32(), "timestamp": pa.string()}.get(k, arrow_wire_type(k))
+    conn = connect(params)
+    try:
+        with conn.cursor().copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", list(args)) as cp:
+            reader = pacsv.open_csv(
+                pa.PythonFile(_CopyStream(cp), mode="r"),
+                read_options=pacsv.ReadOptions(column_names=list(names), block_size=4 << 20),
+                parse_options=pacsv.ParseOptions(ignore_empty_lines=False),  # one NULL column = an empty line
+                convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+                                                     quoted_strings_can_be_null=False, true_values=["t"],
+                                                     false_values=["f"]))
+            for batch in reader:
+                cols = []
+                for arr, k in zip(batch.columns, kinds):
+                    if k == "date":
+                        arr = arr.view(pa.int32())
+                    elif k == "timestamp":
+                        ts = pc.replace_substring_regex(arr, r"\+00$", "").cast(pa.timestamp("us"))
+                        arr = pc.divide(pc.floor_temporal(ts, unit="millisecond").view(pa.int64()), 1000)
+                    elif k.startswith("decimal:"):
+                        arr = _decimal_array_to_wire(arr)
+                    cols.append(arr)
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def read_rows(params: Mapping[str, Any], sql: str, args: Sequence[Any], names: Sequence[str],
+              kinds: Sequence[str], chunk: int = 10_000) -> Iterator[Any]:
+    """Run ``sql`` and yield ``pyarrow.RecordBatch``es of at most ``chunk`` rows in wire form.
+
+    Reads with a server-side cursor (PostgreSQL named cursor, MySQL unbuffered
+    ``SSCursor``) so memory stays bounded by ``chunk`` whatever the result size.
+    Columns are named ``names`` and typed by :func:`arrow_wire_type` of ``kinds``.
+
+    Raises:
+        RuntimeError: ``[source] ...`` with the database error.
+    """
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field(n, arrow_wire_type(k)) for n, k in zip(names, kinds)])
+    if params["dialect"] == "postgresql" and all(k in _COPY_KINDS or _copy_decimal(k) for k in kinds):
+        yield from _read_copy(params, sql, args, names, kinds, schema)
+        return
+    conn = connect(params)
+    try:
+        if params["dialect"] == "postgresql":
+            cur = conn.cursor(name="raftconnect_read")
+            cur.itersize = chunk
+        else:
+            import pymysql.cursors
+
+            cur = conn.cursor(pymysql.cursors.SSCursor)
+        try:
+            cur.execute(sql, list(args))
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    break
+                cols = list(zip(*rows))
+                yield pa.RecordBatch.from_arrays([to_wire_array(list(c), k) for c, k in zip(cols, kinds)],
+                                                 schema=schema)
+                del rows, cols
+        except Exception as e:
+            if isinstance(e, (pa.ArrowException,)):
+                raise
+            raise RuntimeError(f"[source] query failed: {e}") from e
+        finally:
+            cur.close()
+        conn.commit()
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------------------
+# Writing (sink)
+# --------------------------------------------------------------------------------------
+def _literals(arr, kind: str, style: str):
+    """SQL text of every value of a wire-form Arrow array, computed in Arrow (no per-value Python
+    except for bytes and Decimal).
+
+    ``style`` ``"mysql"``: SQL literals for a multi-row ``INSERT ... VALUES`` (``NULL``,
+    quoted and backslash-escaped strings, ``X'..'`` bytes). ``"copy"``: PostgreSQL
+    ``COPY`` text format fields (``\\N`` for null, backslash escapes, no quotes).
+    Returns a string array without nulls.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mysql = style == "mysql"
+    null = "NULL" if mysql else "\\N"
+
+    def quoted(text):
+        if not mysql:
+            return text
+        return pc.binary_join_element_wise("'", text, "'", "")
+
+    if kind in ("int8", "int16", "int32", "int64", "float32", "float64"):
+        text = arr.cast(pa.string())
+    elif kind == "boolean":
+        text = pc.if_else(arr, "1" if mysql else "t", "0" if mysql else "f")
+    elif kind == "string":
+        text = arr.cast(pa.string())
+        if mysql:
+            for a, b in (("\\", "\\\\"), ("'", "\\'"), ("\0", "\\0")):
+                text = pc.replace_substring(text, a, b)
+        else:
+            for a, b in (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r")):
+                text = pc.replace_substring(text, a, b)
+        text = quoted(text)
+    elif kind == "date":
+        text = quoted(arr.cast(pa.int32()).view(pa.date32()).cast(pa.string()))
+    elif kind == "time":
+        text = quoted(arr.cast(pa.int32()).view(pa.time32("ms")).cast(pa.string()))
+    elif kind == "timestamp":
+        text = quoted(arr.cast(pa.int64()).view(pa.timestamp("ms")).cast(pa.string()))
+    elif kind == "bytes":
+        text = pa.array([None if b is None else (f"X'{b.hex()}'" if mysql else "\\\\x" + b.hex())
+                         for b in arr.to_pylist()], pa.string())
+    else:  # decimal
+        text = pa.array([None if v is None else str(v) for v in from_wire_array(arr, kind, "")], pa.string())
+    return pc.fill_null(text, null)
+
+
+def _joined(parts, sep: str, prefix: str = "", suffix: str = ""):
+    """One string array: ``prefix + sep.join(parts) + suffix`` row by row."""
+    import pyarrow.compute as pc
+
+    row = pc.binary_join_element_wise(*parts, sep) if len(parts) > 1 else parts[0]
+    if prefix or suffix:
+        row = pc.binary_join_element_wise(prefix, row, suffix, "")
+    return row
+
+
+def _chunks(rows, max_bytes: int):
+    """Slices of the string array ``rows`` whose total length stays under ``max_bytes`` (at least one row)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    lengths = np.cumsum(pc.binary_length(rows).to_numpy(zero_copy_only=False))
+    start, base = 0, 0
+    n = len(rows)
+    while start < n:
+        end = int(np.searchsorted(lengths, base + max_bytes, side="right"))
+        end = max(end, start + 1)
+        yield rows.slice(start, end - start)
+        base = int(lengths[end - 1])
+        start = end
+
+
+def _offset_row(cur, dialect: str, connector: str, topic: str, partition: int):
+    t = quote(dialect, OFFSETS_TABLE)
+    cur.execute(f"SELECT next_offset FROM {t} WHERE connector = %s AND topic = %s AND kafka_partition = %s "
+                "FOR UPDATE", (connector, topic, partition))
+    row = cur.fetchone()
+    return None if row is None else int(row[0])
+
+
+def _store_offset(cur, dialect: str, connector: str, topic: str, partition: int, next_offset: int,
+                  existed: bool) -> None:
+    t = quote(dialect, OFFSETS_TABLE)
+    if existed:
+        cur.execute(f"UPDATE {t} SET next_offset = %s WHERE connector = %s AND topic = %s AND kafka_partition = %s",
+                    (next_offset, connector, topic, partition))
+    else:
+        cur.execute(f"INSERT INTO {t} (connector, topic, kafka_partition, next_offset) VALUES (%s, %s, %s, %s)",
+                    (connector, topic, partition, next_offset))
+
+
+def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, Any], ranges: Sequence[Any],
+                    partition_index: int) -> Iterator[Any]:
+    """Write one Kafka partition's records (the Arrow ``batches``) in one transaction; yield one stats batch.
+
+    ``plan`` (built by the sink task on the driver): ``dialect``, ``table`` (quoted),
+    ``connector``, ``topic``, ``insert_mode`` (insert/upsert/update), ``columns``
+    (``[[name, kind, source]]`` where source is ``"v<i>"``/``"k<i>"`` — an input
+    column — or ``"kafka_topic"``/``"kafka_partition"``/``"kafka_offset"``),
+    ``pk`` (column names), ``delete_enabled``, ``batch_size``. Input columns:
+    ``__offset`` (long), ``__tombstone`` (bool), ``__planned`` (bool: the record's
+    schemas are those planned), then ``v<i>`` / ``k<i>``.
+
+    The transaction first locks this partition's row of :data:`OFFSETS_TABLE`; if it
+    holds an offset other than the range's start (``ranges[partition_index]`` =
+    ``(topic, partition, start)``; start ``None`` = no row expected) it rolls back and
+    raises ``StaleOffsetError``. Records are applied in offset order (runs of
+    writes and deletes); processing stops before the first record whose schema was
+    not planned. The new next offset is stored in the same transaction.
+
+    Yields:
+        One RecordBatch ``(kafka_partition int, first long, last long, count long,
+        next_offset long, replan bool)``; ``first``/``last``/``next_offset`` are null
+        when nothing was processed.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    dialect = plan["dialect"]
+    topic, partition, start = ranges[partition_index]
+    cols = plan["columns"]
+    pk = list(plan["pk"])
+    mode = plan["insert_mode"]
+    names = [c[0] for c in cols]
+    q = lambda n: quote(dialect, n)  # noqa: E731
+    table = plan["table"]
+    col_sql = ", ".join(q(n) for n in names)
+    marks = ", ".join(["%s"] * len(names))
+    non_pk = [n for n in names if n not in pk]
+    if mode == "insert" or not pk:
+        write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks})"
+        order = names
+    elif mode == "upsert":
+        if dialect == "postgresql":
+            action = ("DO UPDATE SET " + ", ".join(f"{q(n)} = EXCLUDED.{q(n)}" for n in non_pk)) if non_pk \
+                else "DO NOTHING"
+            write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) ON CONFLICT ({', '.join(q(n) for n in pk)}) {action}"
+        else:
+            upd = ", ".join(f"{q(n)} = VALUES({q(n)})" for n in (non_pk or pk[:1]))
+            write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) ON DUPLICATE KEY UPDATE {upd}"
+        order = names
+    else:  # update
+        write_sql = (f"UPDATE {table} SET " + ", ".join(f"{q(n)} = %s" for n in non_pk) + " WHERE "
+                     + " AND ".join(f"{q(n)} = %s" for n in pk))
+        order = non_pk + pk
+    delete_sql = f"DELETE FROM {table} WHERE " + " AND ".join(f"{q(n)} = %s" for n in pk) if pk else None
+    pos = {n: i for i, n in enumerate(names)}
+    order_idx = [pos[n] for n in order]
+    pk_idx = [pos[n] for n in pk]
+    batch_size = max(1, int(plan.get("batch_size") or 3000))
+    use_copy = dialect == "postgresql" and (mode == "insert" or not pk)
+    # Fast path: SQL text rendered in Arrow, no per-row Python (MySQL INSERT/upsert, PostgreSQL COPY)
+    rendered = use_copy or (dialect != "postgresql" and mode in ("insert", "upsert"))
+    mysql_suffix = write_sql[write_sql.index(" ON DUPLICATE KEY UPDATE"):] if " ON DUPLICATE KEY UPDATE" in write_sql \
+        else ""
+
+    first = last = None
+    count = 0
+    replan = False
+    conn = connect(params)
+    try:
+        cur = conn.cursor()
+        stored = _offset_row(cur, dialect, plan["connector"], topic, partition)
+        if stored != start and not (stored is None and start is None):
+            raise StaleOffsetError(f"[jdbc] {topic}[{partition}]: the target holds offset {stored}, the batch "
+                                   f"started at {start}")
+
+        def flush(kind: str, rows: list) -> None:
+            if not rows:
+                return
+            if kind == "delete":
+                for i in range(0, len(rows), batch_size):
+                    cur.executemany(delete_sql, [[r[j] for j in pk_idx] for r in rows[i:i + batch_size]])
+            elif use_copy:
+                with cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+            else:
+                for i in range(0, len(rows), batch_size):
+                    part = rows[i:i + batch_size]
+                    cur.executemany(write_sql, part if order_idx == list(range(len(names)))
+                                    else [[r[j] for j in order_idx] for r in part])
+
+        def make_rows(b, offsets) -> list:
+            n = b.num_rows
+            values = []
+            for name, kind, src in cols:
+                if src == "kafka_topic":
+                    values.append([topic] * n)
+                elif src == "kafka_partition":
+                    values.append([partition] * n)
+                elif src == "kafka_offset":
+                    values.append(offsets.to_pylist())
+                else:
+                    values.append(from_wire_array(b.column(src), kind, dialect))
+            return list(zip(*values)) if values else [()] * n
+
+        def write_rendered(b, offsets) -> None:
+            style = "copy" if use_copy else "mysql"
+            parts = []
+            for name, kind, src in cols:
+                if src == "kafka_topic":
+                    arr, kind = pa.array([topic] * b.num_rows, pa.string()), "string"
+                elif src == "kafka_partition":
+                    arr, kind = pa.array([partition] * b.num_rows, pa.int32()), "int32"
+                elif src == "kafka_offset":
+                    arr, kind = offsets, "int64"
+                else:
+                    arr = b.column(src)
+                parts.append(_literals(arr, kind, style))
+            if use_copy:
+                text = _joined(parts, "\t", "", "\n")
+                with cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as cp:
+                    for piece in _chunks(text, 4 << 20):
+                        cp.write(pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()),
+                                                                        piece), "")[0].as_py().encode("utf-8"))
+                return
+            text = _joined(parts, ",", "(", ")")
+            for piece in _chunks(text, 4 << 20):
+                values_sql = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()), piece),
+                                            ",")[0].as_py()
+                cur.execute(f"INSERT INTO {table} ({col_sql}) VALUES {values_sql}{mysql_suffix}")
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            planned = batch.column("__planned")
+            stop = batch.num_rows
+            if not pc.all(planned).as_py():
+                stop = pc.index(planned, False).as_py()
+                replan = True
+            if stop > 0:
+                b = batch.slice(0, stop)
+                offsets = b.column("__offset")
+                tomb = b.column("__tombstone").to_pylist()
+                n = b.num_rows
+                if rendered and not any(tomb):
+                    write_rendered(b, offsets)
+                elif not any(tomb):
+                    flush("write", make_rows(b, offsets))
+                else:
+                    rows = make_rows(b, offsets)
+                    run_kind, run = None, []
+                    for r, t in zip(rows, tomb):
+                        k = "delete" if t else "write"
+                        if t and not (plan.get("delete_enabled") and delete_sql):
+                            continue  # tombstones are skipped unless delete.enabled
+                        if k != run_kind:
+                            flush(run_kind, run)
+                            run_kind, run = k, []
+                        run.append(r)
+                    flush(run_kind, run)
+                if first is None:
+                    first = offsets[0].as_py()
+                last = offsets[n - 1].as_py()
+                count += n
+            if replan:
+                break
+        if last is not None:
+            _store_offset(cur, dialect, plan["connector"], topic, partition, last + 1, stored is not None)
+        conn.commit()
+    except BaseException:
+        try:
+            conn.rollback()
+        except Exception:
+            pass
+        raise
+    finally:
+        conn.close()
+    yield pa.RecordBatch.from_pydict({
+        "kafka_partition": pa.array([partition], pa.int32()), "first": pa.array([first], pa.int64()),
+        "last": pa.array([last], pa.int64()), "count": pa.array([count], pa.int64()),
+        "next_offset": pa.array([None if last is None else last + 1], pa.int64()),
+        "replan": pa.array([replan], pa.bool_())})
