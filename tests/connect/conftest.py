@@ -61,3 +61,11 @@ def live_node(tmp_path_factory):
         yield node
     finally:
         node.stop()
+
+
+@pytest.fixture
+def admin_api(api):
+    """Like ``api``, authenticated as an admin (cluster operations, ``/admin/loggers``)."""
+    make_user("admin", "admin")
+    api.defaults["HTTP_AUTHORIZATION"] = basic("admin", "pw")
+    return api

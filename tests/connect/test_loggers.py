@@ -19,38 +19,38 @@ def restore_levels():
         logging.getLogger(n).setLevel(lvl)
 
 
-def test_list_get_and_set_worker_scope(api, restore_levels):
+def test_list_get_and_set_worker_scope(admin_api, restore_levels):
     logging.getLogger("rc.test.child")  # exists before the change, so the namespace covers it
-    listing = api.get("/admin/loggers").json()
+    listing = admin_api.get("/admin/loggers").json()
     assert "root" in listing and set(listing["root"]) == {"level", "last_modified"}
-    resp = put(api, "/admin/loggers/rc.test", {"level": "debug"})
+    resp = put(admin_api, "/admin/loggers/rc.test", {"level": "debug"})
     assert resp.status_code == 200
     affected = resp.json()
     assert "rc.test" in affected and "rc.test.child" in affected and affected == sorted(affected)
     assert logging.getLogger("rc.test.child").getEffectiveLevel() == logging.DEBUG
-    got = api.get("/admin/loggers/rc.test.child").json()
+    got = admin_api.get("/admin/loggers/rc.test.child").json()
     assert got["level"] == "DEBUG" and isinstance(got["last_modified"], int)
-    assert api.get("/admin/loggers").json()["rc.test"]["level"] == "DEBUG"
-    warn = put(api, "/admin/loggers/rc.test.child?scope=bogus", {"level": "WARN"})  # unknown scope: worker
+    assert admin_api.get("/admin/loggers").json()["rc.test"]["level"] == "DEBUG"
+    warn = put(admin_api, "/admin/loggers/rc.test.child?scope=bogus", {"level": "WARN"})  # unknown scope: worker
     assert warn.status_code == 200 and logging.getLogger("rc.test.child").level == logging.WARNING
 
 
-def test_cluster_scope_is_204_and_applies_here(api, restore_levels):
-    resp = put(api, "/admin/loggers/rc.testing?scope=cluster", {"level": "ERROR"})
+def test_cluster_scope_is_204_and_applies_here(admin_api, restore_levels):
+    resp = put(admin_api, "/admin/loggers/rc.testing?scope=cluster", {"level": "ERROR"})
     assert resp.status_code == 204
     assert logging.getLogger("rc.testing").level == logging.ERROR
 
 
-def test_hostile_logger_requests(api, client):
-    missing = api.get("/admin/loggers/no.such.logger.anywhere")
+def test_hostile_logger_requests(admin_api, client):
+    missing = admin_api.get("/admin/loggers/no.such.logger.anywhere")
     assert missing.status_code == 404 and missing.json()["message"] == "Logger no.such.logger.anywhere not found."
-    bad_level = put(api, "/admin/loggers/rc.test", {"level": "LOUD"})
+    bad_level = put(admin_api, "/admin/loggers/rc.test", {"level": "LOUD"})
     assert bad_level.status_code == 404 and bad_level.json()["message"] == "invalid log level 'LOUD'."
-    no_level = put(api, "/admin/loggers/rc.test", {"lvl": "DEBUG"})
+    no_level = put(admin_api, "/admin/loggers/rc.test", {"lvl": "DEBUG"})
     assert no_level.status_code == 400
     assert no_level.json()["message"] == "Desired 'level' parameter was not specified in request."
-    assert put(api, "/admin/loggers/rc.test", {"level": 3}).status_code == 400
-    assert api.put("/admin/loggers/rc.test", data="{x", content_type="application/json").status_code == 400
+    assert put(admin_api, "/admin/loggers/rc.test", {"level": 3}).status_code == 400
+    assert admin_api.put("/admin/loggers/rc.test", data="{x", content_type="application/json").status_code == 400
     assert "no.such.logger.anywhere" not in logging.root.manager.loggerDict
     del client.defaults["HTTP_AUTHORIZATION"]
     assert client.get("/admin/loggers").status_code == 401
@@ -75,7 +75,7 @@ def test_root_namespace_sets_every_logger_and_reports_last_modified():
         logging.getLogger("rc.unit").setLevel(logging.NOTSET)
 
 
-def test_cluster_scope_fans_out_signed_requests_to_every_member(api, node, restore_levels):
+def test_cluster_scope_fans_out_signed_requests_to_every_member(admin_api, node, restore_levels):
     """Another member (a tiny HTTP server registered through a signed heartbeat) gets the level."""
     import json
     import threading
@@ -103,21 +103,21 @@ def test_cluster_scope_fans_out_signed_requests_to_every_member(api, node, resto
     server = HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        resp = internal(api, node, "POST", "/raftconnect/v1/internal/heartbeat",
+        resp = internal(admin_api, node, "POST", "/raftconnect/v1/internal/heartbeat",
                         {"worker_id": "w-other", "member": {"rest_address": f"127.0.0.1:{server.server_port}"},
                          "running": {}})
         assert resp.status_code == 200
-        assert put(api, "/admin/loggers/rc.testing?scope=cluster", {"level": "WARN"}).status_code == 204
+        assert put(admin_api, "/admin/loggers/rc.testing?scope=cluster", {"level": "WARN"}).status_code == 204
         assert got == [("/raftconnect/v1/internal/loggers/rc.testing", {"level": "WARN"}, None)]
         assert logging.getLogger("rc.testing").level == logging.WARNING  # and here
     finally:
         server.shutdown()
 
 
-def test_internal_logger_endpoint_needs_a_signature(api, node, restore_levels):
+def test_internal_logger_endpoint_needs_a_signature(admin_api, node, restore_levels):
     from .test_rest_lifecycle import internal
 
-    assert put(api, "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"}).status_code in (401, 403)
-    resp = internal(api, node, "PUT", "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"})
+    assert put(admin_api, "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"}).status_code in (401, 403)
+    resp = internal(admin_api, node, "PUT", "/raftconnect/v1/internal/loggers/rc.testing", {"level": "ERROR"})
     assert resp.status_code == 200 and "rc.testing" in resp.json()
     assert logging.getLogger("rc.testing").level == logging.ERROR
