@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos cluster clean
+.PHONY: setup demo test test-fast bench chaos fuzz cluster clean
 
 setup: $(STAMP) frontend chromium
 
@@ -55,6 +55,10 @@ test: setup frontend-test
 test-fast: setup frontend-test
 	$(PY) -m pytest -ra -m "not integration"
 
+# schema fuzzing of a live node with many more examples per operation than `make test` (5)
+fuzz: setup
+	RAFTCONNECT_FUZZ_EXAMPLES=$${RAFTCONNECT_FUZZ_EXAMPLES:-200} $(PY) -m pytest -q -p no:cacheprovider tests/connect/test_openapi_fuzz.py
+
 cluster: setup
 	$(PY) manage.py cluster
 
@@ -62,6 +66,16 @@ bench: setup
 	$(PY) benchmarks/pipeline/run.py
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/stores/run.py
+	$(PY) benchmarks/rest/run.py
+	$(PY) benchmarks/transforms/run.py
+
+# Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
+# Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
+# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7".
+CHAOS_ARGS ?=
+chaos: setup
+	@command -v ip >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq iproute2; } || true
+	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
 
 clean:
 	rm -rf var .pytest_cache frontend/dist

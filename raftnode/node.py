@@ -102,6 +102,7 @@ class RaftNode:
         self.state = ClusterStateMachine()
         self._on_leader_change = on_leader_change
         self._was_leader = False
+        self._leader_term: int | None = None  # the term this member leads, set by _state_changed
         self._membership_lock = threading.Lock()
         host = config.self_address.rsplit(":", 1)[0]
         conf = SyncObjConf(
@@ -142,10 +143,23 @@ class RaftNode:
         return int(self.syncobj.raftCurrentTerm)
 
     def status(self) -> dict[str, Any]:
-        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum"}``."""
+        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum"}``.
+
+        ``state`` is LEADER only together with the term this member leads.
+        pysyncobj's ``getStatus`` runs on the caller's thread and reads the state
+        before the term, while its Raft thread, on seeing a newer term, stores
+        the term, writes its journal and only then leaves LEADER: without this
+        check a deposed leader could be reported as LEADER of the new term, a
+        term another member leads (seen by ``make chaos`` as two leaders in one
+        term). Such a torn read is reported as FOLLOWER, which the member is
+        about to be.
+        """
         s = self.syncobj.getStatus()
+        state = _RAFT_STATES.get(s["state"], str(s["state"]))
+        if state == "LEADER" and s["raft_term"] != self._leader_term:
+            state = "FOLLOWER"
         return {
-            "state": _RAFT_STATES.get(s["state"], str(s["state"])),
+            "state": state,
             "term": s["raft_term"],
             "leader": getattr(s["leader"], "address", None) if s["leader"] is not None else None,
             "commit_index": s["commit_idx"],
@@ -241,6 +255,8 @@ class RaftNode:
 
     def _state_changed(self, old: int, new: int) -> None:
         is_leader = new == 2
+        # Runs on the Raft thread right after the state changed; a new leader's term is already set.
+        self._leader_term = self.term if is_leader else None
         if is_leader != self._was_leader:
             self._was_leader = is_leader
             log.info("raft: %s (term %s)", "became leader" if is_leader else "lost leadership", self.term)

@@ -54,3 +54,4 @@ def flights_csv(tmp_path_factory) -> Path:
     with zipfile.ZipFile(archive) as zf:
         zf.extract("flights.csv", out)
     return out / "flights.csv"
+

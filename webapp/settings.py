@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # API tokens (Authorization: Token/Bearer KEY)
     "drf_spectacular",
     "webapp.connect",
     "webapp.coordinator",
@@ -95,12 +96,15 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Basic first: DRF answers 401 with its WWW-Authenticate challenge.
         "webapp.connect.api.authentication.CachedBasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+        "webapp.connect.api.authentication.BearerTokenAuthentication",
         "webapp.connect.api.forwarding.ForwardedUserAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # roles viewer/operator/admin, declared per path or view (webapp/connect/api/roles.py)
+    "DEFAULT_PERMISSION_CLASSES": ["webapp.connect.api.roles.HasRole"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["webapp.connect.api.parsers.ConnectJSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -113,9 +117,17 @@ SPECTACULAR_SETTINGS = {
                    "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["webapp.connect.api.roles.HasRole"],
     # cluster-internal endpoints (HMAC-signed, for agents and nodes) are not part of the public API
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
+    # bodies, error responses and auth schemes: webapp/connect/api/openapi.py
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "webapp.connect.api.openapi.add_error_responses"],
+    "AUTHENTICATION_WHITELIST": ["webapp.connect.api.authentication.CachedBasicAuthentication",
+                                 "rest_framework.authentication.TokenAuthentication",
+                                 "webapp.connect.api.authentication.BearerTokenAuthentication",
+                                 "rest_framework.authentication.SessionAuthentication"],
 }
 
 # plain text or JSON lines (RAFTCONNECT_LOG_FORMAT=json), credentials masked: webapp/logconfig.py

@@ -24,8 +24,40 @@ def basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+def make_user(name: str, role: str, password: str = "pw"):
+    """A user of this node with one role group (``createconnectuser``'s service)."""
+    from django.contrib.auth import get_user_model
+
+    from webapp.connect.management.commands.createconnectuser import create_connect_user
+
+    create_connect_user(username=name, role=role, password=password)
+    return get_user_model().objects.get(username=name)
+
+
 @pytest.fixture
-def api(db, node, client, django_user_model):
-    django_user_model.objects.create_user("operator", password="pw")
+def api(db, node, client, settings):
+    """A client authenticated as an operator (fast MD5 hashing: PBKDF2 is tested in test_auth)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    make_user("operator", "operator")
     client.defaults["HTTP_AUTHORIZATION"] = basic("operator", "pw")
     return client
+
+
+@pytest.fixture(scope="session")
+def live_node(tmp_path_factory):
+    """A real node process (``manage.py runnode``, waitress) with Raft only (no worker: tasks never run).
+
+    Shared by the tests that drive the API over HTTP (client compatibility,
+    schema fuzzing). ``.url``, ``.auth`` (the admin's ``(user, password)``).
+    Connectors created here stay UNASSIGNED; use unique names per test.
+    """
+    from webapp.connect.launcher import NodeProcess
+
+    data = tmp_path_factory.mktemp("live-node")
+    node = NodeProcess(node_id="live", rest_port=free_port(), raft_port=free_port(), data_dir=str(data / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft")
+    node.start(timeout=120)
+    try:
+        yield node
+    finally:
+        node.stop()

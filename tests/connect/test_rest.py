@@ -177,3 +177,29 @@ def test_openapi_schema_is_generated_from_the_views_and_needs_auth(api, client):
     assert not any(p.startswith("/raftconnect/v1/internal/") for p in paths)
     del client.defaults["HTTP_AUTHORIZATION"]
     assert client.get("/raftconnect/v1/openapi.json").status_code == 401
+
+
+def test_config_provider_references_are_stored_and_shown_never_resolved(api, tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_IN_PATH", str(tmp_path / "in.csv"))
+    cfg = {**source_config(tmp_path), "path": "${env:SECRET_IN_PATH}", "csv.delimiter": "${file:/nowhere:x}"}
+    created = post(api, "/connectors", {"name": "src", "config": cfg})
+    assert created.status_code == 201, created.json()  # references are checked by the worker, not here
+    for body in (created.json()["config"], api.get("/connectors/src/config").json(),
+                 api.get("/connectors/src").json()["config"],
+                 api.get("/connectors?expand=info").json()["src"]["info"]["config"]):
+        assert body["path"] == "${env:SECRET_IN_PATH}"
+        assert str(tmp_path) not in json.dumps(body)
+
+
+def test_openapi_schema_describes_bodies_errors_and_auth(api):
+    schema = api.get("/raftconnect/v1/openapi.json").json()
+    create = schema["paths"]["/connectors"]["post"]
+    assert create["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/CreateConnectorRequest")
+    assert create["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConnectorInfo")
+    for path, item in schema["paths"].items():
+        for method, op in item.items():
+            if path not in ("/", "/health"):
+                assert {"401", "403"} <= set(op["responses"]), (path, method)
+                assert op["responses"]["401"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConnectError")
+    assert set(schema["components"]["securitySchemes"]) >= {"basicAuth", "bearerAuth", "tokenAuth"}
+    assert not any(p.startswith("/raftconnect/v1/internal/") for p in schema["paths"])

@@ -81,3 +81,14 @@ def test_validate_hostile_bodies(api, tmp_path):
     for body in ("{oops", json.dumps([1]), json.dumps({"connector.class": SOURCE, "path": {"a": 1}})):
         resp = api.put("/connector-plugins/FileSource/config/validate", data=body, content_type="application/json")
         assert resp.status_code == 400 and resp.json()["error_code"] == 400, body
+
+
+def test_validate_hides_password_values_as_kafka_does():
+    secret = ConfigDef((ConfigKey("connection.password", "PASSWORD", None, required=True),
+                        ConfigKey("connection.user", "STRING", None)))
+    infos = plugins.validate({"connector.class": "X", "connection.password": "hunter2", "connection.user": "bob"},
+                             {}, "X", secret)
+    values = {c["value"]["name"]: c["value"]["value"] for c in infos["configs"]}
+    assert values["connection.password"] == "[hidden]"
+    assert values["connection.user"] == "bob"
+    assert "hunter2" not in json.dumps(infos)

@@ -10,7 +10,7 @@ from webapp.connect.launcher import wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.kafka.embedded import free_port
 
-from .conftest import basic
+from .conftest import basic, make_user
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_admin_page_needs_the_csrf_token(db, pg_node, django_user_model):
 
 
 def test_rest_switch_needs_an_admin_and_reports_progress(db, pg_node, client, django_user_model):
-    django_user_model.objects.create_user("viewer", password="pw")
+    make_user("viewer", "viewer")
     django_user_model.objects.create_superuser("root", password="pw")
     assert client.get("/raftconnect/v1/metadata-store").status_code == 401
     client.defaults["HTTP_AUTHORIZATION"] = basic("viewer", "pw")

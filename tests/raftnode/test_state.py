@@ -92,3 +92,18 @@ def test_restart_counters_count_per_instance_and_are_dropped_with_the_assignment
         assert st.restarts == {"c": 1, "c-0": 1}
     finally:
         node.destroy()
+
+
+def test_status_never_reports_leader_of_a_term_it_does_not_lead(raft_dir):
+    """The Raft thread stores a newer term before it leaves LEADER (a journal write in between); a status
+    read in that window must not name this member LEADER of the new term (seen as a split brain in make chaos)."""
+    node = start(raft_dir, free_port())
+    try:
+        st = node.status()
+        assert st["state"] == "LEADER"
+        # the Raft thread's first step on a higher-term message (pysyncobj __setCurrentTerm), state not yet changed
+        node.syncobj._SyncObj__raftCurrentTerm = st["term"] + 1
+        torn = node.status()
+        assert torn["term"] == st["term"] + 1 and torn["state"] == "FOLLOWER"
+    finally:
+        node.destroy()

@@ -14,6 +14,7 @@ from typing import Any
 
 from webapp.connectors import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
+from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 249
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Java's Character.isISOControl, as Connect checks names
 
 
 class ConnectRestError(Exception):
@@ -117,8 +118,15 @@ class Herder:
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
         errors = plugin.cls().validate(config)
-        for key, errs in auto_restart_errors(config).items():
-            errors.setdefault(key, []).extend(errs)
+        # a ${provider:...} reference is resolved (and so checked) only by the worker that starts the connector
+        errors = {k: v for k, v in errors.items() if not has_references(config.get(k))}
+        from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
+        from webapp.runtime.transforms import validate_transforms
+
+        for extra in (auto_restart_errors(config), validate_transforms(config),
+                      validate_error_config(config, sink=plugin.type == "sink")):
+            for key, msgs in extra.items():
+                errors.setdefault(key, []).extend(msgs)
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:

@@ -134,6 +134,11 @@ class NodeProcess:
         extra_args: more runnode flags.
         env: extra environment (admin credentials are set from ``auth``).
         auth: admin user and password created at start.
+        host: address the REST API and Raft bind (default loopback; a namespace
+            address with :mod:`webapp.connect.netns`).
+        command_prefix: argv run in front of the node's command, e.g.
+            ``["ip", "netns", "exec", ns]`` (``ip`` execs in place, so signals
+            still reach the node itself). Default none.
     """
 
     node_id: str
@@ -145,11 +150,13 @@ class NodeProcess:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     auth: tuple[str, str] = ("admin", "admin-secret")
+    host: str = "127.0.0.1"
+    command_prefix: list[str] = field(default_factory=list)
     proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.rest_port}"
+        return f"http://{self.host}:{self.rest_port}"
 
     @property
     def log_path(self) -> str:
@@ -166,11 +173,11 @@ class NodeProcess:
         env.update({"RAFTCONNECT_ADMIN_USER": self.auth[0], "RAFTCONNECT_ADMIN_PASSWORD": self.auth[1],
                     "PYTHONUNBUFFERED": "1"})
         env.update(self.env)
-        cmd = [sys.executable, str(REPO_ROOT / "manage.py"), "runnode", "--node-id", self.node_id,
-               "--roles", self.roles, "--rest-address", f"127.0.0.1:{self.rest_port}",
+        cmd = [*self.command_prefix, sys.executable, str(REPO_ROOT / "manage.py"), "runnode", "--node-id", self.node_id,
+               "--roles", self.roles, "--rest-address", f"{self.host}:{self.rest_port}",
                "--data-dir", self.data_dir, "--bootstrap-servers", self.bootstrap_servers, *self.extra_args]
         if "raft" in self.roles:
-            cmd += ["--raft-address", f"127.0.0.1:{self.raft_port}"]
+            cmd += ["--raft-address", f"{self.host}:{self.raft_port}"]
         log = open(self.log_path, "ab")
         # Own process group: signals reach the node and its agent together (SIGSTOP pauses both).
         self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -242,6 +249,10 @@ class LocalCluster:
         secret: the cluster secret.
         auth: admin user and password on every node.
         extra_args: more runnode flags for every node.
+        hosts: per-node bind address (default loopback for all), e.g. namespace
+            addresses from :class:`webapp.connect.netns.NetnsNetwork`.
+        command_prefixes: per-node argv prefix (default none), e.g.
+            ``NetnsNetwork.command_prefix(i)``.
     """
 
     data_dir: str
@@ -254,14 +265,18 @@ class LocalCluster:
     secret: str = "local-cluster-secret"
     auth: tuple[str, str] = ("admin", "admin-secret")
     extra_args: list[str] = field(default_factory=list)
+    hosts: list[str] | None = None
+    command_prefixes: list[list[str]] | None = None
     nodes: list[NodeProcess] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         total = self.raft_nodes + self.worker_nodes
+        hosts = self.hosts or ["127.0.0.1"] * total
+        prefixes = self.command_prefixes or [[] for _ in range(total)]
         rest = self.rest_ports or [free_port() for _ in range(total)]
         raft = self.raft_ports or [free_port() for _ in range(self.raft_nodes)]
-        raft_addrs = [f"127.0.0.1:{p}" for p in raft]
-        rest_addrs = [f"127.0.0.1:{p}" for p in rest[: self.raft_nodes]]
+        raft_addrs = [f"{hosts[i]}:{p}" for i, p in enumerate(raft)]
+        rest_addrs = [f"{hosts[i]}:{p}" for i, p in enumerate(rest[: self.raft_nodes])]
         for i in range(total):
             is_raft = i < self.raft_nodes
             extra = (["--raft-peers", ",".join(a for j, a in enumerate(raft_addrs) if j != i)] if is_raft
@@ -270,7 +285,8 @@ class LocalCluster:
                 node_id=f"node-{i + 1}", rest_port=rest[i], raft_port=raft[i] if is_raft else 0,
                 data_dir=os.path.join(self.data_dir, f"node-{i + 1}"), bootstrap_servers=self.bootstrap_servers,
                 roles=self.raft_roles if is_raft else "worker", extra_args=[*extra, *self.extra_args],
-                env={"RAFTCONNECT_CLUSTER_SECRET": self.secret}, auth=self.auth))
+                env={"RAFTCONNECT_CLUSTER_SECRET": self.secret}, auth=self.auth,
+                host=hosts[i], command_prefix=list(prefixes[i])))
 
     def start(self, timeout: float = 120.0) -> "LocalCluster":
         """Start every node and wait until all are healthy."""

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from webapp.connectors import registry
 from webapp.connectors.api import ConfigDef, ConfigKey
 from webapp.runtime import restart
+from webapp.runtime.config_providers import HIDDEN
 from webapp.runtime.converters import JSON_CONVERTER_CLASS, STRING_CONVERTER_CLASS
 
 __all__ = [
@@ -163,6 +164,7 @@ def validate(config: Mapping[str, Any], errors: Mapping[str, list[str]], connect
 
     ``errors``: ``{key: [message]}`` from the connector's and the runtime's checks;
     errors of keys without a definition are reported under ad-hoc definitions.
+    Values of PASSWORD keys are shown as ``[hidden]``, as Kafka does.
     """
     configs, seen = [], set()
 
@@ -174,8 +176,9 @@ def validate(config: Mapping[str, Any], errors: Mapping[str, list[str]], connect
             msg = f"Missing required configuration \"{key.name}\" which has no default value."
             if msg not in errs:
                 errs.append(msg)
+        shown = None if raw is None else HIDDEN if key.type == "PASSWORD" else str(raw)
         configs.append({"definition": config_key_info(key, group, order),
-                        "value": {"name": key.name, "value": None if raw is None else str(raw),
+                        "value": {"name": key.name, "value": shown,
                                   "recommended_values": list(key.allowed), "errors": errs, "visible": True}})
 
     for i, key in enumerate(COMMON_CONFIG.keys):

@@ -517,6 +517,8 @@ class FileSourceTask(Task):
         self.null_values = None if nulls is None else [v.strip() for v in nulls.split(",")]
         self.schema_name = cfg.get("value.schema.name") or None
         self.producer_overrides = _client_overrides(cfg, "producer.override.")
+        self._transforming, self._operator = _error_handling(cfg, sink=False)
+        self._pipelines: dict[str, Any] = {}
         raw = cfg.get(TASK_SPLITS)
         if raw is None:  # config not produced by the connector: take the whole path
             conn = FileSourceConnector()
@@ -575,7 +577,8 @@ class FileSourceTask(Task):
             if plan is None:
                 continue
             pieces, new_pos = plan
-            produced = self._produce(split, pieces) if pieces else 0
+            produced = self._operator.execute(lambda: self._produce(split, pieces), "KAFKA_PRODUCE",
+                                              type(self).__name__) if pieces else 0
             self._positions[i] = new_pos
             key = "row" if split.format == "parquet" else "position"
             return BatchResult(produced, (SourceOffset(split.partition(), {key: new_pos}),))
@@ -592,11 +595,36 @@ class FileSourceTask(Task):
         spark = self.context.spark
         parse = _make_parse_fn(pieces, split.format, info.arrow_schema, self.delimiter, self.null_values)
         n = len(pieces)
+        if self._transforming:
+            return self._produce_transformed(split, info, parse, n)
         df = spark.range(0, n, 1, n).mapInArrow(parse, from_arrow_schema(info.arrow_schema))
         value = encode_value_column(df.schema, self.schemas_enable, connect_schema=info.connect_schema)
         try:
             return produce_dataframe(df.select(value.alias("value")), self.topic, self.context.kafka_config,
                                      producer_config=self.producer_overrides)
+        except KafkaIOError as e:
+            raise ConnectException(str(e)) from e
+
+    def _produce_transformed(self, split: _Split, info: "_FileInfo", parse, n: int) -> int:
+        """Like :meth:`_produce`, with the SMT chain applied to the parsed Arrow batches in the same Spark job."""
+        import time
+
+        from webapp.kafka.spark_io import KafkaIOError
+        from webapp.runtime.pipeline import SourcePipeline
+
+        pipeline = self._pipelines.get(split.filename)
+        if pipeline is None:
+            pipeline = SourcePipeline.plan(self.config, info.arrow_schema, info.connect_schema, self.context.task_id)
+            self._pipelines[split.filename] = pipeline
+        now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read, as FileStreamSource
+        df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms),
+                                                             pipeline.spark_schema())
+        cd, cfg = self.config_def, self.config
+        try:
+            return pipeline.produce(df, self.topic, self.context.kafka_config, cfg,
+                                    producer_config=self.producer_overrides,
+                                    partitions=_int(cd, cfg, "topic.creation.default.partitions"),
+                                    replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
         except KafkaIOError as e:
             raise ConnectException(str(e)) from e
 
@@ -906,6 +934,15 @@ class FileSinkTask(Task):
         if not (0 <= self.index < self.count):
             raise ConnectException(f"{TASK_INDEX}={self.index} must be in [0, {TASK_COUNT}={self.count})")
         self.consumer_overrides = _client_overrides(cfg, "consumer.override.")
+        self._transforming, self._operator = _error_handling(cfg, sink=True)
+        dlq = self._operator.config.dlq_topic
+        if dlq:
+            from webapp.kafka.topics import TopicError, ensure_topic
+
+            try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
+                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
+            except TopicError as e:
+                raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._next: dict[tuple[str, int], int] = {}
         for entry in self.context.offsets.values():
             part, off = entry.partition, entry.offset
@@ -950,7 +987,8 @@ class FileSinkTask(Task):
         for topic in self.topics:
             ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
             if ranges:
-                reads.extend(self._sink_topic(topic, ranges))
+                reads.extend(self._operator.execute(lambda: self._sink_topic(topic, ranges), "TASK_PUT",
+                                                    type(self).__name__))
         if not reads:
             return None
         offsets = []
@@ -972,6 +1010,8 @@ class FileSinkTask(Task):
         """
         stage = os.path.join(self.path, _STAGING, f"{self._stage_prefix}{uuid.uuid4().hex}")
         try:
+            if self._transforming:
+                return self._pipeline_pass(topic, ranges, stage)
             plan = self._plan(topic, ranges)
             if plan is None:
                 return []
@@ -1071,11 +1111,147 @@ class FileSinkTask(Task):
         self._schemaless[topic] = schema
         return schema
 
-    def _read(self, ranges):
+    def _read(self, ranges, with_metadata: bool = False):
         from webapp.kafka.spark_io import read_partitions
 
         return read_partitions(self.context.spark, ranges, self.context.kafka_config,
-                               consumer_config=self.consumer_overrides, timeout=self.batch_ms / 1000.0)
+                               consumer_config=self.consumer_overrides, timeout=self.batch_ms / 1000.0,
+                               with_metadata=with_metadata)
+
+    # -- transforms / error tolerance / DLQ ------------------------------------------------
+    def _pipeline_pass(self, topic: str, ranges, stage: str) -> list:
+        """Read once (cached) → decode in the JVM (PERMISSIVE) → SMTs on the workers → write good rows.
+
+        Records that fail conversion or a transformation become error rows: with
+        ``errors.tolerance=none`` the job fails on the first; with ``all`` they are
+        counted, logged (``errors.log.enable``) and produced to the DLQ topic with
+        their original bytes after the good rows were written.
+        """
+        import logging
+
+        from pyspark import StorageLevel
+        from pyspark.sql import Observation
+
+        from webapp.kafka.spark_io import KafkaIOError
+        from webapp.runtime.pipeline import SinkPipeline
+
+        if not self._peek(ranges, 1)[1]:
+            return []  # nothing new: decided in the driver, without a Spark job
+        raw = self._read(ranges, with_metadata=True).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            try:
+                reads, prefixes = self._scan(raw, topic, ranges)
+            except Exception as e:
+                raise ConnectException(f"Reading {topic} failed: {_spark_error(e)}") from e
+            if not any(r.value_count for r in reads):
+                return reads  # tombstones only: nothing to write
+            schema, schemaless = self._tolerant_schema(raw, topic, prefixes)
+            pipeline = SinkPipeline.plan(self.config, schema, self.context.task_id, schemaless)
+            out = pipeline.apply(raw)
+            observation = Observation(f"sink-errors-{uuid.uuid4().hex}")
+            good = out.observe(observation, SinkPipeline.error_count()).where(SinkPipeline.is_good()) \
+                .select(*pipeline.value_columns())
+            self._save(good, topic, stage)
+            failed = observation.get.get("rc_errors") or 0
+            if failed:
+                try:
+                    sent = pipeline.produce_dlq(out, self.context.kafka_config)
+                except KafkaIOError as e:
+                    raise ConnectException(f"Producing to the dead letter queue failed: {e}") from e
+                logging.getLogger(__name__).warning(
+                    "task %s: %d record(s) of %s failed and were skipped (errors.tolerance=all); %d sent to the "
+                    "dead letter queue %r", self.context.task_id, failed, topic, sent,
+                    self._operator.config.dlq_topic or None)
+            self._commit_files(topic, ranges, reads, stage, allow_missing=True)
+            return reads
+        finally:
+            raw.unpersist()
+
+    def _scan(self, raw, topic: str, ranges) -> tuple[list, list[str]]:
+        """One job over the (cached) read: per-partition counts and offsets, and the distinct schema prefixes.
+
+        Returns (PartitionReads in ``ranges`` order, distinct ``{"schema":...`` prefixes of
+        the values; empty when schemas are disabled). A value that does not start like
+        a JsonConverter envelope counts as prefix ``"?"``, so the result stays small.
+        """
+        from pyspark.sql import functions as F
+
+        from webapp.kafka.spark_io import PartitionRead
+
+        value = F.col("value")
+        keys = ["kafka_partition"]
+        if self.schemas_enable:
+            text = value.cast("string")
+            prefix = F.when(value.isNull(), F.lit(None)).when(text.startswith(_SCHEMA_PREFIX),
+                                                               F.substring_index(text, ',"payload":', 1)) \
+                .otherwise(F.lit("?"))
+            raw = raw.withColumn("__rc_prefix", prefix)
+            keys.append("__rc_prefix")
+        rows = raw.groupBy(*keys).agg(F.count(F.lit(1)).alias("n"), F.count(value).alias("v"),
+                                      F.min("kafka_offset").alias("lo"), F.max("kafka_offset").alias("hi")).collect()
+        stats: dict[int, list] = {}
+        prefixes: list[str] = []
+        for r in rows:
+            st = stats.setdefault(r.kafka_partition, [0, 0, None, None])
+            st[0] += r.n
+            st[1] += r.v
+            st[2] = r.lo if st[2] is None else min(st[2], r.lo)
+            st[3] = r.hi if st[3] is None else max(st[3], r.hi)
+            p = r["__rc_prefix"] if self.schemas_enable else None
+            if p is not None and p not in prefixes:
+                prefixes.append(p)
+        reads = [PartitionRead(topic, rng.partition, rng.start, stats[rng.partition][2], stats[rng.partition][3],
+                               stats[rng.partition][0], stats[rng.partition][1])
+                 for rng in ranges if rng.partition in stats]
+        return reads, prefixes
+
+    def _tolerant_schema(self, raw, topic: str, prefixes: list[str]) -> tuple[dict, bool]:
+        """(Connect struct schema to decode with, schemaless?) from the batch, skipping undecodable values."""
+        from pyspark.sql import functions as F
+
+        from webapp.runtime.converters import SchemaConversionError, infer_connect_schema, merge_connect_schemas
+
+        values = raw.where(F.col("value").isNotNull())
+        text = F.col("value").cast("string")
+        try:
+            if self.schemas_enable:
+                schemas, null_schema = [], False
+                for p in prefixes:
+                    if not p.startswith(_SCHEMA_PREFIX):
+                        continue
+                    try:
+                        sc = json.loads(p[len(_SCHEMA_PREFIX):])
+                    except ValueError:
+                        continue
+                    if isinstance(sc, dict) and sc.get("type") == "struct":
+                        schemas.append(sc)
+                    elif sc is None:
+                        null_schema = True
+                if schemas:
+                    return merge_connect_schemas(schemas), False
+                if not null_schema:
+                    return _NO_FIELDS, False
+                sample = [r.p for r in values.select(F.get_json_object(text, "$.payload").alias("p"))
+                          .limit(self.sample_rows).collect() if r.p is not None]
+            else:
+                sample = [r.v for r in values.select(text.alias("v")).limit(self.sample_rows).collect()]
+            payloads = []
+            for v in sample:
+                try:
+                    obj = json.loads(v)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict):
+                    payloads.append(obj)
+            if not payloads:
+                return _NO_FIELDS, True
+            inferred = infer_connect_schema(payloads)
+            prev = self._schemaless.get(topic)
+            schema = inferred if prev is None else _extend_schema(prev, inferred)
+            self._schemaless[topic] = schema
+            return schema, True
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: records in one batch have incompatible schemas: {e}") from e
 
     def _single_pass(self, topic: str, ranges, plan, stage: str):
         """One job: read → observe stats → decode → write. None if a schema was not planned for."""
@@ -1204,7 +1380,11 @@ class FileSinkTask(Task):
             cols = decode_value_columns(F.col("value").cast("string"), schema, self.schemas_enable)
         except SchemaConversionError as e:
             raise ConnectException(f"Topic {topic}: unsupported schema: {e}") from e
-        writer = df.select(*cols).write.mode("overwrite").format(self.format)
+        self._save(df.select(*cols), topic, stage)
+
+    def _save(self, df, topic: str, stage: str) -> None:
+        """Let Spark write ``df``'s rows (one file per Spark partition) under ``stage``."""
+        writer = df.write.mode("overwrite").format(self.format)
         if self.format == "parquet":
             writer = writer.option("compression", self.compression)
         elif self.format == "csv":
@@ -1216,8 +1396,12 @@ class FileSinkTask(Task):
         except Exception as e:
             raise ConnectException(f"Topic {topic}: decoding or writing the batch failed: {_spark_error(e)}") from e
 
-    def _commit_files(self, topic: str, ranges, reads, stage: str) -> None:
-        """Rename the staged part files (part-<i> ↔ ranges[i]) into ``path``; fsync."""
+    def _commit_files(self, topic: str, ranges, reads, stage: str, allow_missing: bool = False) -> None:
+        """Rename the staged part files (part-<i> ↔ ranges[i]) into ``path``; fsync.
+
+        ``allow_missing``: a partition may have no file (its records were all
+        filtered out or failed, with transforms / error tolerance).
+        """
         expected = {i: r for i, rng in enumerate(ranges) for r in reads
                     if r.partition == rng.partition and r.value_count}
         staged: dict[int, str] = {}
@@ -1241,7 +1425,7 @@ class FileSinkTask(Task):
             final = os.path.join(self.path, f"{topic}+{r.partition}+{start:020d}-{r.last_offset:020d}{ext}")
             moves.append((src, final, r.partition, start))
         missing = set(expected) - set(staged)
-        if missing:
+        if missing and not allow_missing:
             raise ConnectException(f"Topic {topic}: no output file for partitions "
                                    f"{sorted(ranges[i].partition for i in missing)}; refusing to commit")
         for src, final, p, start in moves:
@@ -1254,6 +1438,24 @@ class FileSinkTask(Task):
 
 
 _FALLBACK = object()
+_NO_FIELDS = {"type": "struct", "optional": False, "fields": [{"field": "value", "type": "string", "optional": True}]}
+
+
+def _error_handling(config: Mapping[str, str], sink: bool):
+    """(run the SMT/tolerance pipeline?, RetryWithToleranceOperator) for a task config.
+
+    Raises ConnectException listing invalid ``transforms``/``predicates``/``errors.*`` keys.
+    """
+    from webapp.runtime.errors import ErrorHandlingConfig, RetryWithToleranceOperator, validate_error_config
+    from webapp.runtime.pipeline import needs_pipeline
+    from webapp.runtime.transforms import validate_transforms
+
+    errors = _merge_errors(validate_transforms(config), validate_error_config(config, sink=sink))
+    _raise_if_errors(errors, "transforms / errors")
+    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
+    # A source's records can only fail in a transformation: without transforms it keeps its fast path.
+    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
+    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
 
 
 def _extend_schema(prev: dict, new: dict) -> dict:
@@ -1304,7 +1506,8 @@ def _fsync_dir(path: str) -> None:
 
 def _spark_error(e: BaseException) -> str:
     text = str(e)
-    for marker in ("[kafka] ", "SparkRuntimeException: ", "Malformed records", "SparkException: "):
+    for marker in ("[sink] ", "[source] ", "[kafka] ", "SparkRuntimeException: ", "Malformed records",
+                   "SparkException: "):
         idx = text.find(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0][:2000]

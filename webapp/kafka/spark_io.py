@@ -27,6 +27,7 @@ __all__ = [
     "PartitionRead",
     "read_partitions",
     "READ_SCHEMA",
+    "READ_SCHEMA_WITH_METADATA",
     "summarize_read",
 ]
 
@@ -59,6 +60,8 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
 
 #: Spark DDL schema of :func:`read_partitions` rows.
 READ_SCHEMA = "kafka_topic string, kafka_partition int, kafka_offset long, key binary, value binary"
+#: :data:`READ_SCHEMA` plus record timestamp (epoch ms, null if none) and headers (``with_metadata=True``).
+READ_SCHEMA_WITH_METADATA = READ_SCHEMA + ", timestamp long, headers array<struct<key: string, value: binary>>"
 
 # Keys that belong to one client type only; dropped for the other to keep librdkafka quiet.
 _CONSUMER_ONLY_PREFIXES = ("group.", "enable.auto.", "auto.offset.reset", "enable.partition.eof", "fetch.",
@@ -89,7 +92,7 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
 def _unwrap_spark_error(e: BaseException) -> str:
     """The most useful line of a Spark job failure (the Python worker's exception)."""
     text = str(e)
-    for marker in ("[kafka] ", "[source] ", "KafkaException: ", "KafkaError"):
+    for marker in ("[kafka] ", "[source] ", "[sink] ", "KafkaException: ", "KafkaError"):
         idx = text.rfind(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0]
@@ -100,8 +103,13 @@ def _unwrap_spark_error(e: BaseException) -> str:
 # Producing
 # --------------------------------------------------------------------------------------
 def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: str | None,
-                     partition_col: str | None, flush_timeout: float) -> Callable:
+                     partition_col: str | None, flush_timeout: float, topic_col: str | None = None,
+                     headers_col: str | None = None, timestamp_col: str | None = None,
+                     create_topics: Mapping[str, Any] | None = None) -> Callable:
     cache_key = repr(sorted((k, str(v)) for k, v in conf.items()))
+    per_record = bool(topic_col or headers_col or timestamp_col)
+    admin_conf = {k: v for k, v in conf.items()
+                  if k.startswith(("bootstrap.servers", "security.", "sasl.", "ssl.", "client.id", "socket."))}
 
     def produce_batches(batches):
         import sys
@@ -143,10 +151,64 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
 
         produce = producer.produce
         poll = producer.poll
+        known_topics: set = set()
+
+        def ensure(name):
+            """Create a topic a transformation routed records to (as Connect's topic.creation does)."""
+            import time as _time
+
+            from confluent_kafka import KafkaError, KafkaException
+            from confluent_kafka.admin import AdminClient, NewTopic
+
+            admin = AdminClient(admin_conf)
+            md = admin.list_topics(timeout=10)  # all topics: naming one may auto-create it
+            if name in md.topics and md.topics[name].error is None and md.topics[name].partitions:
+                return
+            new = NewTopic(name, num_partitions=int(create_topics.get("partitions", 1)),
+                           replication_factor=int(create_topics.get("replication_factor", -1)))
+            try:
+                admin.create_topics([new], operation_timeout=30)[name].result(30)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                    raise RuntimeError(f"[kafka] cannot create topic {name!r}: {e}") from None
+            deadline = _time.monotonic() + 30
+            while _time.monotonic() < deadline:  # metadata lags creation; there is no event to await
+                md = admin.list_topics(timeout=5)
+                if name in md.topics and md.topics[name].error is None and md.topics[name].partitions:
+                    return
+                _time.sleep(0.1)
+            raise RuntimeError(f"[kafka] topic {name!r} created but not visible")
         try:
             for batch in batches:
                 values = batch.column(value_col).to_pylist()
-                if key_col is None and partition_col is None:
+                if per_record:
+                    n = batch.num_rows
+                    topics = batch.column(topic_col).to_pylist() if topic_col else [topic] * n
+                    if create_topics is not None:
+                        for t in set(topics) - known_topics:
+                            ensure(t)
+                            known_topics.add(t)
+                    keys = batch.column(key_col).to_pylist() if key_col else [None] * n
+                    parts = batch.column(partition_col).to_pylist() if partition_col else [None] * n
+                    hdrs = batch.column(headers_col).to_pylist() if headers_col else [None] * n
+                    stamps = batch.column(timestamp_col).to_pylist() if timestamp_col else [None] * n
+                    for t, v, k, p, h, ts in zip(topics, values, keys, parts, hdrs, stamps):
+                        kwargs: dict = {"key": k}
+                        if p is not None:
+                            kwargs["partition"] = p
+                        if h:
+                            kwargs["headers"] = [(x["key"], x["value"]) for x in h]
+                        if ts is not None:
+                            kwargs["timestamp"] = ts
+                        while True:
+                            try:
+                                produce(t, v, **kwargs)
+                                break
+                            except BufferError:
+                                poll(0.05)
+                                check()
+                elif key_col is None and partition_col is None:
                     for v in values:
                         try:
                             produce(topic, v)
@@ -206,6 +268,10 @@ def produce_dataframe(
     partition_col: str | None = None,
     producer_config: Mapping[str, Any] | None = None,
     flush_timeout: float = 120.0,
+    topic_col: str | None = None,
+    headers_col: str | None = None,
+    timestamp_col: str | None = None,
+    create_topics: Mapping[str, Any] | None = None,
 ) -> int:
     """Produce every row of ``df`` to ``topic`` from the Spark tasks; return the count delivered.
 
@@ -218,6 +284,13 @@ def produce_dataframe(
             consumer-only keys are ignored.
         producer_config: overrides applied last (e.g. ``{"linger.ms": 5}``).
         flush_timeout: seconds each Spark task waits for its outstanding deliveries.
+        topic_col: a string column naming each record's topic (e.g. after a
+            RegexRouter); ``topic`` is then only the default for nulls.
+        headers_col: an ``array<struct<key: string, value: binary>>`` column of
+            record headers.
+        timestamp_col: a long column of record timestamps (epoch ms; null → now).
+        create_topics: ``{"partitions", "replication_factor"}`` to create topics
+            named by ``topic_col`` that do not exist yet (None: never create).
 
     Returns:
         Number of records acknowledged by the broker (== ``df.count()``).
@@ -234,7 +307,14 @@ def produce_dataframe(
         cols.append(F.col(key_col).cast("binary").alias(key_col))
     if partition_col:
         cols.append(F.col(partition_col).cast("int").alias(partition_col))
-    fn = _make_produce_fn(topic, conf, value_col, key_col, partition_col, flush_timeout)
+    if topic_col:
+        cols.append(F.coalesce(F.col(topic_col).cast("string"), F.lit(topic)).alias(topic_col))
+    if headers_col:
+        cols.append(F.col(headers_col).alias(headers_col))
+    if timestamp_col:
+        cols.append(F.col(timestamp_col).cast("long").alias(timestamp_col))
+    fn = _make_produce_fn(topic, conf, value_col, key_col, partition_col, flush_timeout, topic_col, headers_col,
+                          timestamp_col, create_topics)
     try:
         rows = df.select(*cols).mapInArrow(fn, "delivered long").collect()
     except Exception as e:  # Py4JJavaError / PythonException from the workers
@@ -290,7 +370,7 @@ class PartitionRead:
 
 
 def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any], timeout: float,
-                     poll_batch: int) -> Callable:
+                     poll_batch: int, with_metadata: bool = False) -> Callable:
     specs = [(r.topic, r.partition, r.start, r.max_records) for r in ranges]
 
     def consume_batches(batches):
@@ -300,7 +380,10 @@ def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any]
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         schema = pa.schema([("kafka_topic", pa.string()), ("kafka_partition", pa.int32()),
-                            ("kafka_offset", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+                            ("kafka_offset", pa.int64()), ("key", pa.binary()), ("value", pa.binary())]
+                           + ([("timestamp", pa.int64()),
+                               ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))]
+                              if with_metadata else []))
         indices = [i for b in batches for i in b.column(0).to_pylist()]
         for idx in indices:
             topic, partition, start, max_records = specs[idx]
@@ -322,7 +405,7 @@ def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any]
                     if not msgs:
                         m = consumer.poll(min(left, 1.0))
                         msgs = [m] if m is not None else []
-                    keys, values, offsets = [], [], []
+                    keys, values, offsets, stamps, headers = [], [], [], [], []
                     for m in msgs:
                         err = m.error()
                         if err is not None:
@@ -333,15 +416,22 @@ def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any]
                         keys.append(m.key())
                         values.append(m.value())
                         offsets.append(m.offset())
+                        if with_metadata:
+                            ts_type, ts = m.timestamp()
+                            stamps.append(ts if ts_type != 0 else None)  # 0: TIMESTAMP_NOT_AVAILABLE
+                            headers.append([{"key": k, "value": v} for k, v in (m.headers() or [])])
                     if len(values) > remaining:  # cannot happen with consume(n), but stay exact
                         keys, values, offsets = keys[:remaining], values[:remaining], offsets[:remaining]
                     if values:
                         remaining -= len(values)
                         n = len(values)
-                        yield pa.RecordBatch.from_arrays(
-                            [pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
-                             pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()),
-                             pa.array(values, pa.binary())], schema=schema)
+                        arrays = [pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                                  pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()),
+                                  pa.array(values, pa.binary())]
+                        if with_metadata:
+                            arrays += [pa.array(stamps[:n], pa.int64()),
+                                       pa.array(headers[:n], schema.field("headers").type)]
+                        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
             finally:
                 consumer.close()
 
@@ -356,6 +446,7 @@ def read_partitions(
     consumer_config: Mapping[str, Any] | None = None,
     timeout: float = 60.0,
     poll_batch: int = 10_000,
+    with_metadata: bool = False,
 ):
     """A DataFrame reading each range in its own Spark partition (lazy: nothing runs yet).
 
@@ -372,9 +463,11 @@ def read_partitions(
         consumer_config: overrides applied last.
         timeout: per-partition read budget in seconds.
         poll_batch: messages per ``consume()`` call.
+        with_metadata: also read each record's timestamp and headers
+            (:data:`READ_SCHEMA_WITH_METADATA`), as transforms and dead letter queues need.
 
     Returns:
-        DataFrame with :data:`READ_SCHEMA` columns. Evaluate it once (cache or
+        DataFrame with :data:`READ_SCHEMA` (or :data:`READ_SCHEMA_WITH_METADATA`) columns. Evaluate it once (cache or
         persist it before several actions): re-evaluation reads Kafka again and
         may see more records.
 
@@ -384,9 +477,9 @@ def read_partitions(
     if not ranges:
         raise ValueError("read_partitions needs at least one range")
     conf = _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, consumer_config)
-    fn = _make_consume_fn(list(ranges), conf, timeout, poll_batch)
+    fn = _make_consume_fn(list(ranges), conf, timeout, poll_batch, with_metadata)
     n = len(ranges)
-    return spark.range(0, n, 1, n).mapInArrow(fn, READ_SCHEMA)
+    return spark.range(0, n, 1, n).mapInArrow(fn, READ_SCHEMA_WITH_METADATA if with_metadata else READ_SCHEMA)
 
 
 def summarize_read(df) -> list[PartitionRead]:

@@ -39,11 +39,14 @@ __all__ = [
     "TIMESTAMP_LOGICAL",
     "DATE_LOGICAL",
     "DECIMAL_LOGICAL",
+    "TIME_LOGICAL",
     "SchemaConversionError",
     "struct_schema",
     "schema_json",
     "arrow_to_connect_schema",
     "connect_to_arrow_schema",
+    "connect_to_arrow_type",
+    "arrow_type_to_connect",
     "spark_to_connect_schema",
     "connect_to_spark_schema",
     "merge_connect_schemas",
@@ -715,3 +718,21 @@ def decode_value(data: bytes | str | None, schemas_enable: bool = True) -> tuple
     if schema is None:
         return None, obj["payload"]
     return schema, _py_from_wire(obj["payload"], schema, "$")
+
+
+def connect_to_arrow_type(schema: Mapping[str, Any]):
+    """Arrow type of one Connect schema (any type, not only structs); see :func:`connect_to_arrow_schema`.
+
+    Raises:
+        SchemaConversionError: an unknown type.
+    """
+    return _connect_to_arrow_type(schema)
+
+
+def arrow_type_to_connect(arrow_type, nullable: bool = True) -> dict:
+    """Connect schema of one Arrow type (``optional`` = ``nullable``); see :func:`arrow_to_connect_schema`.
+
+    Raises:
+        SchemaConversionError: the type has no Connect equivalent.
+    """
+    return _arrow_type_to_connect(arrow_type, nullable)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from webapp.connectors import registry
 from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 
+from . import config_providers
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .lag import SinkLagMonitor
 from .restart import AutoRestartPolicy, RestartTracker
@@ -170,7 +171,8 @@ class WorkerTask(threading.Thread):
             os.makedirs(work_dir, exist_ok=True)
             context = TaskContext(task_id=self.task_id, spark=self.spark(), kafka_config=dict(self.kafka_config),
                                   work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets})
-            task = plugin.cls.task_class(context, self.config)
+            # secrets are resolved here, in the worker, just before the task starts (config_providers)
+            task = plugin.cls.task_class(context, config_providers.transform(self.config))
             task.start()
             while not self.stopping:
                 if self.target_state == "PAUSED":
@@ -399,9 +401,11 @@ class Worker:
                 if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
                     plugin = registry.resolve(c["config"].get("connector.class", ""))
                     connector = plugin.cls()
-                    connector.start(c["config"])
-                    configs = connector.task_configs(int(c["config"].get("tasks.max", "1")))
+                    resolved = config_providers.transform(c["config"])  # ${provider:...} resolved only here
+                    connector.start(resolved)
+                    configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
                     connector.stop()
+                    configs = config_providers.reverse_transform(c["config"], resolved, configs)
                     if configs != c["tasks"]:
                         self.client.put_task_configs(name, c["generation"], configs)
                 state = {"STARTED": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}[c["target_state"]]

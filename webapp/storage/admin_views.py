@@ -40,7 +40,7 @@ def _on_leader(node, request: HttpRequest, action: str, body: dict) -> None:
     path = f"/raftconnect/v1/metadata-store/{action}"
     data = json.dumps(body).encode()
     headers = signed_headers(node.secret, "POST", path, data)
-    headers.update({FORWARDED_HEADER: "1", FORWARDED_USER_HEADER: f"{request.user.get_username()};superuser",
+    headers.update({FORWARDED_HEADER: "1", FORWARDED_USER_HEADER: f"{request.user.get_username()};role=admin",
                     "Content-Type": "application/json"})
     try:
         resp = requests.post(f"http://{leader}{path}", data=data, headers=headers, timeout=30)

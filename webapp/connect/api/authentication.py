@@ -1,4 +1,8 @@
-"""HTTP basic authentication with a bounded cache of verified credentials.
+"""REST authentication: HTTP basic with a bounded cache of verified credentials, and API tokens.
+
+Tokens are DRF's ``rest_framework.authtoken`` (one per user, in the node's
+SQLite), sent as ``Authorization: Token <key>`` or ``Authorization: Bearer <key>``;
+create one with ``manage.py drf_create_token USER`` or ``POST /raftconnect/v1/tokens``.
 
 Django hashes passwords with PBKDF2 (about a million iterations, ~0.3 s of CPU
 here), which is right for a login form and wrong for an API where automation
@@ -18,9 +22,9 @@ from collections import OrderedDict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from rest_framework.authentication import BasicAuthentication
+from rest_framework.authentication import BasicAuthentication, TokenAuthentication
 
-__all__ = ["CachedBasicAuthentication"]
+__all__ = ["CachedBasicAuthentication", "BearerTokenAuthentication"]
 
 
 class _VerifiedCache:
@@ -83,3 +87,9 @@ class CachedBasicAuthentication(BasicAuthentication):
         if user is not None:
             _cache.add(_cache.key(userid, password, result[0].password))
         return result
+
+
+class BearerTokenAuthentication(TokenAuthentication):
+    """DRF's token authentication under the ``Bearer`` keyword (the ``Token`` keyword is DRF's own class)."""
+
+    keyword = "Bearer"

@@ -11,9 +11,10 @@ Owns the one rule of where a request is served:
   ``leader_only`` (those showing leader-local memory such as liveness).
 
 A forwarded request is signed with the cluster secret (HMAC) and names the user
-the forwarding node authenticated (``X-RaftConnect-Forwarded-User``), so the
-leader need not hold the same user database. A forwarded request is never
-forwarded again.
+the forwarding node authenticated and that user's role
+(``X-RaftConnect-Forwarded-User: name;role=operator``), so the leader need not
+hold the same user database and applies the same role (the forwarding node has
+already checked it too). A forwarded request is never forwarded again.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ class ForwardedUser:
     is_authenticated = True
     is_active = True
 
-    def __init__(self, username: str, is_superuser: bool):
+    def __init__(self, username: str, role: str | None):
         self.username = username
-        self.is_superuser = self.is_staff = is_superuser
+        self.role = role
+        self.is_superuser = self.is_staff = False
 
     def __str__(self) -> str:
         return self.username
@@ -82,7 +84,9 @@ class ForwardedUserAuthentication(BaseAuthentication):
         if why:
             raise AuthenticationFailed(f"Forwarded request rejected: {why}")
         name, _, flags = user.partition(";")
-        return ForwardedUser(name, "superuser" in flags), None
+        fields = dict(f.partition("=")[::2] for f in flags.split(";") if f)
+        role = "admin" if "superuser" in fields else fields.get("role") or None  # "superuser": older members
+        return ForwardedUser(name, role), None
 
 
 def forward_target(request: Request, node, stale: str | None = None) -> str | None:
@@ -133,9 +137,10 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> 
     path = raw.get_full_path()
     headers = signed_headers(secret, raw.method, path, body)
     headers[FORWARDED_HEADER] = "1"
+    from .roles import user_role
+
     user = request.user
-    flags = "superuser" if getattr(user, "is_superuser", False) else ""
-    headers[FORWARDED_USER_HEADER] = f"{getattr(user, 'username', str(user))};{flags}"
+    headers[FORWARDED_USER_HEADER] = f"{getattr(user, 'username', str(user))};role={user_role(user) or ''}"
     if raw.content_type:
         headers["Content-Type"] = raw.content_type
     try:

@@ -1,11 +1,13 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
+import os
+
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.console import api as console_api
 from webapp.storage import api as store_api
 
-from . import internal, lifecycle, loggers, plugins, views
+from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
 
 __all__ = ["urlpatterns"]
 
@@ -39,6 +41,7 @@ urlpatterns = [
     path("raftconnect/v1/raft", views.RaftStatusView.as_view()),
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
+    path("raftconnect/v1/tokens", tokens.TokensView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
@@ -55,3 +58,9 @@ urlpatterns = [
     path("raftconnect/v1/internal/connectors/<str:name>/status", internal.StatusReportView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),
 ]
+
+if os.environ.get("RAFTCONNECT_BENCH_BASELINE") == "1":  # benchmarks/rest/run.py only
+    from . import bench
+
+    urlpatterns += [path("raftconnect/v1/bench/connectors-status", bench.connectors_status),
+                    path("raftconnect/v1/bench/status/<str:name>", bench.connector_status)]

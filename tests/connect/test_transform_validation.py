@@ -1,0 +1,40 @@
+"""Connector create/update validates transforms, predicates and errors.* keys (400 listing every error)."""
+from __future__ import annotations
+
+import json
+
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+SINK = "raftconnect.connectors.file.FileSinkConnector"
+
+
+def post(api, path, body):
+    return api.post(path, data=json.dumps(body), content_type="application/json")
+
+
+def test_bad_transform_configs_are_refused_with_every_error(api, tmp_path):
+    (tmp_path / "in.csv").write_text("a\n1\n")
+    config = {"connector.class": SOURCE, "path": str(tmp_path / "in.csv"), "topic": "t",
+              "transforms": "a,b,c", "transforms.a.type": "org.example.NoSuchTransform",
+              "transforms.b.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+              "transforms.c.type": "Cast$Value", "transforms.c.spec": "x:int128",
+              "errors.tolerance": "most"}
+    resp = post(api, "/connectors", {"name": "smt", "config": config})
+    assert resp.status_code == 400 and resp.json()["error_code"] == 400
+    message = resp.json()["message"]
+    assert "contains the following 4 error(s)" in message
+    assert "Class org.example.NoSuchTransform could not be found" in message
+    assert 'Missing required configuration "transforms.b.field"' in message
+    assert "Invalid type found in casting spec: int128" in message
+    assert "errors.tolerance" in message
+    assert api.get("/connectors").json() == []
+
+
+def test_valid_transforms_and_dlq_are_accepted(api, tmp_path):
+    config = {"connector.class": SINK, "topics": "orders", "path": str(tmp_path / "out"),
+              "transforms": "route", "transforms.route.type": "RegexRouter", "transforms.route.regex": "(.*)",
+              "transforms.route.replacement": "$1-copy", "transforms.route.predicate": "tomb",
+              "transforms.route.negate": "true", "predicates": "tomb", "predicates.tomb.type": "RecordIsTombstone",
+              "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "orders-dlq"}
+    assert post(api, "/connectors", {"name": "sink", "config": config}).status_code == 201
+    bad = post(api, "/connectors", {"name": "sink2", "config": {**config, "predicates.tomb.type": "Nope"}})
+    assert bad.status_code == 400 and "Class Nope could not be found" in bad.json()["message"]

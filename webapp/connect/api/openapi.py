@@ -1,0 +1,182 @@
+"""OpenAPI descriptions of the public REST API: request/response bodies, error responses, auth schemes.
+
+Owns what ``/raftconnect/v1/openapi.json`` says about each view; the views stay
+free of schema code. Imported by ``urls`` so the declarations are applied to
+the view classes (drf-spectacular's ``extend_schema_view``) before any schema
+is generated. Bodies follow Kafka Connect's REST entities (ConnectorInfo,
+ConnectorStateInfo, TaskInfo, ConnectorOffsets, PluginInfo, ServerInfo).
+
+:func:`add_error_responses` (a postprocessing hook) adds Connect's error body
+``{"error_code", "message"}`` for the codes every operation can answer (401,
+403, 500, 503), those of operations with a body (400, 413, 415), those of
+``{name}`` paths (404) and of creating writes (409), in one place.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+
+from webapp.storage import api as store_api
+
+from . import views
+
+__all__ = ["add_error_responses", "SCHEMAS"]
+
+_STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_TASK_ID = {"type": "object", "required": ["connector", "task"],
+            "properties": {"connector": {"type": "string"}, "task": {"type": "integer"}}}
+_STATE = {"type": "string", "enum": ["UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"]}
+
+#: Kafka Connect's entities as JSON Schema (registered as components by the hook)
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "ConnectError": {"type": "object", "required": ["error_code", "message"],
+                     "properties": {"error_code": {"type": "integer"}, "message": {"type": "string"}}},
+    "ConnectorInfo": {"type": "object", "required": ["name", "config", "tasks", "type"],
+                      "properties": {"name": {"type": "string"}, "config": _STR_MAP,
+                                     "tasks": {"type": "array", "items": _TASK_ID},
+                                     "type": {"type": "string", "enum": ["source", "sink", "unknown"]}}},
+    "ConnectorStateInfo": {
+        "type": "object", "required": ["name", "connector", "tasks"],
+        "properties": {
+            "name": {"type": "string"},
+            "connector": {"type": "object", "required": ["state"],
+                          "properties": {"state": _STATE, "worker_id": {"type": ["string", "null"]},
+                                         "trace": {"type": "string"}}},
+            "tasks": {"type": "array", "items": {
+                "type": "object", "required": ["id", "state"],
+                "properties": {"id": {"type": "integer"}, "state": _STATE,
+                               "worker_id": {"type": ["string", "null"]}, "trace": {"type": "string"}}}},
+            "type": {"type": "string"}}},
+    "CreateConnectorRequest": {
+        "type": "object", "required": ["name", "config"],
+        "properties": {"name": {"type": "string"}, "config": _STR_MAP,
+                       "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]}}},
+    "ConnectorOffsets": {"type": "object", "required": ["offsets"], "properties": {"offsets": {
+        "type": "array", "items": {"type": "object", "required": ["partition", "offset"],
+                                   "properties": {"partition": {"type": "object"},
+                                                  "offset": {"type": ["object", "null"]}}}}}},
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_LIST = {"oneOf": [
+    {"type": "array", "items": {"type": "string"}},
+    {"type": "object", "additionalProperties": {
+        "type": "object", "properties": {"status": _ref("ConnectorStateInfo"), "info": _ref("ConnectorInfo")}}},
+]}
+_EXPAND = OpenApiParameter("expand", str, many=True, enum=["status", "info"],
+                           description="Add each connector's status and/or info (unknown values are ignored, as in Connect)")
+_ANY_OBJECT = {"type": "object", "additionalProperties": True}
+
+
+def _declare() -> None:
+    """Attach the bodies to the view classes (idempotent: drf-spectacular only records overrides)."""
+    extend_schema_view(
+        get=extend_schema(responses={200: {"type": "object", "required": ["version"], "properties": {
+            "version": {"type": "string"}, "commit": {"type": "string"},
+            "kafka_cluster_id": {"type": ["string", "null"]}}}}, auth=[]),
+    )(views.RootView)
+    extend_schema_view(
+        get=extend_schema(responses={200: {"type": "object", "properties": {
+            "status": {"type": "string"}, "message": {"type": "string"}}},
+            503: {"type": "object", "properties": {"status": {"type": "string"}, "message": {"type": "string"}}}},
+            auth=[]),
+    )(views.HealthView)
+    extend_schema_view(
+        get=extend_schema(parameters=[_EXPAND], responses={200: _LIST}, operation_id="connectors_list"),
+        post=extend_schema(request={"application/json": _ref("CreateConnectorRequest")}, responses={201: _ref("ConnectorInfo")}),
+    )(views.ConnectorsView)
+    extend_schema_view(
+        get=extend_schema(responses={200: _ref("ConnectorInfo")}),
+        delete=extend_schema(responses={204: OpenApiResponse(description="Deleted")}),
+    )(views.ConnectorView)
+    extend_schema_view(
+        get=extend_schema(responses={200: _STR_MAP}),
+        put=extend_schema(request={"application/json": _STR_MAP}, responses={200: _ref("ConnectorInfo"), 201: _ref("ConnectorInfo")}),
+    )(views.ConnectorConfigView)
+    extend_schema_view(get=extend_schema(responses={200: _ref("ConnectorStateInfo")}))(views.ConnectorStatusView)
+    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": {
+        "type": "object", "required": ["id", "config"], "properties": {"id": _TASK_ID, "config": _STR_MAP}}}}),
+    )(views.ConnectorTasksView)
+    extend_schema_view(put=extend_schema(request=None, responses={
+        202: OpenApiResponse(description="Accepted (pause, resume)"),
+        204: OpenApiResponse(description="Stopped")}))(views.ConnectorTargetStateView)
+    extend_schema_view(get=extend_schema(responses={200: _ref("ConnectorOffsets")}))(views.ConnectorOffsetsView)
+    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": {
+        "type": "object", "required": ["class", "type"],
+        "properties": {"class": {"type": "string"}, "type": {"type": "string"}, "version": {"type": "string"}}}}}),
+    )(views.ConnectorPluginsView)
+    for view in (views.ClusterView, views.RaftStatusView, views.AssignmentView, store_api.MetadataStoreView):
+        extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(view)
+    extend_schema_view(
+        get=extend_schema(responses={200: {"type": "object", "properties": {
+            "members": {"type": "array", "items": {"type": "string"}}, "leader": {"type": ["string", "null"]}}}}),
+        post=extend_schema(request={"application/json": {
+            "type": "object", "required": ["address"],
+            "properties": {"address": {"type": "string", "pattern": "^[^:]+:[0-9]+$"}}}},
+                           responses={201: _ANY_OBJECT}),
+    )(views.RaftMembersView)
+    extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Removed")}))(views.RaftMemberView)
+    extend_schema_view(post=extend_schema(request={"application/json": {
+        "type": "object", "required": ["target"], "properties": {"target": {"type": "string"}},
+        "additionalProperties": False}},
+                                          responses={202: _ANY_OBJECT}))(store_api.MetadataStoreSwitchView)
+    extend_schema_view(post=extend_schema(request=None, responses={202: _ANY_OBJECT}))(store_api.MetadataStoreRollbackView)
+    extend_schema_view(get=extend_schema(responses={(200, "text/plain"): OpenApiResponse(
+        description="Prometheus text format")}))(views.MetricsView)
+
+
+_declare()
+
+
+class _BasicScheme(OpenApiAuthenticationExtension):
+    target_class = "webapp.connect.api.authentication.CachedBasicAuthentication"
+    name = "basicAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "basic"}
+
+
+class _BearerScheme(OpenApiAuthenticationExtension):
+    target_class = "webapp.connect.api.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "A token from POST /raftconnect/v1/tokens"}
+
+
+def _codes(path: str, method: str, op: dict) -> dict[str, str]:
+    public = not op.get("security") or op["security"] == [{}]
+    codes = {"500": "Internal error"}
+    if not public:
+        codes.update({"401": "Not authenticated (WWW-Authenticate names the schemes)",
+                      "403": "The user's role does not allow this operation, or a session write without its CSRF token"})
+    if path not in ("/", "/health", "/metrics"):
+        codes["503"] = "The node is starting or no Raft leader is known"
+    if method in ("post", "put", "patch", "delete"):
+        codes.update({"400": "Invalid request (body, name or config)", "409": "Conflict (exists, rebalancing, switch running)"})
+        if method != "delete":
+            codes.update({"413": "Request body over the size limit", "415": "Content-Type is not application/json"})
+    if "{" in path:
+        codes["404"] = "Not found"
+    if method == "get" and path != "/health":
+        codes.setdefault("400", "Invalid query")
+    return codes
+
+
+def add_error_responses(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: Connect's entities as components, and the error responses of each operation."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(SCHEMAS)
+    for path, item in result.get("paths", {}).items():
+        for method, op in item.items():
+            responses = op.setdefault("responses", {})
+            for code, text in _codes(path, method, op).items():
+                responses.setdefault(code, {"description": text,
+                                            "content": {"application/json": {"schema": _ref("ConnectError")}}})
+    return result

@@ -1,0 +1,184 @@
+"""Config providers: ``${provider:[path:]key}`` references in connector configs, resolved on the worker.
+
+Kafka Connect's ConfigProvider / ConfigTransformer, with the three providers
+Kafka ships:
+
+* ``${env:VAR}`` — environment variable ``VAR`` of the worker process
+  (Kafka's EnvVarConfigProvider);
+* ``${file:/path/to/file.properties:key}`` — ``key`` of a Java properties file
+  (FileConfigProvider);
+* ``${directory:/path/to/dir:key}`` — the content of the file named ``key`` in
+  the directory, as is (DirectoryConfigProvider; e.g. mounted Kubernetes secrets).
+
+The stored config (Raft / metadata store, REST responses, task configs) keeps
+the references; values are substituted only in the worker, immediately before
+a connector or task is started (:func:`transform`), and task configs a
+connector derives are turned back into references before they are stored
+(:func:`reverse_transform`), as Kafka's ``AbstractHerder.reverseTransform`` does.
+
+Worker settings (environment; Kafka's ``config.providers`` worker config):
+
+* ``RAFTCONNECT_CONFIG_PROVIDERS`` — enabled aliases, default ``env,file,directory``;
+* ``RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS`` — comma-separated directories
+  ``file``/``directory`` may read under (Kafka's ``allowed.paths``; default: any);
+* ``RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN`` — regex of resolvable
+  variables (Kafka's ``allowlist.pattern``; default ``.*``). Variables named
+  ``RAFTCONNECT_*`` (cluster secret, admin password) are never resolvable.
+
+Unlike Kafka, which leaves a reference it cannot resolve in place, an unknown
+provider, a missing key or an unreadable file raise :class:`ConfigProviderError`,
+so the connector or task fails with a message saying which reference failed.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable, Mapping
+
+__all__ = ["ConfigProviderError", "PATTERN", "HIDDEN", "providers", "transform", "reverse_transform", "has_references",
+           "password_keys", "mask_passwords"]
+
+#: Kafka's ConfigTransformer.DEFAULT_PATTERN: ``${provider:[path:]key}``
+PATTERN = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
+#: what Kafka shows instead of a PASSWORD value (``Password.HIDDEN``)
+HIDDEN = "[hidden]"
+_SECRET_ENV = re.compile(r"^RAFTCONNECT_")
+
+
+class ConfigProviderError(ValueError):
+    """A reference could not be resolved; the message names the reference and why."""
+
+
+def _allowed(path: str) -> Path:
+    real = Path(path).resolve()
+    roots = [r.strip() for r in os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS", "").split(",") if r.strip()]
+    if roots and not any(real == Path(r).resolve() or Path(r).resolve() in real.parents for r in roots):
+        raise ConfigProviderError(f"path {path} is not under RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS")
+    return real
+
+
+def _env(path: str | None, key: str) -> str:
+    pattern = os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN", ".*")
+    if _SECRET_ENV.match(key) or not re.fullmatch(pattern, key):
+        raise ConfigProviderError(f"environment variable {key} is not allowed")
+    if key not in os.environ:
+        raise ConfigProviderError(f"environment variable {key} is not set on this worker")
+    return os.environ[key]
+
+
+def _properties(text: str) -> dict[str, str]:
+    """Java properties (``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments; ``\\`` continuations)."""
+    out: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        m = re.match(r"((?:\\.|[^=:\s])*)\s*[=:\s]?\s*(.*)$", logical)
+        logical = ""
+        if m:
+            unescape = lambda s: re.sub(r"\\(.)", lambda e: {"t": "\t", "n": "\n", "r": "\r"}.get(e[1], e[1]), s)  # noqa: E731
+            out[unescape(m[1])] = unescape(m[2])
+    return out
+
+
+def _file(path: str | None, key: str) -> str:
+    if not path:
+        raise ConfigProviderError("the file provider needs a path: ${file:/path/file.properties:key}")
+    try:
+        data = _properties(_allowed(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigProviderError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if key not in data:
+        raise ConfigProviderError(f"key {key} not found in {path}")
+    return data[key]
+
+
+def _directory(path: str | None, key: str) -> str:
+    if not path:
+        raise ConfigProviderError("the directory provider needs a path: ${directory:/path/dir:key}")
+    if "/" in key or key in ("", ".", ".."):
+        raise ConfigProviderError(f"key {key!r} is not a file name")
+    target = _allowed(path) / key
+    try:
+        return target.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigProviderError(f"no file {key} in {path}") from exc
+    except OSError as exc:
+        raise ConfigProviderError(f"cannot read {target}: {exc.strerror or exc}") from exc
+
+
+_BUILTIN: dict[str, Callable[[str | None, str], str]] = {"env": _env, "file": _file, "directory": _directory}
+
+
+def providers() -> dict[str, Callable[[str | None, str], str]]:
+    """The enabled providers ``{alias: fn(path or None, key) -> value}`` (``RAFTCONNECT_CONFIG_PROVIDERS``)."""
+    names = [n.strip() for n in os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS", "env,file,directory").split(",")]
+    return {n: _BUILTIN[n] for n in names if n in _BUILTIN}
+
+
+def has_references(value: str) -> bool:
+    """True when ``value`` contains at least one ``${provider:...}`` reference."""
+    return isinstance(value, str) and PATTERN.search(value) is not None
+
+
+def transform(config: Mapping[str, str]) -> dict[str, str]:
+    """``config`` with every reference replaced by its value; other values unchanged.
+
+    Raises :class:`ConfigProviderError` naming the config key and the reference.
+    Providers are called once per distinct reference.
+    """
+    table = providers()
+    cache: dict[tuple[str, str | None, str], str] = {}
+
+    def resolve(m: re.Match[str], name: str) -> str:
+        provider, path, key = m[1], m[3], m[4]
+        fn = table.get(provider)
+        if fn is None:
+            raise ConfigProviderError(f"config {name}: unknown config provider {provider!r} in {m[0]} "
+                                      f"(enabled: {', '.join(table) or 'none'})")
+        k = (provider, path, key)
+        if k not in cache:
+            try:
+                cache[k] = fn(path, key)
+            except ConfigProviderError as exc:
+                raise ConfigProviderError(f"config {name}: cannot resolve {m[0]}: {exc}") from None
+        return cache[k]
+
+    return {name: PATTERN.sub(lambda m, n=name: resolve(m, n), v) if isinstance(v, str) else v
+            for name, v in config.items()}
+
+
+def reverse_transform(raw: Mapping[str, str], resolved: Mapping[str, str],
+                      task_configs: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Task configs with resolved secrets put back as the connector config's references.
+
+    For every key whose raw value holds a reference, a task config value equal
+    to the resolved value is replaced by the raw value, so stored task configs
+    never hold the secret (Kafka's ``AbstractHerder.reverseTransform``).
+    """
+    refs = {k: v for k, v in raw.items() if has_references(v)}
+    return [{k: (refs[k] if k in refs and v == resolved.get(k) else v) for k, v in cfg.items()}
+            for cfg in task_configs]
+
+
+def password_keys(config_def) -> frozenset[str]:
+    """Names of the PASSWORD-typed keys of a :class:`~webapp.connectors.api.ConfigDef`."""
+    return frozenset(k.name for k in config_def.keys if k.type == "PASSWORD")
+
+
+def mask_passwords(config: Mapping[str, str], password_keys: set[str] | frozenset[str]) -> dict[str, str]:
+    """``config`` with the values of PASSWORD-typed keys shown as ``[hidden]`` (Kafka's ConfigInfos behaviour).
+
+    ``password_keys`` are the names of the connector's ``ConfigKey``s of type
+    PASSWORD (:func:`password_keys`). Use it where Kafka shows ``[hidden]``: the
+    ``value`` of ConfigInfos (``PUT /connector-plugins/{type}/config/validate``).
+    Kafka's ``GET /connectors/{name}/config`` returns the config as submitted;
+    so does RaftConnect (use references for secrets).
+    """
+    return {k: (HIDDEN if k in password_keys and v is not None else v) for k, v in config.items()}
