@@ -1,7 +1,8 @@
 """REST resources the console uses besides Kafka Connect's API.
 
 * ``GET /raftconnect/v1/whoami`` — ``{"username", "roles", "is_superuser", "is_staff"}``
-  of the authenticated user (roles: :func:`webapp.console.roles.roles_of`). Always
+  of the authenticated user: ``roles`` is ``[role]`` as the REST API enforces it
+  (:func:`webapp.connect.api.roles.user_role`), ``[]`` for a user without one. Always
   answered by the node that received it (sessions and users are per node) and
   sets the ``csrftoken`` cookie, also on its 401, so the console can log in next.
 * ``POST /raftconnect/v1/session`` ``{"username", "password"}`` — log in with a
@@ -37,14 +38,15 @@ from webapp.connect.api.views import ConnectAPIView, herder
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import ConnectNode, current
 
-from .roles import roles_of
+from webapp.connect.api.roles import user_role
 
 __all__ = ["WhoAmIView", "SessionView", "TaskMetricsView", "ConnectorMetricsView", "task_metrics", "whoami"]
 
 
 def whoami(user: Any) -> dict[str, Any]:
-    """``{"username", "roles", "is_superuser", "is_staff"}`` of an authenticated user."""
-    return {"username": getattr(user, "username", str(user)), "roles": roles_of(user),
+    """``{"username", "roles", "is_superuser", "is_staff"}`` of an authenticated user (``roles``: ``[]`` or one role)."""
+    role = user_role(user)
+    return {"username": getattr(user, "username", str(user)), "roles": [role] if role else [],
             "is_superuser": bool(getattr(user, "is_superuser", False)),
             "is_staff": bool(getattr(user, "is_staff", False))}
 
