@@ -28,6 +28,7 @@ from typing import Any
 from django.contrib.auth import authenticate, login, logout
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
@@ -64,6 +65,12 @@ class WhoAmIView(APIView):
         return Response(whoami(request.user))
 
 
+_ERROR = {"$ref": "#/components/schemas/ConnectError"}
+_WHOAMI = {"type": "object", "properties": {"username": {"type": "string"},
+                                            "roles": {"type": "array", "items": {"type": "string"}},
+                                            "is_superuser": {"type": "boolean"}, "is_staff": {"type": "boolean"}}}
+
+
 class SessionView(APIView):
     """``POST /raftconnect/v1/session`` (log in) and ``DELETE`` (log out, any authenticated user) for the console."""
 
@@ -79,6 +86,13 @@ class SessionView(APIView):
             return []  # logging in: credentials come in the body
         return super().get_authenticators()
 
+    @extend_schema(
+        request={"application/json": {"type": "object", "required": ["username", "password"],
+                                      "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}},
+        responses={200: OpenApiResponse(_WHOAMI, "Logged in: the session cookie is set"),
+                   400: OpenApiResponse(_ERROR, "Body is not {username, password}"),
+                   401: OpenApiResponse(_ERROR, "Invalid username or password"),
+                   403: OpenApiResponse(_ERROR, "Missing or wrong CSRF token (X-CSRFToken)")})
     def post(self, request: Request) -> Response:
         SessionAuthentication().enforce_csrf(request)  # no login CSRF: same check as every session write
         body = request.data
