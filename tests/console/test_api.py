@@ -23,10 +23,10 @@ def login(client: Client, username: str, password: str):
 
 
 @pytest.mark.parametrize("groups, superuser, roles", [
-    ([], False, ["operator"]),
+    ([], False, []),  # no role: the API refuses the user, whoami still says who it is
     (["viewer"], False, ["viewer"]),
     (["viewer", "unrelated"], False, ["viewer"]),
-    (["operator", "admin"], False, ["operator", "admin"]),
+    (["operator", "admin"], False, ["admin"]),
     ([], True, ["admin"]),
 ])
 def test_whoami_derives_roles_from_groups(db, node, client, django_user_model, groups, superuser, roles):
@@ -117,12 +117,10 @@ def test_console_not_built_says_how_to_build_it(db, tmp_path, monkeypatch):
     assert resp.status_code == 503 and b"make frontend" in resp.content
 
 
-def test_roles_of_a_principal_without_groups():
-    """A request forwarded by another member: no groups here, the role (or superuser flag) comes with it."""
-    from types import SimpleNamespace
+def test_whoami_of_a_forwarded_principal(db):
+    """A request forwarded by another member carries its role; whoami reports it."""
+    from webapp.connect.api.forwarding import ForwardedUser
+    from webapp.console.api import whoami
 
-    from webapp.console.roles import roles_of
-
-    assert roles_of(SimpleNamespace(username="root", is_superuser=True)) == ["admin"]
-    assert roles_of(SimpleNamespace(username="v", is_superuser=False, role="viewer")) == ["viewer"]
-    assert roles_of(SimpleNamespace(username="op", is_superuser=False)) == ["operator"]
+    assert whoami(ForwardedUser("v", "viewer"))["roles"] == ["viewer"]
+    assert whoami(ForwardedUser("x", None))["roles"] == []

@@ -3,7 +3,8 @@
 One node (``raft,worker``) with the embedded Kafka, its console at ``/console/``
 built by ``make frontend``. A user logs in, creates a connector from the plugin
 form (first seeing a per-field error), watches it reach RUNNING with its
-throughput, pauses it, opens a failed task's trace, filters the list, and a
+throughput and active topic, pauses and stops it and writes its offsets back,
+opens a failed task's trace and restarts the task, filters the list, and a
 viewer sees no write action. Screenshots go to ``var/test-artifacts/console/``.
 """
 from __future__ import annotations
@@ -112,11 +113,21 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
                  what="the task's record count in the console")
         shot(page, "03-running")
 
+        page.wait_for_selector("[data-testid=topics]:has-text('console-topic')", timeout=60_000)  # KIP-558
         page.click("[data-testid=connector-actions] button:has-text('Pause')")
         page.wait_for_selector("[data-testid=connector-state] [data-state=PAUSED]", timeout=60_000)
         page.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state=PAUSED]", timeout=60_000)
         assert page.locator("[data-testid=connector-actions] button:has-text('Resume')").count() == 1
         shot(page, "04-paused")
+
+        # stop (confirmed), then the offsets become editable and are written back with PATCH
+        page.click("[data-testid=connector-actions] button:has-text('Stop')")
+        page.click("[role=dialog] button:has-text('Stop')")
+        page.wait_for_selector("[data-testid=connector-state] [data-state=STOPPED]", timeout=60_000)
+        page.click("button:has-text('Edit offsets')")
+        page.click("button:has-text('Save offsets')")
+        page.wait_for_selector("text=altered successfully")
+        shot(page, "05-stopped-offsets")
 
         # a failed task: its trace opens from the tasks table
         node.client().create_connector("console-bad", {
@@ -126,14 +137,19 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         page.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state=FAILED]", timeout=SLOW)
         page.click("[data-testid=tasks] tr[data-task='0'] button:has-text('show trace')")
         assert "Traceback" in page.inner_text("[data-testid=task-trace] pre")
-        shot(page, "05-failed-task-trace")
+        shot(page, "06-failed-task-trace")
 
         page.goto(node.url + "/console/#/connectors")
         page.wait_for_selector("[data-testid=connector-list] tr[data-connector=console-src]")
         page.click("label.chip:has-text('FAILED')")
         page.wait_for_selector("[data-testid=connector-list] tr[data-connector=console-src]", state="detached")
         assert page.locator("[data-testid=connector-list] tr[data-connector=console-bad]").count() == 1
-        shot(page, "06-list-failed-filter")
+        shot(page, "07-list-failed-filter")
+
+        # restart the failed task (it fails again on the same row: no assertion on its next state)
+        page.goto(node.url + "/console/#/connectors/console-bad")
+        page.click("[data-testid=tasks] tr[data-task='0'] button:has-text('restart task')")
+        page.wait_for_selector("text=Restart of task 0: request accepted")
 
         # a viewer reads everything and is offered no write action
         add_user(node, "watcher", "watch-pw", "viewer")
@@ -142,14 +158,15 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         viewer = viewer_context.new_page()
         log_in(viewer, node.url, "watcher", "watch-pw")
         assert "viewer" in viewer.inner_text("[data-testid=user]")
-        viewer.goto(node.url + "/console/#/connectors/console-src")
-        viewer.wait_for_selector("[data-testid=connector-state] [data-state=PAUSED]")
-        viewer.wait_for_selector("[data-testid=tasks] tr[data-task='0']")
+        viewer.goto(node.url + "/console/#/connectors/console-bad")
+        viewer.wait_for_selector("[data-testid=connector-state] [data-state]")
+        viewer.wait_for_selector("[data-testid=tasks] tr[data-task='0'] [data-state]")
+        viewer.wait_for_selector("[data-testid=offsets], [data-testid=topics]")
         assert viewer.locator("[data-testid=connector-actions]").count() == 0
         assert viewer.locator("text=New connector").count() == 0
         assert viewer.locator("button:has-text('Edit config')").count() == 0
         assert viewer.locator("button:has-text('restart task')").count() == 0
-        shot(viewer, "07-viewer")
+        shot(viewer, "08-viewer")
         viewer_context.close()
     finally:
         context.close()

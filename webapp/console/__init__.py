@@ -3,7 +3,7 @@
 Owns what the console needs beyond Kafka Connect's REST API: serving its built
 files at ``/console/`` (WhiteNoise, from ``frontend/dist``; see
 :mod:`webapp.console.views`), session login and logout for the browser, the
-current user's roles (``GET /raftconnect/v1/whoami``) and per-task throughput
+current user's role (``GET /raftconnect/v1/whoami``) and per-task throughput
 as the worker agents report it (:mod:`webapp.console.api`).
 
 Every change the console makes goes through the public REST API; nothing here

@@ -1,7 +1,8 @@
 """REST resources the console uses besides Kafka Connect's API.
 
 * ``GET /raftconnect/v1/whoami`` — ``{"username", "roles", "is_superuser", "is_staff"}``
-  of the authenticated user (roles: :func:`webapp.console.roles.roles_of`). Always
+  of the authenticated user: ``roles`` is ``[role]`` as the REST API enforces it
+  (:func:`webapp.connect.api.roles.user_role`), ``[]`` for a user without one. Always
   answered by the node that received it (sessions and users are per node) and
   sets the ``csrftoken`` cookie, also on its 401, so the console can log in next.
 * ``POST /raftconnect/v1/session`` ``{"username", "password"}`` — log in with a
@@ -27,6 +28,7 @@ from typing import Any
 from django.contrib.auth import authenticate, login, logout
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
@@ -37,14 +39,15 @@ from webapp.connect.api.views import ConnectAPIView, herder
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import ConnectNode, current
 
-from .roles import roles_of
+from webapp.connect.api.roles import user_role
 
 __all__ = ["WhoAmIView", "SessionView", "TaskMetricsView", "ConnectorMetricsView", "task_metrics", "whoami"]
 
 
 def whoami(user: Any) -> dict[str, Any]:
-    """``{"username", "roles", "is_superuser", "is_staff"}`` of an authenticated user."""
-    return {"username": getattr(user, "username", str(user)), "roles": roles_of(user),
+    """``{"username", "roles", "is_superuser", "is_staff"}`` of an authenticated user (``roles``: ``[]`` or one role)."""
+    role = user_role(user)
+    return {"username": getattr(user, "username", str(user)), "roles": [role] if role else [],
             "is_superuser": bool(getattr(user, "is_superuser", False)),
             "is_staff": bool(getattr(user, "is_staff", False))}
 
@@ -62,6 +65,12 @@ class WhoAmIView(APIView):
         return Response(whoami(request.user))
 
 
+_ERROR = {"$ref": "#/components/schemas/ConnectError"}
+_WHOAMI = {"type": "object", "properties": {"username": {"type": "string"},
+                                            "roles": {"type": "array", "items": {"type": "string"}},
+                                            "is_superuser": {"type": "boolean"}, "is_staff": {"type": "boolean"}}}
+
+
 class SessionView(APIView):
     """``POST /raftconnect/v1/session`` (log in) and ``DELETE`` (log out, any authenticated user) for the console."""
 
@@ -77,6 +86,13 @@ class SessionView(APIView):
             return []  # logging in: credentials come in the body
         return super().get_authenticators()
 
+    @extend_schema(
+        request={"application/json": {"type": "object", "required": ["username", "password"],
+                                      "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}},
+        responses={200: OpenApiResponse(_WHOAMI, "Logged in: the session cookie is set"),
+                   400: OpenApiResponse(_ERROR, "Body is not {username, password}"),
+                   401: OpenApiResponse(_ERROR, "Invalid username or password"),
+                   403: OpenApiResponse(_ERROR, "Missing or wrong CSRF token (X-CSRFToken)")})
     def post(self, request: Request) -> Response:
         SessionAuthentication().enforce_csrf(request)  # no login CSRF: same check as every session write
         body = request.data
