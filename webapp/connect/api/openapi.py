@@ -20,7 +20,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from webapp.storage import api as store_api
 
-from . import views
+from webapp.console import api as console_api
+
+from . import lifecycle, loggers, plugins, views
 
 __all__ = ["add_error_responses", "SCHEMAS"]
 
@@ -53,6 +55,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object", "required": ["name", "config"],
         "properties": {"name": {"type": "string"}, "config": _STR_MAP,
                        "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]}}},
+    "ConfigInfos": {"type": "object", "required": ["name", "error_count", "groups", "configs"], "properties": {
+        "name": {"type": "string"}, "error_count": {"type": "integer"},
+        "groups": {"type": "array", "items": {"type": "string"}},
+        "configs": {"type": "array", "items": {"type": "object", "required": ["definition", "value"], "properties": {
+            "definition": {"type": "object"},
+            "value": {"type": "object", "required": ["name", "errors"], "properties": {
+                "name": {"type": "string"}, "value": {"type": ["string", "null"]},
+                "recommended_values": {"type": "array", "items": {"type": "string"}},
+                "errors": {"type": "array", "items": {"type": "string"}}, "visible": {"type": "boolean"}}}}}}}},
+    "LoggerLevel": {"type": "object", "required": ["level"], "properties": {
+        "level": {"type": "string"}, "last_modified": {"type": ["integer", "null"]}}},
     "ConnectorOffsets": {"type": "object", "required": ["offsets"], "properties": {"offsets": {
         "type": "array", "items": {"type": "object", "required": ["partition", "offset"],
                                    "properties": {"partition": {"type": "object"},
@@ -129,6 +142,56 @@ def _declare() -> None:
     extend_schema_view(post=extend_schema(request=None, responses={202: _ANY_OBJECT}))(store_api.MetadataStoreRollbackView)
     extend_schema_view(get=extend_schema(responses={(200, "text/plain"): OpenApiResponse(
         description="Prometheus text format")}))(views.MetricsView)
+    _declare_lifecycle()
+
+
+_MESSAGE = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
+_BOOL_PARAM = {"type": "boolean"}
+
+
+def _declare_lifecycle() -> None:
+    """Restarts, task status, topics, offsets changes, plugin configs, loggers and the console's views."""
+    extend_schema_view(
+        patch=extend_schema(request={"application/json": {"type": "object", "additionalProperties": {
+            "type": ["string", "null"]}}}, responses={200: _ref("ConnectorInfo")}),
+    )(views.ConnectorConfigView)
+    extend_schema_view(
+        patch=extend_schema(request={"application/json": _ref("ConnectorOffsets")}, responses={200: _MESSAGE}),
+        delete=extend_schema(responses={200: _MESSAGE}),
+    )(views.ConnectorOffsetsView)
+    extend_schema_view(get=extend_schema(responses={200: {"type": "object", "required": ["id", "state"], "properties": {
+        "id": {"type": "integer"}, "state": _STATE, "worker_id": {"type": ["string", "null"]},
+        "trace": {"type": "string"}}}}))(lifecycle.TaskStatusView)
+    extend_schema_view(post=extend_schema(request=None, parameters=[
+        OpenApiParameter("includeTasks", bool, description="Restart the connector's tasks too"),
+        OpenApiParameter("onlyFailed", bool, description="Restart only FAILED instances")],
+        responses={202: _ref("ConnectorStateInfo"), 204: OpenApiResponse(description="Connector restarted")},
+    ))(lifecycle.ConnectorRestartView)
+    extend_schema_view(post=extend_schema(request=None, responses={204: OpenApiResponse(description="Restarted")}))(
+        lifecycle.TaskRestartView)
+    extend_schema_view(get=extend_schema(responses={200: {"type": "object", "additionalProperties": {
+        "type": "object", "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}}}))(
+        lifecycle.ConnectorTopicsView)
+    extend_schema_view(put=extend_schema(request=None, responses={202: OpenApiResponse(description="Reset")}))(
+        lifecycle.ConnectorTopicsResetView)
+    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}}))(
+        plugins.ConnectorPluginConfigView)
+    extend_schema_view(put=extend_schema(request={"application/json": _STR_MAP}, responses={200: _ref("ConfigInfos")}))(
+        plugins.ConnectorPluginValidateView)
+    scope = OpenApiParameter("scope", str, enum=["worker", "cluster"], description="worker (default) or cluster")
+    extend_schema_view(get=extend_schema(responses={200: {"type": "object", "additionalProperties": _ref("LoggerLevel")}},
+                                         operation_id="admin_loggers_list"))(loggers.LoggersView)
+    extend_schema_view(
+        get=extend_schema(responses={200: _ref("LoggerLevel")}),
+        put=extend_schema(parameters=[scope], request={"application/json": _ref("LoggerLevel")}, responses={
+            200: {"type": "array", "items": {"type": "string"}}, 204: OpenApiResponse(description="Cluster scope")}),
+    )(loggers.LoggerView)
+    # tokens.TokensView and SessionView.post declare their own bodies beside the code
+    extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(console_api.WhoAmIView)
+    extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Logged out")}))(
+        console_api.SessionView)
+    for view in (console_api.TaskMetricsView, console_api.ConnectorMetricsView):
+        extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(view)
 
 
 _declare()
