@@ -40,6 +40,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from typing import Iterable, Sequence
 
 __all__ = ["NetnsNetwork", "NetnsError", "netns_available", "cleanup_stale"]
@@ -245,10 +246,32 @@ class NetnsNetwork:
         """Take node ``i``'s link down: it reaches nothing, the root namespace included."""
         _ip("link", "set", self.veths[i], "down")
 
-    def heal(self) -> None:
-        """Undo every :meth:`block`, :meth:`partition` and :meth:`cut`."""
+    def heal(self, timeout: float = 10.0) -> None:
+        """Undo every :meth:`block`, :meth:`partition` and :meth:`cut`; returns once every link is up again.
+
+        The kernel reports a link's carrier asynchronously (its link-watch work
+        may run up to a second later), so a cut link is waited for until both
+        ends are operationally up and the bridge forwards on it.
+
+        Errors: :class:`NetnsError` when a link is not up after ``timeout`` seconds.
+        """
         for i in range(self.size):
             _ip("link", "set", self.veths[i], "up")
+            # forget what the cut left: the root namespace's FAILED entry for the node (re-resolving
+            # one waits for the kernel's ARP retry) and the pinned entries of blocks and partitions
+            _ip("neigh", "del", self.node_ip(i), "dev", self.bridge, check=False)
             for b in range(self.size):
                 if b != i:
                     _ip("-n", self.namespaces[i], "neigh", "del", self.node_ip(b), "dev", "eth0", check=False)
+        deadline = time.monotonic() + timeout
+        while not all(self._link_up(i) for i in range(self.size)):
+            if time.monotonic() >= deadline:
+                raise NetnsError(f"links still down {timeout:.0f} s after heal")
+            time.sleep(0.05)
+
+    def _link_up(self, i: int) -> bool:
+        outer = json.loads(_ip("-j", "-d", "link", "show", self.veths[i]).stdout)[0]
+        inner = json.loads(_ip("-n", self.namespaces[i], "-j", "link", "show", "eth0").stdout)[0]
+        port = (outer.get("linkinfo") or {}).get("info_slave_data") or {}
+        return (outer.get("operstate") == "UP" and inner.get("operstate") == "UP"
+                and port.get("state", "forwarding") == "forwarding")
