@@ -50,10 +50,10 @@ demo: setup
 	$(PY) manage.py demo
 
 test: setup frontend-test
-	$(PY) -m pytest -ra
+	$(PY) -m pytest -ra -m "not chaos"
 
 test-fast: setup frontend-test
-	$(PY) -m pytest -ra -m "not integration"
+	$(PY) -m pytest -ra -m "not integration and not chaos"
 
 # schema fuzzing of a live node with many more examples per operation than `make test` (5)
 fuzz: setup
@@ -76,6 +76,7 @@ bench: setup
 CHAOS_ARGS ?=
 chaos: setup
 	@command -v ip >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq iproute2; } || true
+	$(PY) -m pytest -ra -m chaos
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
 
 clean:
