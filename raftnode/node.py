@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import SyncObjException
 
 from .state import ClusterStateMachine
@@ -26,6 +27,13 @@ __all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected"]
 log = logging.getLogger(__name__)
 
 _RAFT_STATES = {0: "FOLLOWER", 1: "CANDIDATE", 2: "LEADER"}
+
+# pysyncobj failures after which the command is known not to be in any log (or to have been
+# overwritten there), so proposing it again cannot apply it twice.
+_NOT_APPENDED = {FAIL_REASON.QUEUE_FULL: "QUEUE_FULL", FAIL_REASON.MISSING_LEADER: "MISSING_LEADER",
+                 FAIL_REASON.NOT_LEADER: "NOT_LEADER", FAIL_REASON.DISCARDED: "DISCARDED"}
+_FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
+_RETRY_PAUSE_S = 0.02
 
 
 class RaftUnavailable(Exception):
@@ -119,7 +127,11 @@ class RaftNode:
             connectionRetryTime=1.0,
             logCompactionMinEntries=config.log_compaction_min_entries,
             logCompactionMinTime=config.log_compaction_min_time,
-            commandsWaitLeader=True,
+            # Never park a command until some leader appears: pysyncobj would keep it in its queue
+            # after the proposer's timeout and apply it whenever a leader shows up, possibly long
+            # after newer, acknowledged writes (found by tests/integration/test_partition.py).
+            # propose() waits for a leader itself, within the caller's timeout.
+            commandsWaitLeader=False,
             autoTickPeriod=config.tick_period,
             onStateChanged=self._state_changed,
         )
@@ -188,14 +200,39 @@ class RaftNode:
     def propose(self, name: str, *args: Any, timeout: float = 10.0) -> dict[str, Any]:
         """Commit the replicated command ``name(*args)`` and return its result.
 
+        Waits up to ``timeout`` seconds in all, for a leader as well as for the
+        commit. While no leader is known (an election, a partition) the command
+        is proposed again every 20 ms; it is re-proposed only after failures that
+        prove it was not appended to any log (no leader, not the leader, queue
+        full, or overwritten by a new leader), so it applies at most once. After
+        the timeout nothing of it is left queued on this member: pysyncobj's
+        ``commandsWaitLeader`` is off, so a command cannot apply long after its
+        caller gave up. A command the leader did append may still commit after a
+        timeout (the usual unknown outcome of a timed-out write).
+
         Errors: :class:`CommandRejected` (apply refused; has ``code``),
-        :class:`RaftUnavailable` (not committed within ``timeout`` seconds).
+        :class:`RaftUnavailable` (not committed within ``timeout`` seconds, or
+        its outcome became unknown when the leader changed).
         """
         method = getattr(self.state, name)
-        try:
-            result = method(*args, sync=True, timeout=timeout)
-        except SyncObjException as exc:
-            raise RaftUnavailable(f"Raft command {name} not committed: {exc.errorCode}") from exc
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
+                                      f"{timeout:g} s")
+            try:
+                result = method(*args, sync=True, timeout=remaining)
+                break
+            except SyncObjException as exc:
+                code = exc.errorCode
+                reason = _FAIL_NAMES.get(code, code) if isinstance(code, int) else code
+                if code not in _NOT_APPENDED:
+                    raise RaftUnavailable(f"Raft command {name} not committed: {reason}") from exc
+                if time.monotonic() + _RETRY_PAUSE_S >= deadline:
+                    raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
+                                          f"{timeout:g} s (last answer: {reason})") from exc
+                time.sleep(_RETRY_PAUSE_S)
         if isinstance(result, dict) and "rejected" in result:
             raise CommandRejected(result["rejected"], int(result.get("code", 409)))
         return result

@@ -53,3 +53,33 @@ def test_raft_port_listens_only_on_the_given_address(tmp_path):
         assert listening == ["0100007F"], listening  # 127.0.0.1 only, not 0.0.0.0
     finally:
         node.destroy()
+
+
+def test_a_command_that_timed_out_without_a_leader_never_applies_later(tmp_path):
+    """A proposal made while no leader exists fails at its timeout and leaves nothing queued.
+
+    pysyncobj's ``commandsWaitLeader`` would park it and apply it once a leader
+    appears, after writes made since (the partition test saw an old config
+    overwrite an acknowledged one that way).
+    """
+    import pytest
+
+    from raftnode import RaftUnavailable
+
+    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
+    nodes = [member(tmp_path, 0, addrs)]  # one of three: no quorum, no leader
+    try:
+        with pytest.raises(RaftUnavailable):
+            nodes[0].propose("_put_connector_config", "c", {"v": "stale"}, None, False, timeout=1.0)
+        nodes += [member(tmp_path, i, addrs) for i in (1, 2)]
+        leader_of(nodes)
+        # proposed through the same member, after the stale one: a parked command would apply first
+        nodes[0].propose("_put_connector_config", "marker", {"v": "1"}, None, False, timeout=15)
+        nodes[0].propose("_put_connector_config", "c", {"v": "fresh"}, None, False, timeout=15)
+        for n in nodes:
+            wait_for(lambda: n.state.connector("c") is not None, 15, what="the write on every member")
+        assert all(n.state.connector("c")["config"] == {"v": "fresh"} for n in nodes)
+        assert all(n.state.connector("c")["created"] == n.state.connector("marker")["created"] + 1 for n in nodes)
+    finally:
+        for n in nodes:
+            n.destroy()
