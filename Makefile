@@ -72,11 +72,14 @@ bench: setup
 
 # Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
 # Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
-# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7".
+# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first repeats the leader partition test
+# (`make test` runs it once) CHAOS_PARTITION_RUNS times.
 CHAOS_ARGS ?=
+CHAOS_PARTITION_RUNS ?= 10
 chaos: setup
 	@command -v ip >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq iproute2; } || true
-	$(PY) -m pytest -ra -m chaos
+	@for i in $$(seq 1 $(CHAOS_PARTITION_RUNS)); do echo "partition test, run $$i of $(CHAOS_PARTITION_RUNS)"; \
+		$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_partition.py || exit 1; done
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
 
 clean:

@@ -2,7 +2,7 @@
 
 Imports nothing from Django or ``webapp``.
 """
-from .node import CommandRejected, RaftConfig, RaftNode, RaftUnavailable
+from .node import CommandRejected, RaftConfig, RaftNode, RaftUnavailable, without_leader_wait
 from .state import ClusterStateMachine
 
-__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "ClusterStateMachine"]
+__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "ClusterStateMachine", "without_leader_wait"]

@@ -10,6 +10,8 @@ Must not import Django or anything from ``webapp``.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -22,7 +24,7 @@ from pysyncobj.syncobj import SyncObjException
 
 from .state import ClusterStateMachine
 
-__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected"]
+__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "without_leader_wait"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,23 @@ _NOT_APPENDED = {FAIL_REASON.QUEUE_FULL: "QUEUE_FULL", FAIL_REASON.MISSING_LEADE
                  FAIL_REASON.NOT_LEADER: "NOT_LEADER", FAIL_REASON.DISCARDED: "DISCARDED"}
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
 _RETRY_PAUSE_S = 0.02
+_wait_for_leader: contextvars.ContextVar[bool] = contextvars.ContextVar("raftnode_wait_for_leader", default=True)
+
+
+@contextlib.contextmanager
+def without_leader_wait():
+    """Within this block (this thread or task), :meth:`RaftNode.propose` makes one attempt only.
+
+    For work done on behalf of a caller that will retry elsewhere by itself, such
+    as a write forwarded from another member: if this member has lost the
+    leadership meanwhile, the write fails at once (503) instead of waiting here
+    for a leader and landing after the caller has moved on to newer writes.
+    """
+    token = _wait_for_leader.set(False)
+    try:
+        yield
+    finally:
+        _wait_for_leader.reset(token)
 
 
 class RaftUnavailable(Exception):
@@ -208,7 +227,8 @@ class RaftNode:
         the timeout nothing of it is left queued on this member: pysyncobj's
         ``commandsWaitLeader`` is off, so a command cannot apply long after its
         caller gave up. A command the leader did append may still commit after a
-        timeout (the usual unknown outcome of a timed-out write).
+        timeout (the usual unknown outcome of a timed-out write). Inside
+        :func:`without_leader_wait` there is a single attempt.
 
         Errors: :class:`CommandRejected` (apply refused; has ``code``),
         :class:`RaftUnavailable` (not committed within ``timeout`` seconds, or
@@ -227,7 +247,7 @@ class RaftNode:
             except SyncObjException as exc:
                 code = exc.errorCode
                 reason = _FAIL_NAMES.get(code, code) if isinstance(code, int) else code
-                if code not in _NOT_APPENDED:
+                if code not in _NOT_APPENDED or not _wait_for_leader.get():
                     raise RaftUnavailable(f"Raft command {name} not committed: {reason}") from exc
                 if time.monotonic() + _RETRY_PAUSE_S >= deadline:
                     raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "

@@ -83,3 +83,20 @@ def test_a_command_that_timed_out_without_a_leader_never_applies_later(tmp_path)
     finally:
         for n in nodes:
             n.destroy()
+
+
+def test_without_leader_wait_a_proposal_fails_at_once_when_no_leader_is_known(tmp_path):
+    import pytest
+
+    from raftnode import RaftUnavailable, without_leader_wait
+
+    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
+    node = member(tmp_path, 0, addrs)  # one of three: no leader
+    try:
+        with without_leader_wait(), pytest.raises(RaftUnavailable, match="MISSING_LEADER") as caught:
+            node.propose("_put_connector_config", "c", {"v": "1"}, None, False, timeout=30)
+        assert "no leader accepted it" not in str(caught.value)  # one attempt, not a wait for a leader
+        with pytest.raises(RaftUnavailable, match="no leader accepted it within 0.3 s"):
+            node.propose("_put_connector_config", "c", {"v": "1"}, None, False, timeout=0.3)
+    finally:
+        node.destroy()

@@ -18,11 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from raftnode import without_leader_wait
+
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 
 from .roles import HasRole
-from .forwarding import ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
+from .forwarding import FORWARDED_HEADER, ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
 
 __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
@@ -53,6 +55,14 @@ class ConnectAPIView(APIView):
     permission_classes = [HasRole]
     #: serve reads on the leader too (the view shows leader-local state such as liveness)
     leader_only = False
+
+    def dispatch(self, request, *args: Any, **kwargs: Any):
+        if request.headers.get(FORWARDED_HEADER) == "1":
+            # the forwarding member retries elsewhere if this one is no longer the leader: a write here
+            # must not wait for a leader and land after the client's newer writes (raftnode.without_leader_wait)
+            with without_leader_wait():
+                return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication and permissions first
