@@ -10,15 +10,15 @@ PostgreSQL table into MariaDB through a fresh embedded Kafka, in the same run:
   their end with ``assign()``, parses the lines with ``csv`` and inserts them with
   PyMySQL ``executemany`` (multi-row INSERTs of 5,000 rows), one commit per batch.
   It uses one core (plus the servers).
-* RaftConnect — the JDBC source task (incrementing mode, ``batch.max.rows`` 50,000)
-  and then the JDBC sink task (2 partitions, one transaction per partition and
-  batch, offsets stored in MariaDB), driven in-process on a ``local[2]``
-  SparkSession: records are full JsonConverter envelopes with schemas, Decimal/
+* RaftConnect — the JDBC source task (incrementing mode, ``batch.max.rows``
+  200,000: one Spark job per batch) and then the JDBC sink task (2 partitions,
+  one transaction per partition and batch, offsets stored in MariaDB), driven
+  in-process on a ``local[N]`` SparkSession (``--cores``, default 2): records are full JsonConverter envelopes with schemas, Decimal/
   Timestamp logical types and all.
 
 Reported: rows/s of both, the ratio, and the ratio per core (RaftConnect's rows/s
 per Spark core / the baseline's rows/s on its one core). Appends to RESULTS.md.
-Usage: ``python benchmarks/jdbc/run.py [--rows N] [--runs N]``.
+Usage: ``python benchmarks/jdbc/run.py [--rows N] [--runs N] [--cores N] [--batch-rows N]``.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def baseline(pg_params, my_params, bootstrap: str, rows: int) -> float:
     return seconds
 
 
-def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path) -> tuple[float, float]:
+def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_rows: int) -> tuple[float, float]:
     """Source task then sink task in-process; returns (source seconds, sink seconds)."""
     import pymysql
 
@@ -157,12 +157,12 @@ def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path) -> tup
     produced = drain(JdbcSourceTask(ctx(f"src-{run}"), {
         "connection.url": PG_URL, "connection.user": "postgres", "mode": "incrementing",
         "incrementing.column.name": "id", "table.whitelist": "flights", "topic.prefix": prefix,
-        "batch.max.rows": "50000", "poll.interval.ms": "0", "topic.creation.default.partitions": "2"}))
+        "batch.max.rows": str(batch_rows), "poll.interval.ms": "0", "topic.creation.default.partitions": "2"}))
     t1 = time.perf_counter()
     written = drain(JdbcSinkTask(ctx(f"sink-{run}"), {
         "connection.url": MY_URL, "connection.user": "root", "topics": prefix + "flights",
         "table.name.format": f"flights_{run}", "auto.create": "true", "pk.mode": "record_value",
-        "pk.fields": "id", "batch.max.rows": "100000", "batch.size": "5000"}))
+        "pk.fields": "id", "batch.max.rows": str(batch_rows), "batch.size": "5000"}))
     t2 = time.perf_counter()
     cur = my.cursor()
     cur.execute(f"SELECT COUNT(*) FROM `flights_{run}`")
@@ -191,6 +191,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=0, help="first N flights (default: all 336,776)")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--cores", type=int, default=2, help="Spark cores (local[N]); default 2")
+    ap.add_argument("--batch-rows", type=int, default=200_000,
+                    help="batch.max.rows of both tasks: rows per Spark job (default 200,000)")
     args = ap.parse_args()
 
     import django
@@ -214,16 +217,16 @@ def main() -> None:
             reference = reference.slice(0, args.rows)
         rows = reference.num_rows
         load_flights_postgres(pg_params, "flights", reference)
-        spark = get_spark_session(master="local[2]", app_name="bench-jdbc",
+        spark = get_spark_session(master=f"local[{args.cores}]", app_name="bench-jdbc",
                                   conf={"spark.local.dir": str(tmp / "spark"), "spark.ui.enabled": "false"})
         cores = min(int(spark.sparkContext.defaultParallelism), os.cpu_count() or 1)
         results = []
         try:
             with EmbeddedKafka(log_dir=tmp / "kafka") as kafka:
-                raftconnect(spark, pg_params, my_params, kafka, rows, tmp)  # warm-up (JVM, Python workers)
+                raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows)  # warm-up (JVM, Python workers)
                 for i in range(args.runs):
                     b = baseline(pg_params, my_params, kafka.bootstrap_servers, rows)
-                    src, snk = raftconnect(spark, pg_params, my_params, kafka, rows, tmp)
+                    src, snk = raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows)
                     results.append((b, src, snk))
                     print(f"run {i + 1}: baseline {rows / b:,.0f} rows/s ({b:.1f} s); RaftConnect "
                           f"{rows / (src + snk):,.0f} rows/s (source {src:.1f} s + sink {snk:.1f} s)")

@@ -295,6 +295,26 @@ def test_sink_upsert_delete_and_offsets_in_the_target(spark, kafka_broker, tmp_p
         conn.close()
 
 
+def test_nested_fields_are_written_as_json_text(spark, kafka_broker, tmp_path, pg_db):
+    """Values with a struct field take the JVM decoding path (from_json keeps nested JSON as text)."""
+    topic = unique("nested")
+    schema = {"type": "struct", "optional": False, "fields": [
+        {"field": "id", "type": "int32", "optional": False},
+        {"field": "attrs", "type": "struct", "optional": True, "fields": [{"field": "a", "type": "int32"}]}]}
+    records = [(_kv(i, None)[0], json.dumps({"schema": schema, "payload": {"id": i, "attrs": {"a": i * 10}}},
+                                            separators=(",", ":")).encode()) for i in range(4)]
+    _produce(kafka_broker, topic, records)
+    cfg = {"connector.class": "JdbcSinkConnector", "connection.url": pg_url(pg_db), "topics": topic,
+           "auto.create": "true", "pk.mode": "record_value", "pk.fields": "id"}
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, cfg, tmp_path, unique("sink")) == 4
+    conn = pg(pg_db)
+    try:
+        got = rows(conn, f'SELECT id, attrs FROM "{topic}" ORDER BY id')
+    finally:
+        conn.close()
+    assert [(i, json.loads(a)) for i, a in got] == [(i, {"a": i * 10}) for i in range(4)]
+
+
 def test_a_stale_writer_is_fenced_by_the_target_offsets(spark, kafka_broker, tmp_path, pg_db):
     topic = unique("fence")
     _produce(kafka_broker, topic, [_kv(i, f"v{i}") for i in range(6)], partitions=1)

@@ -20,8 +20,10 @@ runtime commits through the leader. Offsets (Confluent's shapes): partition
 (a batch interrupted after some acknowledgements is produced again).
 
 Sink (:class:`JdbcSinkConnector`): explicit offset ranges of the assigned topic
-partitions are read in Spark tasks (one per partition), decoded in the JVM
-(``from_json`` with the schema planned from a driver-side peek), and each Spark
+partitions are read in Spark tasks (one per partition) and decoded with the
+schema planned from a driver-side peek — in the same Python worker, by pyarrow's
+JSON reader (``jdbc_io.decode_batch``), or, when a field is a nested
+struct/array/map written as JSON text, by ``from_json`` in the JVM — and each Spark
 task writes its partition's records in **one database transaction** together
 with the partition's next offset in ``__raftconnect_offsets`` of the target
 database. The transaction first locks that row and checks that it still holds
@@ -1104,12 +1106,7 @@ class JdbcSinkTask(Task):
 
     def _sink_topic(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
         """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
-        from functools import reduce
-
-        from pyspark.sql import functions as F
-        from pyspark.sql import types as T
-
-        from webapp.kafka.spark_io import read_partitions
+        from webapp.kafka.spark_io import partition_reader
 
         t0 = time.monotonic()
         peeked = self._peek(ranges)
@@ -1124,6 +1121,68 @@ class JdbcSinkTask(Task):
         optional = {f["field"]: f.get("optional", True) for f in plan.value_schema.get("fields", [])}
         if cols:
             self._ensure_table(table, cols, pk, optional)
+        write_plan = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
+                      "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
+                      "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
+                      "batch_size": self.batch_size}
+        spans = [(r.topic, r.partition, r.start) for r in ranges]
+        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+        decode = self._decode_plan(plan, cols)
+        if decode is not None:  # one Python stage: read, decode and write in each Spark partition
+            reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
+                                      timeout=self.batch_ms / 1000.0)
+            job = self.context.spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
+                _make_read_write_fn(self.params, write_plan, spans, reader, decode), schema)
+        else:  # nested values (written as JSON text): decoded by from_json in the JVM
+            job = self._jvm_decoded(plan, cols, ranges).mapInArrow(_make_write_fn(self.params, write_plan, spans),
+                                                                   schema)
+        try:
+            rows = job.collect()
+        except Exception as e:
+            msg = _spark_error(e)
+            if "StaleOffsetError" in msg or "the target holds offset" in msg:
+                self._resync(topic, ranges)
+                return []
+            raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
+        log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
+                 sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
+        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+
+    def _decode_plan(self, plan: _TopicPlan, cols: list[list[str]]) -> dict[str, Any] | None:
+        """What :func:`jdbc_io.decode_batch` needs for ``plan``, or ``None`` when a field is nested."""
+        used = {c[2] for c in cols}
+        nested = ("struct", "array", "map")
+        vfields = plan.value_schema.get("fields", [])
+        out: dict[str, Any] = {"value_prefixes": plan.value_prefixes, "key_prefixes": plan.key_prefixes,
+                               "value_fields": [(f"v{i}", f["field"], _schema_kind(f)) for i, f in enumerate(vfields)
+                                                if f"v{i}" in used]}
+        if any(f.get("type") in nested for f in vfields):
+            return None
+        if self.pk_mode == "record_key":
+            ks = plan.key_schema or {}
+            if self.key_converter == STRING_CONVERTER:
+                out["key_string"] = "k0"
+            elif ks.get("type") == "struct":
+                if any(f.get("type") in nested for f in ks.get("fields", [])):
+                    return None
+                out["key_fields"] = [(f"k{i}", f["field"], _schema_kind(f)) for i, f in enumerate(ks["fields"])
+                                     if f"k{i}" in used]
+            elif ks.get("type") in nested:
+                return None
+            else:
+                out["key_fields"], out["key_primitive"] = [("k0", None, _schema_kind(ks))], True
+        kinds = [k for _, _, k in out["value_fields"] + out.get("key_fields", [])]
+        return out if jdbc_io.decodable(kinds) else None
+
+    def _jvm_decoded(self, plan: _TopicPlan, cols: list[list[str]], ranges):
+        """The records of ``ranges`` decoded by ``from_json`` in the JVM, in :func:`jdbc_io.write_partition`'s input form."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        from webapp.kafka.spark_io import read_partitions
+
         raw = read_partitions(self.context.spark, ranges, self.context.kafka_config,
                               consumer_config=self.consumer_overrides, timeout=self.batch_ms / 1000.0)
         value, key = F.col("value"), F.col("key")
@@ -1167,24 +1226,7 @@ class JdbcSinkTask(Task):
                     ktext, T.StructType([T.StructField("payload", _wire_spark_type(_schema_kind(ks)), True)]),
                     {"mode": "FAILFAST"}).getField("payload")).alias("__k"))
                 out.append(F.col("__k").alias("k0"))
-        write_plan = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
-                      "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                      "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
-                      "batch_size": self.batch_size}
-        spans = [(r.topic, r.partition, r.start) for r in ranges]
-        fn = _make_write_fn(self.params, write_plan, spans)
-        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
-        try:
-            rows = raw.select(*base).select(*out).mapInArrow(fn, schema).collect()
-        except Exception as e:
-            msg = _spark_error(e)
-            if "StaleOffsetError" in msg or "the target holds offset" in msg:
-                self._resync(topic, ranges)
-                return []
-            raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
-        log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
-                 sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
-        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+        return raw.select(*base).select(*out)
 
     def _resync(self, topic: str, ranges) -> None:
         """Another writer moved a partition's offset in the target: continue from the target's offsets."""
@@ -1192,6 +1234,21 @@ class JdbcSinkTask(Task):
             stored = self._target_offset(topic, r.partition)
             if stored is not None:
                 self._next[(topic, r.partition)] = stored
+
+
+def _make_read_write_fn(params: Mapping[str, Any], plan: Mapping[str, Any], spans: list, reader, decode):
+    """mapInArrow function: Spark partition ``i`` reads ``spans[i]`` from Kafka, decodes and writes it."""
+    write_partition, decode_batch = jdbc_io.write_partition, jdbc_io.decode_batch
+    params, plan, decode = dict(params), dict(plan), dict(decode)
+
+    def read_write(batches):
+        from pyspark import TaskContext as SparkTaskContext
+
+        index = SparkTaskContext.get().partitionId()
+        decoded = (decode_batch(b, decode) for b in reader(batches))
+        yield from write_partition(decoded, params=params, plan=plan, ranges=spans, partition_index=index)
+
+    return read_write
 
 
 def _make_write_fn(params: Mapping[str, Any], plan: Mapping[str, Any], spans: list):

@@ -32,6 +32,7 @@ __all__ = [
     "from_wire_array",
     "read_rows",
     "write_partition",
+    "decode_batch",
     "StaleOffsetError",
 ]
 
@@ -409,6 +410,136 @@ def _store_offset(cur, dialect: str, connector: str, topic: str, partition: int,
     else:
         cur.execute(f"INSERT INTO {t} (connector, topic, kafka_partition, next_offset) VALUES (%s, %s, %s, %s)",
                     (connector, topic, partition, next_offset))
+
+
+# --------------------------------------------------------------------------------------
+# Decoding (sink): JsonConverter envelopes -> wire-form columns, in the worker
+# --------------------------------------------------------------------------------------
+_PARSE_TYPES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "float32": "float32",
+                "float64": "float64", "boolean": "bool_", "string": "string", "date": "int32", "time": "int32",
+                "timestamp": "int64"}
+
+
+def decodable(kinds: Sequence[str]) -> bool:
+    """Whether :func:`decode_batch` handles columns of these kinds (all but nested JSON-as-text)."""
+    return all(k in _PARSE_TYPES or k == "bytes" or k.startswith("decimal:") for k in kinds)
+
+
+def _parse_type(kind: str):
+    import pyarrow as pa
+
+    # bytes and Decimal travel as base64 strings in the JSON and are decoded after parsing
+    return getattr(pa, _PARSE_TYPES[kind])() if kind in _PARSE_TYPES else pa.string()
+
+
+def _planned(arr, prefixes) -> list[bool]:
+    """Per value: null, or starts with one of ``prefixes`` (any value when ``prefixes`` is empty/None)."""
+    if not prefixes:
+        return [True] * len(arr)
+    heads = tuple(p.encode("utf-8") for p in prefixes)
+    return [v is None or v.startswith(heads) for v in arr.to_pylist()]
+
+
+def _decode_side(arr, mask: list[bool], prefixes, fields: Sequence[Sequence[str]], primitive: bool, what: str):
+    """Parse the envelopes of ``arr`` where ``mask`` holds; return one wire-form column per ``fields`` entry.
+
+    ``fields``: ``[(output name, field name, kind)]``; for a ``primitive`` schema a
+    single entry whose value is the payload itself. Rows outside ``mask`` are null.
+    A value starting with a known schema part (``prefixes``) is cut to
+    ``{"payload":...}`` first, so the schema is not parsed again for every record.
+
+    Raises:
+        ValueError: ``[jdbc] ...`` when a record is not valid JSON or does not match
+            the planned schema (as ``from_json`` in FAILFAST mode would).
+    """
+    import base64
+    import io
+
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    n = len(arr)
+    cuts = [(p.encode("utf-8"), len(p.encode("utf-8")) + 1) for p in (prefixes or [])]
+    lines, rows = [], []
+    for i, v in enumerate(arr.to_pylist()):
+        if not mask[i] or v is None:
+            continue
+        for head, cut in cuts:
+            if v.startswith(head):
+                v = b"{" + v[cut:]
+                break
+        lines.append(v)
+        rows.append(i)
+    if primitive:
+        payload = _parse_type(fields[0][2])
+    else:
+        payload = pa.struct([pa.field(f, _parse_type(k)) for _, f, k in fields])
+    if lines:
+        buf = b"\n".join(lines)
+        try:
+            table = pj.read_json(io.BytesIO(buf), read_options=pj.ReadOptions(use_threads=False,
+                                                                             block_size=len(buf) + 1),
+                                 parse_options=pj.ParseOptions(explicit_schema=pa.schema([("payload", payload)]),
+                                                               unexpected_field_behavior="ignore"))
+        except pa.ArrowInvalid as e:
+            raise ValueError(f"[jdbc] a record {what} does not match the planned schema: {e}") from None
+        if table.num_rows != len(lines):
+            raise ValueError(f"[jdbc] {len(lines)} record {what}s gave {table.num_rows} rows")
+        parsed = table.column("payload").combine_chunks()
+    else:
+        parsed = pa.array([], payload)
+    # row i of the batch -> row of ``parsed`` (null: not decoded)
+    where = [None] * n
+    for j, i in enumerate(rows):
+        where[i] = j
+    take = pa.array(where, pa.int64())
+    children = [parsed] if primitive else parsed.flatten()  # flatten: a null payload nulls every field
+    out = []
+    for (_, field, kind), col in zip(fields, children):
+        col = col.take(take)
+        if kind == "bytes" or kind.startswith("decimal:"):
+            try:
+                col = pa.array([None if x is None else base64.b64decode(x, validate=True) for x in col.to_pylist()],
+                               pa.binary())
+            except ValueError as e:
+                raise ValueError(f"[jdbc] a record {what} holds bad base64 in {field or 'its payload'}: {e}") from None
+        out.append(col)
+    return out
+
+
+def decode_batch(batch, plan: Mapping[str, Any]):
+    """A raw Kafka batch (``kafka_offset``, ``key``, ``value``) → the input :func:`write_partition` takes.
+
+    ``plan``: ``value_prefixes`` / ``key_prefixes`` (schema parts planned, or None),
+    ``value_fields`` (``[(column, field, kind)]``), ``key_fields`` and
+    ``key_primitive`` (a one-entry list when the key schema is not a struct),
+    ``key_string`` (StringConverter keys: the key bytes are the value). Output
+    columns: ``__offset``, ``__tombstone``, ``__planned`` and the ``v<i>`` / ``k<i>``
+    columns named in the field lists.
+
+    Raises:
+        ValueError: a planned record does not decode (see :func:`_decode_side`).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values, keys = batch.column("value"), batch.column("key")
+    planned = _planned(values, plan.get("value_prefixes"))
+    if plan.get("key_prefixes"):
+        planned = [a and b for a, b in zip(planned, _planned(keys, plan["key_prefixes"]))]
+    names = ["__offset", "__tombstone", "__planned"]
+    cols = [batch.column("kafka_offset"), values.is_null(), pa.array(planned, pa.bool_())]
+    if plan.get("value_fields"):
+        names += [c for c, _, _ in plan["value_fields"]]
+        cols += _decode_side(values, planned, plan.get("value_prefixes"), plan["value_fields"], False, "value")
+    if plan.get("key_string"):
+        names.append(plan["key_string"])
+        cols.append(pc.if_else(pa.array(planned, pa.bool_()), keys.cast(pa.string()), pa.nulls(len(keys), pa.string())))
+    elif plan.get("key_fields"):
+        names += [c for c, _, _ in plan["key_fields"]]
+        cols += _decode_side(keys, planned, plan.get("key_prefixes"), plan["key_fields"],
+                             bool(plan.get("key_primitive")), "key")
+    return pa.RecordBatch.from_arrays(cols, names=names)
 
 
 def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, Any], ranges: Sequence[Any],

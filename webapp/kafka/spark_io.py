@@ -26,6 +26,7 @@ __all__ = [
     "TopicPartitionRange",
     "PartitionRead",
     "read_partitions",
+    "partition_reader",
     "READ_SCHEMA",
     "READ_SCHEMA_WITH_METADATA",
     "summarize_read",
@@ -438,6 +439,33 @@ def _make_consume_fn(ranges: Sequence[TopicPartitionRange], conf: dict[str, Any]
     return consume_batches
 
 
+def partition_reader(
+    ranges: Sequence[TopicPartitionRange],
+    kafka_config: Mapping[str, Any],
+    *,
+    consumer_config: Mapping[str, Any] | None = None,
+    timeout: float = 60.0,
+    poll_batch: int = 10_000,
+    with_metadata: bool = False,
+) -> Callable:
+    """The reading function of :func:`read_partitions`, for a job that consumes inside its own ``mapInArrow``.
+
+    ``reader(batches)`` takes Arrow batches whose first column holds range
+    indices (as ``spark.range`` gives) and yields, per index ``i``, the records of
+    ``ranges[i]`` as Arrow batches of :data:`READ_SCHEMA` (or
+    :data:`READ_SCHEMA_WITH_METADATA`), with the same bounds as
+    :func:`read_partitions`. A job that both reads and writes in one Python
+    stage (the JDBC sink) saves moving every record to the JVM and back.
+
+    Raises:
+        ValueError: ``ranges`` is empty.
+    """
+    if not ranges:
+        raise ValueError("partition_reader needs at least one range")
+    conf = _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, consumer_config)
+    return _make_consume_fn(list(ranges), conf, timeout, poll_batch, with_metadata)
+
+
 def read_partitions(
     spark,
     ranges: Sequence[TopicPartitionRange],
@@ -476,8 +504,8 @@ def read_partitions(
     """
     if not ranges:
         raise ValueError("read_partitions needs at least one range")
-    conf = _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, consumer_config)
-    fn = _make_consume_fn(list(ranges), conf, timeout, poll_batch, with_metadata)
+    fn = partition_reader(ranges, kafka_config, consumer_config=consumer_config, timeout=timeout,
+                          poll_batch=poll_batch, with_metadata=with_metadata)
     n = len(ranges)
     return spark.range(0, n, 1, n).mapInArrow(fn, READ_SCHEMA_WITH_METADATA if with_metadata else READ_SCHEMA)
 
