@@ -13,8 +13,9 @@ PostgreSQL table into MariaDB through a fresh embedded Kafka, in the same run:
 * RaftConnect — the JDBC source task (incrementing mode, ``batch.max.rows``
   200,000: one Spark job per batch) and then the JDBC sink task (2 partitions,
   one transaction per partition and batch, offsets stored in MariaDB), driven
-  in-process on a ``local[N]`` SparkSession (``--cores``, default 2): records are full JsonConverter envelopes with schemas, Decimal/
-  Timestamp logical types and all.
+  in-process on a ``local[N]`` SparkSession (``--cores``, default 2): records
+  are full JsonConverter envelopes with schemas, Decimal/Timestamp logical types
+  and all.
 
 Reported: rows/s of both, the ratio, and the ratio per core (RaftConnect's rows/s
 per Spark core / the baseline's rows/s on its one core). Appends to RESULTS.md.
@@ -219,7 +220,7 @@ def main() -> None:
         load_flights_postgres(pg_params, "flights", reference)
         spark = get_spark_session(master=f"local[{args.cores}]", app_name="bench-jdbc",
                                   conf={"spark.local.dir": str(tmp / "spark"), "spark.ui.enabled": "false"})
-        cores = min(int(spark.sparkContext.defaultParallelism), os.cpu_count() or 1)
+        cores = min(args.cores, os.cpu_count() or 1)  # Spark task slots (defaultParallelism is a setting)
         results = []
         try:
             with EmbeddedKafka(log_dir=tmp / "kafka") as kafka:
@@ -252,8 +253,10 @@ def main() -> None:
         results_md.write_text("# JDBC benchmark results\n\nPostgreSQL -> Kafka -> MariaDB, see run.py.\n\n"
                               "| date (UTC) | rows | baseline rows/s | RaftConnect rows/s | ratio | cores | "
                               "ratio per core | machine |\n|---|---|---|---|---|---|---|---|\n")
-    with open(results_md, "a") as fh:
-        fh.write(line + "\n")
+    lines = results_md.read_text().split("\n")
+    rows_at = [i for i, t in enumerate(lines) if t.startswith("| 20")]  # the table's last row; notes follow it
+    at = rows_at[-1] + 1 if rows_at else len(lines)
+    results_md.write_text("\n".join(lines[:at] + [line] + lines[at:]))
 
 
 if __name__ == "__main__":
