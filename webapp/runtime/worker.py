@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import traceback
+import uuid
 from collections import deque
 from typing import Any, Callable
 
@@ -141,6 +142,11 @@ class WorkerTask(threading.Thread):
         self.state = "UNASSIGNED"
         self._stop_event = threading.Event()
         self._wake = threading.Event()
+        # Spark jobs of this task run in their own job group, so a task that must stop at once
+        # (fenced, or past its graceful stop) can have its in-flight batch cancelled
+        self.job_group = f"raftconnect:{task_id}:g{generation}:{uuid.uuid4().hex[:8]}"
+        self._spark_context = None
+        self._cancelled = False
 
     def set_target_state(self, target_state: str) -> None:
         """Pause (PAUSED) or resume (STARTED) between batches."""
@@ -151,6 +157,24 @@ class WorkerTask(threading.Thread):
         """Ask the loop to end after the current batch."""
         self._stop_event.set()
         self._wake.set()
+
+    def cancel(self) -> None:
+        """Stop now: also cancel the Spark jobs of the batch in flight (their output is not committed).
+
+        For a task whose work already belongs to another worker (fenced, or still
+        busy after the graceful stop timeout): finishing the batch would only write
+        what the new owner writes again. Every connector's batch is crash-safe (a
+        cancelled batch is like a killed one: its offsets are not committed), so
+        the new owner redoes it. Safe from any thread; no effect once the loop ended.
+        """
+        self._cancelled = True
+        self.stop()
+        sc = self._spark_context
+        if sc is not None and self.is_alive():
+            try:
+                sc.cancelJobGroup(self.job_group)
+            except Exception:  # the session may be stopping too
+                log.debug("could not cancel the Spark jobs of %s", self.task_id, exc_info=True)
 
     @property
     def stopping(self) -> bool:
@@ -169,8 +193,13 @@ class WorkerTask(threading.Thread):
             offsets = self.client.get_offsets(self.task_id.connector)
             work_dir = os.path.join(self.work_dir, "tasks", str(self.task_id))
             os.makedirs(work_dir, exist_ok=True)
-            context = TaskContext(task_id=self.task_id, spark=self.spark(), kafka_config=dict(self.kafka_config),
+            spark = self.spark()
+            context = TaskContext(task_id=self.task_id, spark=spark, kafka_config=dict(self.kafka_config),
                                   work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets})
+            sc = getattr(spark, "sparkContext", None)
+            if sc is not None:  # job groups are per thread (PySpark's pinned thread mode)
+                sc.setJobGroup(self.job_group, f"task {self.task_id}", interruptOnCancel=True)
+                self._spark_context = sc
             # secrets are resolved here, in the worker, just before the task starts (config_providers)
             task = plugin.cls.task_class(context, config_providers.transform(self.config))
             task.start()
@@ -195,6 +224,9 @@ class WorkerTask(threading.Thread):
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
             self.state = "FENCED"
         except Exception:
+            if self._cancelled:  # the batch in flight was cancelled on purpose: not a failure
+                log.warning("task %s stopped: its batch in flight was cancelled", self.task_id)
+                return
             trace = traceback.format_exc()
             log.error("task %s failed:\n%s", self.task_id, trace)
             try:
@@ -233,6 +265,9 @@ class Worker:
         self.data_dir = data_dir
         self.heartbeat_interval = heartbeat_interval
         self.session_timeout = 5.0
+        #: seconds a stopped task may take to finish its batch before it is cancelled (Connect's
+        #: task.shutdown.graceful.timeout.ms, default 5 s)
+        self.graceful_stop_timeout = float(os.environ.get("RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS", "5000")) / 1000
         self._spark_factory = spark_factory
         self._spark = None
         self._spark_lock = threading.Lock()
@@ -289,19 +324,23 @@ class Worker:
         deadline = time.monotonic() + timeout
         for t in tasks:
             t.join(max(0.0, deadline - time.monotonic()))
+        for t in tasks:
+            if t.is_alive():
+                t.cancel()
 
     def fence_all(self) -> None:
-        """Tell every task to stop after its current batch, without waiting (safe from the heartbeat thread).
+        """Stop every task now, cancelling its batch in flight, without waiting (safe from the heartbeat thread).
 
         Used when the coordinator has been unreachable for longer than the session
-        timeout: the tasks have been given to others, so none may keep writing.
+        timeout: the tasks have been given to others, so none may keep writing
+        (see :meth:`WorkerTask.cancel`).
         The reconcile thread removes the stopped threads when the next view arrives.
         """
         with self._snapshot_lock:
             tasks = list(self.tasks.values())
             self.connectors.clear()
         for t in tasks:
-            t.stop()
+            t.cancel()
         self.generation = -1  # accept whatever view comes next
 
     def _task_metrics(self) -> list[TaskMetrics]:
@@ -442,7 +481,12 @@ class Worker:
                 elif restart:
                     self.restart_tracker.forget(key)
                 t.stop()
-                t.join(60)
+                t.join(self.graceful_stop_timeout)
+                if t.is_alive():  # its work may already run elsewhere: do not finish the batch
+                    log.warning("task %s still busy %.0f s after stop: cancelling its batch in flight", key,
+                                self.graceful_stop_timeout)
+                    t.cancel()
+                    t.join(60)
                 with self._snapshot_lock:
                     del self.tasks[key]
                 if restart and w["target_state"] != "STOPPED":
