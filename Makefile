@@ -50,7 +50,7 @@ demo: setup
 	$(PY) manage.py demo
 
 test: setup frontend-test
-	$(PY) -m pytest -ra -m "not chaos"
+	$(PY) -m pytest -ra --durations=15 -m "not chaos"
 
 test-fast: setup frontend-test
 	$(PY) -m pytest -ra -m "not integration and not chaos"
@@ -72,12 +72,14 @@ bench: setup
 
 # Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
 # Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
-# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first repeats the leader partition test
-# (`make test` runs it once) CHAOS_PARTITION_RUNS times.
+# CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first runs the fault tests marked `chaos`
+# (left out of `make test`), then repeats the leader partition test (`make test` runs it once)
+# CHAOS_PARTITION_RUNS times.
 CHAOS_ARGS ?=
 CHAOS_PARTITION_RUNS ?= 10
 chaos: setup
 	@command -v ip >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq iproute2; } || true
+	$(PY) -m pytest -ra -p no:cacheprovider -m chaos
 	@for i in $$(seq 1 $(CHAOS_PARTITION_RUNS)); do echo "partition test, run $$i of $(CHAOS_PARTITION_RUNS)"; \
 		$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_partition.py || exit 1; done
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
