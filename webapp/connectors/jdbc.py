@@ -406,6 +406,18 @@ def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     if str(config.get("value.converter.schemas.enable", "true")).strip().lower() != "true":
         errors.setdefault("value.converter.schemas.enable", []).append(
             "The JDBC connectors need record schemas: value.converter.schemas.enable must be true")
+    # Refused rather than ignored: a migrated config must not lose its transforms or its dead letter queue silently.
+    if str(config.get("transforms") or "").strip():
+        errors.setdefault("transforms", []).append(
+            "The JDBC connectors do not apply single message transforms yet (the file connectors do); "
+            "remove 'transforms' or transform the rows in the table or query")
+    if str(config.get("errors.tolerance") or "none").strip().lower() != "none":
+        errors.setdefault("errors.tolerance", []).append(
+            "The JDBC connectors support only errors.tolerance=none yet: a record that cannot be written fails "
+            "the task with its trace in the status")
+    if str(config.get("errors.deadletterqueue.topic.name") or "").strip():
+        errors.setdefault("errors.deadletterqueue.topic.name", []).append(
+            "The JDBC connectors have no dead letter queue yet")
     return errors
 
 
