@@ -32,8 +32,8 @@ _RAFT_STATES = {0: "FOLLOWER", 1: "CANDIDATE", 2: "LEADER"}
 
 # pysyncobj failures after which the command is known not to be in any log (or to have been
 # overwritten there), so proposing it again cannot apply it twice.
-_NOT_APPENDED = {FAIL_REASON.QUEUE_FULL: "QUEUE_FULL", FAIL_REASON.MISSING_LEADER: "MISSING_LEADER",
-                 FAIL_REASON.NOT_LEADER: "NOT_LEADER", FAIL_REASON.DISCARDED: "DISCARDED"}
+_NOT_APPENDED = frozenset({FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER,
+                           FAIL_REASON.DISCARDED})
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
 _RETRY_PAUSE_S = 0.02
 _wait_for_leader: contextvars.ContextVar[bool] = contextvars.ContextVar("raftnode_wait_for_leader", default=True)

@@ -73,11 +73,11 @@ def slow_plugin(monkeypatch):
     monkeypatch.setattr(worker_mod.registry, "resolve", lambda name: desc)
 
 
-def test_a_task_busy_past_the_graceful_timeout_is_cancelled_not_failed(spark, tmp_path, slow_plugin):
+def start_slow_task(spark, tmp_path):
+    """``(worker, client, task, marker)``: the slow task runs its first batch's Spark job."""
     client = Client()
     w = Worker(worker_id="w1", client=client, member={}, kafka_config={}, data_dir=str(tmp_path),
                spark_factory=lambda: spark)
-    w.graceful_stop_timeout = 1.0
     marker = tmp_path / "batch-finished"
     STARTED.clear()
     w.reconcile(view(1, marker))
@@ -85,6 +85,12 @@ def test_a_task_busy_past_the_graceful_timeout_is_cancelled_not_failed(spark, tm
     assert STARTED.wait(60)
     wait_for(lambda: spark.sparkContext.statusTracker().getJobIdsForGroup(task.job_group), 30,
              what="the batch's Spark job to run")
+    return w, client, task, marker
+
+
+def test_a_task_busy_past_the_graceful_timeout_is_cancelled_not_failed(spark, tmp_path, slow_plugin):
+    w, client, task, marker = start_slow_task(spark, tmp_path)
+    w.graceful_stop_timeout = 1.0
     w.reconcile(view(2, marker, tasks=False))  # the task moved away: stop, then cancel after 1 s
     assert not task.is_alive() and "slow-0" not in w.tasks
     assert not marker.exists()  # the batch did not finish
@@ -93,16 +99,7 @@ def test_a_task_busy_past_the_graceful_timeout_is_cancelled_not_failed(spark, tm
 
 
 def test_fence_all_cancels_the_batch_in_flight(spark, tmp_path, slow_plugin):
-    client = Client()
-    w = Worker(worker_id="w1", client=client, member={}, kafka_config={}, data_dir=str(tmp_path),
-               spark_factory=lambda: spark)
-    marker = tmp_path / "batch-finished"
-    STARTED.clear()
-    w.reconcile(view(1, marker))
-    task = w.tasks["slow-0"]
-    assert STARTED.wait(60)
-    wait_for(lambda: spark.sparkContext.statusTracker().getJobIdsForGroup(task.job_group), 30,
-             what="the batch's Spark job to run")
+    w, client, task, marker = start_slow_task(spark, tmp_path)
     w.fence_all()  # session expired: the work belongs to others already
     task.join(60)
     assert not task.is_alive() and not marker.exists() and client.commits == []
