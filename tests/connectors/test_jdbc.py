@@ -30,6 +30,22 @@ from tests.kafka_helpers import read_topic
 _names = (f"t{i}" for i in itertools.count())
 
 
+
+#: the batch engine the tasks get: None (every batch a Spark job, as outside a worker) or an
+#: in-process BatchEngine; every test here runs with both (the ``engine`` fixture)
+ENGINE: list = [None]
+
+
+@pytest.fixture(params=["spark", "local"], autouse=True)
+def engine(request, spark):
+    from webapp.runtime.engine import BatchEngine
+
+    ENGINE[0] = None if request.param == "spark" else BatchEngine(spark, mode="local")
+    yield request.param
+    if ENGINE[0] is not None:
+        ENGINE[0].shutdown()
+    ENGINE[0] = None
+
 def unique(prefix: str) -> str:
     return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"
 
@@ -95,7 +111,8 @@ def rows(conn, sql: str, args=()) -> list[tuple]:
 def context(spark, kafka, name: str, task: int, tmp, offsets=None) -> TaskContext:
     work = tmp / f"work-{name}-{task}"
     work.mkdir(parents=True, exist_ok=True)
-    return TaskContext(ConnectorTaskId(name, task), spark, kafka.client_config(), str(work), dict(offsets or {}))
+    return TaskContext(ConnectorTaskId(name, task), spark, kafka.client_config(), str(work), dict(offsets or {}),
+                       engine=ENGINE[0])
 
 
 def drain(task, store: dict, max_batches: int = 1000) -> int:

@@ -101,6 +101,32 @@ def assert_task_metrics(c, rows: int) -> None:
     assert not of(m, "raftconnect_task_lag_records", "src")  # lag is a sink figure
 
 
+def process_tree_commands(node) -> list[str]:
+    """Command names of the node's process and all its descendants (from /proc)."""
+    import os
+
+    children: dict[int, list[int]] = {}
+    comm: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        comm[int(entry)] = name
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [node.proc.pid]
+    while todo:
+        pid = todo.pop()
+        out.append(comm.get(pid, "?"))
+        todo.extend(children.get(pid, []))
+    return out
+
+
 def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
     node = start_node(tmp_path, kafka)
     try:
@@ -113,6 +139,12 @@ def test_pipeline_values_pause_resume_delete(tmp_path, kafka, flights_slice):
         report = verify_sink(source, tmp_path / "out")
         assert report.ok, report.problems
         assert_task_metrics(c, source.num_rows)
+        # batches of 4,000 rows run in the agent (raftconnect.task.engine=auto): no JVM was started,
+        # and the tasks report where their time went
+        assert "java" not in process_tree_commands(node), process_tree_commands(node)
+        phases = {t["connector"]: t["phases"] for t in c.request("GET", "/raftconnect/v1/task-metrics")["tasks"]}
+        assert {"read", "encode", "produce"} <= set(phases["src"]), phases
+        assert {"consume", "decode", "write", "commit"} <= set(phases["sink"]), phases
 
         # pause: the sink stops consuming while more records arrive; resume catches up
         c.pause("sink")

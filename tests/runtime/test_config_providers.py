@@ -123,6 +123,8 @@ def test_an_unresolvable_reference_fails_the_connector_and_the_task_with_the_rea
     task = WorkerTask(task_id=ConnectorTaskId("src", 0), config=_connector("${nope:x}")["config"], generation=1,
                       target_state="STARTED", client=client, spark=lambda: None, kafka_config={},
                       work_dir=str(tmp_path))
-    task.run()
+    task.start()  # a WorkerTask is steps on an executor (a private one here), not a thread
+    task.join(30)
+    assert not task.is_alive()
     state, trace = client.statuses[-1][2:]
     assert state == "FAILED" and "unknown config provider 'nope'" in trace

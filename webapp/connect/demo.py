@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -134,6 +134,7 @@ class DemoResult:
     sink_dir: str
     rest_url: str
     report: VerifyReport
+    collected: Any = None
 
     @property
     def rows_per_second(self) -> float:
@@ -142,8 +143,13 @@ class DemoResult:
 
 def run_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo", *, rest_port: int = 8083,
              raft_port: int = 7001, kafka_port: int | None = None, tasks: int = 2, timeout: float = 900.0,
-             say: Callable[[str], None] = print) -> DemoResult:
+             say: Callable[[str], None] = print, poll: float = 0.5,
+             collect: Callable[[Any], Any] | None = None) -> DemoResult:
     """Run the main job end to end and verify it; stops everything it started.
+
+    ``poll``: seconds between progress checks (the measured time is exact to
+    about this). ``collect(client)``: called with the REST client once every row
+    arrived, before the node stops; its result is ``DemoResult.collected``.
 
     Raises ``RuntimeError`` with a clear message on any failure (a task FAILED,
     verification mismatch, timeout).
@@ -194,14 +200,15 @@ def run_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo", *, rest_p
                 break
             if now - t0 > timeout:
                 raise RuntimeError(f"the sink holds {moved:,} of {source.num_rows:,} rows after {timeout:.0f} s")
-            time.sleep(0.5)
+            time.sleep(poll)
         seconds = time.monotonic() - t0
+        collected = collect(client) if collect is not None else None
         say("verifying the sink against the source ...")
         report = verify_sink(source, sink_dir)
         if not report.ok:
             raise RuntimeError("verification failed:\n  " + "\n  ".join(report.problems))
         return DemoResult(rows=report.sink_rows, seconds=seconds, sink_dir=str(sink_dir), rest_url=node.url,
-                          report=report)
+                          report=report, collected=collected)
     finally:
         node.stop()
         kafka.stop()

@@ -123,8 +123,10 @@ class Herder:
         from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
         from webapp.runtime.transforms import validate_transforms
 
+        from webapp.runtime.engine import engine_config_errors
+
         for extra in (auto_restart_errors(config), validate_transforms(config),
-                      validate_error_config(config, sink=plugin.type == "sink")):
+                      validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
             for key, msgs in extra.items():
                 errors.setdefault(key, []).extend(msgs)
         tasks_max = config.get("tasks.max", "1")
@@ -430,8 +432,11 @@ class Herder:
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
         errors = {k: list(v) for k, v in plugin.cls().validate(config).items()}
-        for key, errs in auto_restart_errors(config).items():
-            errors.setdefault(key, []).extend(errs)
+        from webapp.runtime.engine import engine_config_errors
+
+        for extra in (auto_restart_errors(config), engine_config_errors(config)):
+            for key, errs in extra.items():
+                errors.setdefault(key, []).extend(errs)
         tasks_max = config.get("tasks.max", "1")
         try:
             if int(tasks_max) < 1:

@@ -264,7 +264,8 @@ class ConnectNode:
         cmd = [sys.executable, "-m", "celery", "-A", "webapp", "worker",
                "-Q", worker_queue(self.options.node_id), "-P", "threads",
                "-c", str(self.options.agent_concurrency), "-n", f"{self.options.node_id}@raftconnect",
-               "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "WARNING"]
+               "--without-heartbeat", "--without-gossip", "--without-mingle",
+               "-l", os.environ.get("RAFTCONNECT_AGENT_LOG_LEVEL", "WARNING")]
         log_path = os.path.join(self.options.data_dir, "agent.log")
         self._agent_log = open(log_path, "ab")
         self.agent = subprocess.Popen(cmd, env=self.agent_env(), stdout=self._agent_log, stderr=subprocess.STDOUT,

@@ -154,6 +154,13 @@ COMMON_CONFIG = ConfigDef((
               documentation="First delay before an automatic restart, in milliseconds (doubles per failure)."),
     ConfigKey(restart.BACKOFF_MAX_MS, "LONG", "60000", importance="LOW",
               documentation="Longest delay between automatic restarts, in milliseconds."),
+    ConfigKey("raftconnect.task.engine", "STRING", None, importance="LOW", allowed=("auto", "local", "spark"),
+              documentation="Where the tasks' batches run: auto (in the worker process unless a batch reaches "
+                            "raftconnect.spark.min.batch.rows), local (always in the worker process) or spark "
+                            "(always a Spark job). Default: the worker's RAFTCONNECT_TASK_ENGINE, else auto."),
+    ConfigKey("raftconnect.spark.min.batch.rows", "LONG", None, importance="LOW",
+              documentation="With raftconnect.task.engine=auto: planned batch size, in rows, from which a batch runs "
+                            "as a Spark job. Default: the worker's RAFTCONNECT_SPARK_MIN_BATCH_ROWS, else 1000000."),
 ))
 
 

@@ -150,6 +150,11 @@ class TaskContext:
         work_dir: a private directory for this task's scratch files (exists).
         offsets: the committed offsets of this connector, as
             ``{partition_key(partition): SourceOffset}``; empty on first start.
+        engine: the agent's ``webapp.runtime.engine.BatchEngine``: whether a batch runs
+            in-process or as a Spark job, and the in-process runner (None: always Spark).
+        end_offsets: the agent's ``webapp.kafka.clients.EndOffsetWatcher``: a sink asks it
+            whether its partitions have records past its positions, and is woken when they do.
+        wake: run the task's next step now (e.g. from a watcher's callback).
     """
 
     task_id: ConnectorTaskId
@@ -157,6 +162,9 @@ class TaskContext:
     kafka_config: dict[str, str]
     work_dir: str
     offsets: dict[str, SourceOffset] = field(default_factory=dict)
+    engine: Any = None
+    end_offsets: Any = None
+    wake: Any = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +208,16 @@ class Task(ABC):
 
     def stop(self) -> None:
         """Release resources. Must not raise."""
+
+    def idle_delay(self) -> float | None:
+        """Seconds until this task has work again, after a batch that returned ``None``.
+
+        ``None`` (the default) lets the runtime back off by itself (50 ms doubling
+        to about a second). A task that knows better says so: a JDBC source its
+        next poll, a sink that the runtime wakes when its partitions get records
+        a long time.
+        """
+        return None
 
 
 class Connector(ABC):

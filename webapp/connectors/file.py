@@ -30,10 +30,12 @@ previous attempt that started at the same offset.
 """
 from __future__ import annotations
 
+import functools
 import fnmatch
 import glob
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -74,6 +76,8 @@ _KEY_CONVERTERS = (JSON_CONVERTER, STRING_CONVERTER)
 _EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".json": "json", ".jsonl": "json",
                ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+log = logging.getLogger(__name__)
+
 _STAGING = "_staging"
 
 # Task config keys written by the connectors (in addition to the connector config).
@@ -529,16 +533,19 @@ class FileSourceTask(Task):
         except (ValueError, KeyError, TypeError) as e:
             raise ConnectException(f"Invalid {TASK_SPLITS}: {e}") from e
         self._positions = [self._resume_position(s) for s in self._splits]
+        self._on_spark = self.context.engine is None
         if self.context.spark is None:
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
+        from webapp.kafka.clients import partition_count_cached
         from webapp.kafka.topics import TopicError, ensure_topic
 
         try:
-            ensure_topic(self.context.kafka_config, self.topic,
-                         _int(cd, cfg, "topic.creation.default.partitions"),
-                         _int(cd, cfg, "topic.creation.default.replication.factor"))
+            if not partition_count_cached(self.context.kafka_config, self.topic):  # one metadata call for all tasks
+                ensure_topic(self.context.kafka_config, self.topic,
+                             _int(cd, cfg, "topic.creation.default.partitions"),
+                             _int(cd, cfg, "topic.creation.default.replication.factor"))
         except TopicError as e:
             raise ConnectException(str(e)) from e
 
@@ -585,18 +592,35 @@ class FileSourceTask(Task):
         return None
 
     def _produce(self, split: _Split, pieces: list[dict]) -> int:
-        """One Spark job: workers parse ``pieces`` → JVM encodes values → workers produce."""
-        from pyspark.sql.pandas.types import from_arrow_schema
-
+        """Produce the chunk: in-process (parse → encode → produce on the engine's pool), or as one Spark job
+        (workers parse ``pieces`` → JVM encodes values → workers produce)."""
         from webapp.kafka.spark_io import KafkaIOError, produce_dataframe
-        from webapp.runtime.converters import encode_value_column
 
         info = self._info(split)
-        spark = self.context.spark
         parse = _make_parse_fn(pieces, split.format, info.arrow_schema, self.delimiter, self.null_values)
         n = len(pieces)
         if self._transforming:
             return self._produce_transformed(split, info, parse, n)
+        if not self._on_spark:
+            from webapp.runtime.engine import encode_values
+
+            # a partial of a module function: the pieces may run in the engine's worker processes
+            encode = functools.partial(encode_values, schemas_enable=self.schemas_enable,
+                                       connect_schema=info.connect_schema)
+
+            try:
+                return self.context.engine.produce_pieces(parse, n, topic=self.topic,
+                                                          kafka_config=self.context.kafka_config,
+                                                          producer_config=self.producer_overrides, encode=encode)
+            except KafkaIOError as e:
+                raise ConnectException(str(e)) from e
+            except ValueError as e:
+                raise ConnectException(str(e)) from e
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from webapp.runtime.converters import encode_value_column
+
+        spark = self.context.spark
         df = spark.range(0, n, 1, n).mapInArrow(parse, from_arrow_schema(info.arrow_schema))
         value = encode_value_column(df.schema, self.schemas_enable, connect_schema=info.connect_schema)
         try:
@@ -629,8 +653,22 @@ class FileSourceTask(Task):
             raise ConnectException(str(e)) from e
 
     def _parallelism(self, rows: int) -> int:
-        cores = max(1, self.context.spark.sparkContext.defaultParallelism)
+        """Pieces for a chunk of ``rows`` rows; also decides where the chunk runs (``self._on_spark``)."""
+        self._on_spark = self._use_spark(rows)
+        if self._on_spark:
+            cores = max(1, self.context.spark.sparkContext.defaultParallelism)
+        else:
+            cores = self.context.engine.threads
         return max(1, min(cores, math.ceil(rows / _MIN_PIECE_ROWS)))
+
+    def _use_spark(self, rows: int) -> bool:
+        engine = self.context.engine
+        if engine is None:  # run outside a worker (tools, older tests): Spark, as before
+            return True
+        local_ok = not self._transforming and all(
+            engine_local_encodable(self._infos[s.filename].arrow_schema)
+            for s in self._splits if s.filename in self._infos)
+        return engine.use_spark(self.config, rows, local_ok=local_ok)
 
     # -- planning -------------------------------------------------------------------
     def _plan_chunk(self, split: _Split, pos: int):
@@ -761,7 +799,14 @@ class FileSourceTask(Task):
         return pieces, stop
 
 
-_MIN_PIECE_ROWS = 10_000  # rows below which a chunk is not spread over more Spark tasks
+_MIN_PIECE_ROWS = 10_000  # rows below which a chunk is not spread over more Spark tasks / pool threads
+
+
+def engine_local_encodable(schema) -> bool:
+    """Whether the in-process engine can encode records of this Arrow schema (else the batch runs on Spark)."""
+    from webapp.runtime.engine import local_encodable
+
+    return local_encodable(schema)
 
 
 def _csv_convert_options(schema, null_values):
@@ -957,30 +1002,54 @@ class FileSinkTask(Task):
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
-        from webapp.kafka.topics import admin_client
-
-        self._admin = admin_client(self.context.kafka_config)
+        self._watching = False
+        self._idle_ends = None
 
     def stop(self) -> None:
-        self._admin = None
+        if self.context.end_offsets is not None:
+            self.context.end_offsets.unwatch(str(self.context.task_id))
 
     def _assigned(self) -> list[tuple[str, int]]:
-        from webapp.kafka.topics import TopicError, partition_count
+        from webapp.kafka.clients import partition_count_cached
+        from webapp.kafka.topics import TopicError
 
         out = []
         for topic in self.topics:
             try:
-                n = partition_count(self.context.kafka_config, topic, admin=self._admin)
+                n = partition_count_cached(self.context.kafka_config, topic)
             except TopicError as e:
                 raise ConnectException(str(e)) from e
             out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
         return out
+
+    def idle_delay(self) -> float | None:
+        # woken by the worker's EndOffsetWatcher when a partition gets records; the long
+        # wait is only a safety net (a missed wake-up, a new partition)
+        return 5.0 if self._watching else None
+
+    def _nothing_new(self, assigned: list[tuple[str, int]]) -> bool:
+        """True (the task stays parked on the worker's EndOffsetWatcher) when no end offset of the assigned
+        partitions changed since a batch last found nothing to read; unknown end offsets mean "look"."""
+        watcher = self.context.end_offsets
+        if watcher is None or self.context.wake is None:
+            return False
+        watcher.watch(str(self.context.task_id), assigned, self.context.wake)  # it learns only watched partitions
+        ends = watcher.snapshot(assigned)
+        self._watching = self._idle_ends is not None and ends == self._idle_ends and None not in ends.values()
+        self._ends_before = ends  # taken before reading: a record arriving during the read changes it
+        return self._watching
+
+    def _found_nothing(self) -> None:
+        """The batch read nothing: park until an end offset differs from those seen before it."""
+        self._idle_ends = getattr(self, "_ends_before", None)
 
     def run_batch(self) -> BatchResult | None:
         from webapp.kafka.spark_io import TopicPartitionRange
 
         assigned = self._assigned()
         if not assigned:
+            return None
+        if self._nothing_new(assigned):
             return None
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
         reads = []
@@ -990,7 +1059,9 @@ class FileSinkTask(Task):
                 reads.extend(self._operator.execute(lambda: self._sink_topic(topic, ranges), "TASK_PUT",
                                                     type(self).__name__))
         if not reads:
+            self._found_nothing()
             return None
+        self._idle_ends = None
         offsets = []
         for r in reads:  # only now: every file of the batch is in place
             self._next[(r.topic, r.partition)] = r.next_offset
@@ -1012,6 +1083,12 @@ class FileSinkTask(Task):
         try:
             if self._transforming:
                 return self._pipeline_pass(topic, ranges, stage)
+            engine = self.context.engine
+            if engine is not None and not engine.use_spark(self.config, None, local_ok=self.format == "parquet"):
+                reads = self._local_pass(topic, ranges, stage)
+                if reads is not None:
+                    return reads
+                shutil.rmtree(stage, ignore_errors=True)  # not for the in-process path: Spark decides
             plan = self._plan(topic, ranges)
             if plan is None:
                 return []
@@ -1023,6 +1100,47 @@ class FileSinkTask(Task):
             return self._cached_pass(topic, ranges, stage)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
+
+    def _local_pass(self, topic: str, ranges, stage: str):
+        """Read, decode and write the ranges without Spark (the engine's local path).
+
+        Like the Spark fast path: the value schema is planned from a small peek,
+        then each range is read from its start offset, its values cut to their
+        payloads, parsed by pyarrow's JSON reader into the planned types and
+        written as one Parquet file — one piece per partition, in the engine's
+        worker processes (or its threads). Returns the PartitionReads, or ``None``
+        when the batch needs the Spark path (a record with an unplanned schema, a
+        value that is not a one-line envelope, nested or decimal fields): nothing
+        was committed then, and the Spark path reads the same ranges again.
+        """
+        from webapp.kafka.spark_io import PartitionRead, partition_reader
+        from webapp.runtime.engine import phase
+
+        with phase("decode"):
+            plan = self._plan(topic, ranges)
+        if plan is None:
+            return []
+        if plan is _FALLBACK:
+            return None
+        schema, prefixes = plan
+        arrow_schema = _local_arrow_schema(schema)
+        if arrow_schema is None:
+            return None
+        reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
+                                  timeout=self.batch_ms / 1000.0)
+        os.makedirs(stage, exist_ok=True)
+        heads = None if prefixes is None else [(p + ',"payload":').encode() for p in prefixes]
+        piece = functools.partial(_sink_piece, prefixes=heads,
+                                  arrow_schema=arrow_schema, stage=stage, compression=self.compression)
+        results = self.context.engine.run_pieces(reader, len(ranges), piece, processes=True)
+        if any(r is None for r in results):
+            return None
+        reads = [PartitionRead(topic, r.partition, r.start, res["first"], res["last"], res["count"], res["values"])
+                 for r, res in zip(ranges, results) if res["count"]]
+        if reads:
+            with phase("write"):
+                self._commit_files(topic, ranges, reads, stage)
+        return reads
 
     def _consumer_config(self) -> dict:
         from webapp.kafka.spark_io import CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, _client_config
@@ -1435,6 +1553,127 @@ class FileSinkTask(Task):
                     os.remove(old)  # a previous, uncommitted attempt of this batch
             os.replace(src, final)
         _fsync_dir(self.path)
+
+
+_LOCAL_TYPES = {"int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes"}
+
+
+def _local_arrow_schema(schema: Mapping[str, Any]):
+    """Arrow schema (wire types) to parse payloads of a flat Connect ``schema`` in-process; None if not flat."""
+    import pyarrow as pa
+
+    from webapp.runtime.converters import DATE_LOGICAL, DECIMAL_LOGICAL, TIMESTAMP_LOGICAL
+
+    fields = []
+    for f in schema.get("fields", []):
+        t, name = f.get("type"), f.get("name")
+        if name == DECIMAL_LOGICAL or t not in _LOCAL_TYPES or (name and name not in (DATE_LOGICAL, TIMESTAMP_LOGICAL)):
+            return None
+        wire = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+                "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(), "string": pa.string(),
+                "bytes": pa.string()}[t]
+        fields.append(pa.field(f["field"], wire, metadata={"connect": name or t}))
+    return pa.schema(fields) if fields else None
+
+
+def _sink_piece(index: int, batches, *, prefixes: list[bytes] | None, arrow_schema, stage: str,
+                compression: str) -> dict | None:
+    """One partition of an in-process sink batch: read → decode → ``stage/part-<index>.parquet``.
+
+    Runs in the engine's worker processes (or threads); ``batches`` are the raw
+    records of the range (:func:`webapp.kafka.spark_io.partition_reader`).
+    Returns ``{"count", "values", "first", "last"}`` (tombstones counted, not
+    written), or None when a value does not decode with the planned schema.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from webapp.runtime.engine import phase, timed
+
+    got = list(timed(batches, "consume"))
+    if not got:
+        return {"count": 0, "values": 0, "first": None, "last": None}
+    t = pa.Table.from_batches(got)
+    offsets = t.column("kafka_offset")
+    values = t.column("value").combine_chunks()
+    out = {"count": t.num_rows, "values": t.num_rows - values.null_count, "first": offsets[0].as_py(),
+           "last": offsets[-1].as_py()}
+    if out["values"] == 0:
+        return out
+    with phase("decode"):
+        data = _decode_payloads(values.drop_null() if values.null_count else values, prefixes, arrow_schema)
+    if data is None:
+        return None
+    with phase("write"):
+        pq.write_table(data, os.path.join(stage, f"part-{index:05d}.parquet"), compression=compression)
+    return out
+
+
+def _decode_payloads(values, prefixes: list[bytes] | None, arrow_schema):
+    """Arrow table of the records' payloads (logical types as the Spark path writes them), or None if unparsable.
+
+    ``values``: a binary Arrow array of record values without nulls. With one
+    known envelope prefix (the usual case) the payloads are cut out and joined
+    into newline-delimited JSON by Arrow kernels, without per-record Python.
+    """
+    import base64
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    from webapp.runtime.converters import DATE_LOGICAL, TIMESTAMP_LOGICAL
+
+    n = len(values)
+    if prefixes is not None and len(prefixes) == 1:
+        text = values.cast(pa.string())
+        if not (pc.all(pc.starts_with(text, prefixes[0].decode())).as_py() and pc.all(pc.ends_with(text, "}")).as_py()):
+            return None
+        body = pc.binary_slice(values, len(prefixes[0]), -1)
+    elif prefixes is not None:
+        lines = []
+        for v in values.to_pylist():
+            for p in prefixes:
+                if v.startswith(p):
+                    rest = v[len(p):].rstrip()
+                    if not rest.endswith(b"}"):
+                        return None
+                    lines.append(rest[:-1])
+                    break
+            else:
+                return None
+        body = pa.array(lines, pa.binary())
+    else:
+        body = values
+    joined = pc.binary_join_element_wise(body.cast(pa.binary()), pa.scalar(b""), pa.scalar(b"\n"))
+    bufs = joined.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(joined) + 1 + joined.offset)[joined.offset:]
+    buf = bufs[2][int(offsets[0]):int(offsets[-1])]
+    try:
+        table = pj.read_json(pa.BufferReader(buf), read_options=pj.ReadOptions(block_size=4 << 20),
+                             parse_options=pj.ParseOptions(explicit_schema=arrow_schema,
+                                                           unexpected_field_behavior="ignore"))
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows != n:  # a multi-line value: the JVM path parses it
+        return None
+    cols = []
+    for f in arrow_schema:
+        col = table.column(f.name).combine_chunks()
+        kind = f.metadata[b"connect"].decode()
+        if kind == TIMESTAMP_LOGICAL:
+            col = col.cast(pa.int64()).view(pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC"))
+        elif kind == DATE_LOGICAL:
+            col = col.cast(pa.int32()).view(pa.date32())
+        elif kind == "bytes":
+            try:
+                col = pa.array([None if x is None else base64.b64decode(x, validate=True) for x in col.to_pylist()],
+                               pa.binary())
+            except ValueError:
+                return None
+        cols.append(col)
+    return pa.table(cols, names=[f.name for f in arrow_schema])
 
 
 _FALLBACK = object()

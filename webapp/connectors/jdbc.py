@@ -33,6 +33,7 @@ and the target's offsets. Delivery: exactly once into the target table.
 """
 from __future__ import annotations
 
+import functools
 import fnmatch
 import json
 import logging
@@ -691,7 +692,18 @@ class JdbcSourceTask(Task):
         return [(where, lo_args + [hts, hts, hinc])], {**self._ts_offset(hts), "incrementing": int(hinc)}
 
     def _parallelism(self) -> int:
-        return max(1, int(self.context.spark.sparkContext.defaultParallelism))
+        engine = self.context.engine
+        if engine is None:
+            return max(1, int(self.context.spark.sparkContext.defaultParallelism))
+        # called for a full poll only (batch.max.rows rows)
+        self._batch_full = True
+        return engine.parallelism(engine.would_use_spark(self.config, self.batch_rows))
+
+    def idle_delay(self) -> float | None:
+        """Seconds until the next table is due for a poll (``poll.interval.ms``)."""
+        if not self.sources:
+            return None
+        return max(0.0, min(s.next_poll for s in self.sources) - time.monotonic())
 
     # -- one batch -------------------------------------------------------------------
     def _poll(self, s: _Source) -> BatchResult | None:
@@ -734,6 +746,20 @@ class JdbcSourceTask(Task):
         arrow_schema = pa.schema([pa.field(n, jdbc_io.arrow_wire_type(k)) for n, k in zip(names, kinds)])
         fn = _make_read_fn(self.params, sqls, names, kinds)
         n = len(sqls)
+        engine = self.context.engine
+        full, self._batch_full = getattr(self, "_batch_full", False), False
+        if engine is not None and not engine.use_spark(self.config, self.batch_rows if full else len(pieces)):
+            from webapp.runtime.engine import encode_values
+
+            # a partial of a module function: the pieces may run in the engine's worker processes
+            encode = functools.partial(encode_values, schemas_enable=self.schemas_enable,
+                                       connect_schema=connect_schema)
+
+            try:
+                return self.context.engine.produce_pieces(fn, n, topic=s.topic, kafka_config=self.context.kafka_config,
+                                                          producer_config=self.producer_overrides, encode=encode)
+            except KafkaIOError as e:
+                raise ConnectException(f"{s.name}: {e}") from e
         df = self.context.spark.range(0, n, 1, n).mapInArrow(fn, from_arrow_schema(arrow_schema))
         value = encode_value_column(df.schema, self.schemas_enable, connect_schema=connect_schema)
         try:
@@ -858,12 +884,12 @@ class JdbcSinkTask(Task):
 
             self.context.spark = get_spark_session()
         _register_by_value()
-        from webapp.kafka.topics import admin_client
-
-        self._admin = admin_client(self.context.kafka_config)
+        self._watching = False
+        self._idle_ends = None
 
     def stop(self) -> None:
-        self._admin = None
+        if self.context.end_offsets is not None:
+            self.context.end_offsets.unwatch(str(self.context.task_id))
 
     # -- offsets in the target ---------------------------------------------------------
     def _load_target_offsets(self) -> None:
@@ -901,22 +927,42 @@ class JdbcSinkTask(Task):
 
     # -- batches -----------------------------------------------------------------------
     def _assigned(self) -> list[tuple[str, int]]:
-        from webapp.kafka.topics import TopicError, partition_count
+        from webapp.kafka.clients import partition_count_cached
+        from webapp.kafka.topics import TopicError
 
         out = []
         for topic in self.topics:
             try:
-                n = partition_count(self.context.kafka_config, topic, admin=self._admin)
+                n = partition_count_cached(self.context.kafka_config, topic)
             except TopicError as e:
                 raise ConnectException(str(e)) from e
             out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
         return out
 
+    def idle_delay(self) -> float | None:
+        return 5.0 if self._watching else None  # woken by the EndOffsetWatcher (see FileSinkTask)
+
+    def _nothing_new(self, assigned: list[tuple[str, int]]) -> bool:
+        """True (the task stays parked on the worker's EndOffsetWatcher) when no end offset of the assigned
+        partitions changed since a batch last found nothing to read; unknown end offsets mean "look"."""
+        watcher = self.context.end_offsets
+        if watcher is None or self.context.wake is None:
+            return False
+        watcher.watch(str(self.context.task_id), assigned, self.context.wake)  # it learns only watched partitions
+        ends = watcher.snapshot(assigned)
+        self._watching = self._idle_ends is not None and ends == self._idle_ends and None not in ends.values()
+        self._ends_before = ends  # taken before reading: a record arriving during the read changes it
+        return self._watching
+
+    def _found_nothing(self) -> None:
+        """The batch read nothing: park until an end offset differs from those seen before it."""
+        self._idle_ends = getattr(self, "_ends_before", None)
+
     def run_batch(self) -> BatchResult | None:
         from webapp.kafka.spark_io import TopicPartitionRange
 
         assigned = self._assigned()
-        if not assigned:
+        if not assigned or self._nothing_new(assigned):
             return None
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
         records = 0
@@ -931,7 +977,9 @@ class JdbcSinkTask(Task):
                     self._next[(topic, p)] = nxt
                     offsets.append(SourceOffset({"kafka_topic": topic, "kafka_partition": p}, {"kafka_offset": nxt}))
         if not offsets:
+            self._found_nothing()
             return None
+        self._idle_ends = None
         return BatchResult(records, tuple(offsets))
 
     def _peek(self, ranges) -> list[tuple[bytes | None, bytes | None]]:
@@ -1140,7 +1188,17 @@ class JdbcSinkTask(Task):
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
         decode = self._decode_plan(plan, cols)
-        if decode is not None:  # one Python stage: read, decode and write in each Spark partition
+        engine = self.context.engine
+        if decode is not None and engine is not None and not engine.use_spark(self.config, None):
+            # in-process: each partition read, decoded and written on the engine's piece pool
+            from webapp.runtime.engine import timed
+
+            reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
+                                      timeout=self.batch_ms / 1000.0)
+            fn = _make_read_write_fn(self.params, write_plan, spans,
+                                     lambda batches: timed(reader(batches), "consume"), decode)
+            job = _LocalJob(engine, lambda batches: timed(fn(batches), "_sink"), len(ranges))
+        elif decode is not None:  # one Python stage: read, decode and write in each Spark partition
             reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
                                       timeout=self.batch_ms / 1000.0)
             job = self.context.spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
@@ -1248,15 +1306,31 @@ class JdbcSinkTask(Task):
                 self._next[(topic, r.partition)] = stored
 
 
+class _LocalJob:
+    """A sink job run in-process: ``collect()`` gives the same rows as the Spark job's (see write_partition)."""
+
+    def __init__(self, engine, fn, n: int):
+        self.engine, self.fn, self.n = engine, fn, n
+
+    def collect(self) -> list:
+        return [_Row(r) for batches in self.engine.run_pieces(self.fn, self.n) for b in batches for r in b.to_pylist()]
+
+
+class _Row(dict):
+    """A result row readable as ``row.name`` and ``row["name"]``, like a Spark Row."""
+
+    __getattr__ = dict.__getitem__
+
+
 def _make_read_write_fn(params: Mapping[str, Any], plan: Mapping[str, Any], spans: list, reader, decode):
     """mapInArrow function: Spark partition ``i`` reads ``spans[i]`` from Kafka, decodes and writes it."""
     write_partition, decode_batch = jdbc_io.write_partition, jdbc_io.decode_batch
     params, plan, decode = dict(params), dict(plan), dict(decode)
 
     def read_write(batches):
-        from pyspark import TaskContext as SparkTaskContext
+        from webapp.runtime.engine import partition_index
 
-        index = SparkTaskContext.get().partitionId()
+        index = partition_index()
         decoded = (decode_batch(b, decode) for b in reader(batches))
         yield from write_partition(decoded, params=params, plan=plan, ranges=spans, partition_index=index)
 
@@ -1269,9 +1343,9 @@ def _make_write_fn(params: Mapping[str, Any], plan: Mapping[str, Any], spans: li
     params, plan = dict(params), dict(plan)
 
     def write(batches):
-        from pyspark import TaskContext as SparkTaskContext
+        from webapp.runtime.engine import partition_index
 
-        index = SparkTaskContext.get().partitionId()
+        index = partition_index()
         yield from write_partition(batches, params=params, plan=plan, ranges=spans, partition_index=index)
 
     return write

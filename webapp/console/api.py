@@ -14,7 +14,7 @@
   ``{"connector", "tasks": [TaskMetrics], "records", "records_per_second"}``
   (404 for an unknown connector). A TaskMetrics is ``{"connector", "task",
   "worker_id" (REST address, as in status), "state", "records", "batches",
-  "last_batch_seconds", "records_per_second", "lag"}``: what the agent reported
+  "last_batch_seconds", "records_per_second", "lag", "phases"}``: what the agent reported
   in its latest heartbeat (at most one heartbeat interval old; see
   :class:`webapp.runtime.worker.TaskMetrics`): counts since the task last
   started on its worker, its recent records/s, and a sink task's consumer lag
@@ -130,7 +130,8 @@ def task_metrics(node: ConnectNode, connector: str | None = None) -> list[dict[s
             out.append({"connector": name, "task": int(task), "worker_id": address, "state": m.get("state"),
                         "records": m.get("records", 0), "batches": m.get("batches", 0),
                         "last_batch_seconds": m.get("last_batch_seconds", 0.0),
-                        "records_per_second": m.get("records_per_second", 0.0), "lag": m.get("lag")})
+                        "records_per_second": m.get("records_per_second", 0.0), "lag": m.get("lag"),
+                        "phases": m.get("phases") or {}})
     return sorted(out, key=lambda t: (t["connector"], t["task"]))
 
 

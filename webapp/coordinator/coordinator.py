@@ -75,6 +75,8 @@ class GroupCoordinator:
         self.reported: dict[str, dict[str, Any]] = {}
         self._sent_views: dict[str, str] = {}
         self._inputs_sig: Any = None
+        self._views: dict[str, tuple[Any, dict[str, Any], str]] = {}  # worker -> (marker, view, digest)
+        self._view_epoch = 0
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -129,9 +131,25 @@ class GroupCoordinator:
             log.info("coordinator: worker %s joined", worker_id)
             self._wake.set()
             self.rebalance()
+        view, digest = self._cached_view(worker_id)
+        if not fresh and (running or {}).get("view_digest") == digest:
+            # the worker runs from this very view: say so instead of sending thousands of task
+            # configs every second (the worker re-applies the view it has)
+            return {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
+                    "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000)}
+        return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000)}
+
+    def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
+        """``(worker_view, its digest)``, rebuilt only when a replicated write, a poke or a member change
+        may have changed it (building one reads every connector of the worker)."""
+        marker = (self._applied_index(), self._view_epoch)
+        hit = self._views.get(worker_id)
+        if hit is not None and hit[0] == marker and marker[0] is not None:
+            return hit[1], hit[2]
         view = self.worker_view(worker_id)
-        view["session_timeout_ms"] = int(self.session_timeout * 1000)
-        return view
+        digest = hashlib.sha1(json.dumps(view, sort_keys=True).encode()).hexdigest()
+        self._views[worker_id] = (marker, view, digest)
+        return view, digest
 
     def touch(self, worker_id: str) -> None:
         """Count any signed request from a known, live worker as proof of life.
@@ -260,11 +278,10 @@ class GroupCoordinator:
         if self.dispatcher is None or not self.active:
             return
         for worker_id in list(self.live_workers()):
-            view = self.worker_view(worker_id)
-            digest = hashlib.sha1(json.dumps(view, sort_keys=True).encode()).hexdigest()
+            view, digest = self._cached_view(worker_id)
             if force or self._sent_views.get(worker_id) != digest:
                 try:
-                    self.dispatcher.send(worker_id, view)
+                    self.dispatcher.send(worker_id, {**view, "digest": digest})
                     self._sent_views[worker_id] = digest
                 except Exception:
                     log.exception("coordinator: could not send assignment to %s", worker_id)
@@ -295,8 +312,16 @@ class GroupCoordinator:
         return dead
 
     def _run(self) -> None:
+        last_marker, last_full = None, 0.0
         while not self._stop.is_set():
-            self._wake.wait(self.loop_interval)
+            woken = self._wake.wait(self.loop_interval)
+            if woken:
+                # changes often come in bursts (a connector's task configs, many creates): gather
+                # them for up to 200 ms while they keep coming, then compute one generation for all
+                first = time.monotonic()
+                self._wake.clear()
+                while time.monotonic() - first < 0.2 and self._wake.wait(0.02):
+                    self._wake.clear()
             self._wake.clear()
             try:
                 term = self._leader_term
@@ -304,13 +329,27 @@ class GroupCoordinator:
                     self._activate(term)
                 if self.active:
                     self.expire_sessions()
-                    self.rebalance()
-                    self.dispatch()
+                    # rebalance and dispatch read every connector: only when something may have
+                    # changed (a poke, a replicated write, a member came or went) or every 5 s,
+                    # so an idle cluster of thousands of tasks costs nothing here
+                    marker = (self._applied_index(), tuple(sorted(self.live_workers())))
+                    now = time.monotonic()
+                    if woken or marker != last_marker or now - last_full >= 5.0:
+                        self.rebalance()
+                        self.dispatch()
+                        last_marker, last_full = marker, now
             except (RaftUnavailable, CommandRejected) as exc:
                 log.warning("coordinator: %s", exc)
             except Exception:
                 log.exception("coordinator loop error")
 
+    def _applied_index(self) -> int | None:
+        try:
+            return self.raft.status()["applied_index"]
+        except Exception:  # no status (stopping): count as a change
+            return None
+
     def poke(self) -> None:
         """Ask the loop to re-evaluate now (after a config or target-state change)."""
+        self._view_epoch += 1  # a metadata store other than Raft changes without a Raft write
         self._wake.set()

@@ -6,10 +6,11 @@ librdkafka warn).
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Mapping
 
-__all__ = ["ensure_topic", "partition_count", "admin_client", "TopicError"]
+__all__ = ["ensure_topic", "partition_count", "admin_client", "shared_admin_client", "TopicError"]
 
 # Keys that mean something to an AdminClient; everything else (producer/consumer
 # tuning) is dropped so that one shared kafka_config can be passed everywhere.
@@ -41,11 +42,38 @@ def _admin_config(kafka_config: Mapping[str, object]) -> dict[str, object]:
     return conf
 
 
+_admins: dict[str, object] = {}
+_admins_lock = threading.Lock()
+_MAX_ADMINS = 8
+
+
 def admin_client(kafka_config: Mapping[str, object]):
-    """A ``confluent_kafka.admin.AdminClient`` built from the admin-relevant keys of ``kafka_config``."""
+    """A new ``confluent_kafka.admin.AdminClient`` built from the admin-relevant keys of ``kafka_config``."""
     from confluent_kafka.admin import AdminClient
 
     return AdminClient(_admin_config(kafka_config))
+
+
+def shared_admin_client(kafka_config: Mapping[str, object]):
+    """The process's shared AdminClient for the admin-relevant keys of ``kafka_config``.
+
+    For long-lived users that ask often (a worker's end-offset watcher and
+    partition counts): one client per distinct config (AdminClient is
+    thread-safe; each costs a few librdkafka threads and a connection), at most
+    eight configs, the oldest dropped beyond that. It stays connected: code that
+    creates a client for one call should use :func:`admin_client`.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    conf = _admin_config(kafka_config)
+    key = repr(sorted((k, str(v)) for k, v in conf.items()))
+    with _admins_lock:
+        admin = _admins.get(key)
+        if admin is None:
+            while len(_admins) >= _MAX_ADMINS:
+                _admins.pop(next(iter(_admins)))
+            admin = _admins[key] = AdminClient(conf)
+        return admin
 
 
 def partition_count(kafka_config: Mapping[str, object], topic: str, timeout: float = 10.0, *, admin=None) -> int | None:

@@ -5,8 +5,11 @@ allows one active SparkContext per JVM). :func:`get_spark_session` creates it on
 first use and returns the same object afterwards; :func:`stop_spark_session`
 stops it so a later call creates a fresh one.
 
-Spark's Python workers run this interpreter (``PYSPARK_PYTHON`` =
-``sys.executable``) and find this project on ``PYTHONPATH``.
+Spark's Python workers run this interpreter and import this project: for
+``local[*]`` through the driver's environment (``PYSPARK_PYTHON``,
+``PYTHONPATH``), for a cluster through Spark's configuration
+(:func:`cluster_conf`: ``spark.pyspark.python`` and the project shipped with
+``spark.submit.pyFiles``), so executors need no environment of ours.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import sys
 import threading
 from typing import Any, Mapping
 
-__all__ = ["get_spark_session", "stop_spark_session", "DEFAULT_SPARK_CONF"]
+__all__ = ["get_spark_session", "stop_spark_session", "DEFAULT_SPARK_CONF", "cluster_conf", "project_zip"]
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,6 +54,62 @@ def _prepare_environment() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
 
 
+_code_zip: str | None = None
+
+
+def project_zip() -> str:
+    """A zip of this project's packages (``webapp``, ``raftnode``), built once per process.
+
+    Shipped to a Spark cluster's executors with ``spark.submit.pyFiles``: the
+    pieces' functions are pickled by reference and import ``webapp`` there.
+    """
+    global _code_zip
+    if _code_zip is None or not os.path.exists(_code_zip):
+        import tempfile
+        import zipfile
+
+        path = os.path.join(tempfile.mkdtemp(prefix="raftconnect-code-"), "raftconnect-code.zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for package in ("webapp", "raftnode"):
+                base = os.path.join(_PROJECT_ROOT, package)
+                for folder, dirs, files in os.walk(base):
+                    dirs[:] = [d for d in dirs if d != "__pycache__"]
+                    for name in files:
+                        if name.endswith((".py", ".json", ".html", ".txt")):
+                            full = os.path.join(folder, name)
+                            z.write(full, os.path.relpath(full, _PROJECT_ROOT))
+        _code_zip = path
+    return _code_zip
+
+
+def cluster_conf(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Settings that give a Spark cluster's executors what the driver's environment gives a local one.
+
+    For a non-``local`` master: the Python interpreter (``spark.pyspark.python``,
+    ``spark.executorEnv.PYSPARK_PYTHON``: the same path must exist on every
+    executor host), this project as shipped code (``spark.submit.pyFiles``, see
+    :func:`project_zip`), and where executors reach the driver:
+    ``RAFTCONNECT_SPARK_DRIVER_HOST`` → ``spark.driver.host`` (the address other
+    hosts can reach this node at) and ``RAFTCONNECT_SPARK_DRIVER_BIND_ADDRESS`` →
+    ``spark.driver.bindAddress`` (the local interface, e.g. ``0.0.0.0`` in a
+    container). Empty for ``local[...]`` masters, which need none of it.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    host = env.get("RAFTCONNECT_SPARK_DRIVER_HOST")
+    bind = env.get("RAFTCONNECT_SPARK_DRIVER_BIND_ADDRESS")
+    if host:
+        out["spark.driver.host"] = host
+    if bind:
+        out["spark.driver.bindAddress"] = bind
+    if master.startswith("local"):
+        return out
+    python = env.get("RAFTCONNECT_SPARK_EXECUTOR_PYTHON") or sys.executable
+    out.update({"spark.pyspark.python": python, "spark.executorEnv.PYSPARK_PYTHON": python,
+                "spark.submit.pyFiles": project_zip()})
+    return out
+
+
 def get_spark_session(
     master: str = "local[*]",
     app_name: str = "raftconnect",
@@ -80,6 +139,7 @@ def get_spark_session(
 
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = dict(DEFAULT_SPARK_CONF)
+        settings.update(cluster_conf(master))
         settings.update({k: str(v) for k, v in (conf or {}).items()})
         for key, value in settings.items():
             builder = builder.config(key, value)

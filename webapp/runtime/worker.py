@@ -24,11 +24,14 @@ from webapp.connectors import registry
 from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 
 from . import config_providers
+from webapp.kafka.clients import EndOffsetWatcher
+
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
+from .engine import BatchEngine, LazySpark, PhaseTimes, use_phases
 from .lag import SinkLagMonitor
 from .restart import AutoRestartPolicy, RestartTracker
 
-__all__ = ["Worker", "WorkerTask", "TaskMetrics", "batch_topics"]
+__all__ = ["Worker", "WorkerTask", "TaskExecutor", "TaskMetrics", "batch_topics"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,8 @@ class TaskMetrics:
         self.started = clock()
         self.sink_positions: dict[tuple[str, int], int] = {}
         self.lag: int | None = None
+        #: seconds per phase (read, encode, produce, consume, decode, write, commit) since start
+        self.phases = PhaseTimes()
         self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
 
     def batch_done(self, records: int, seconds: float, offsets: tuple[SourceOffset, ...] = ()) -> None:
@@ -94,21 +99,112 @@ class TaskMetrics:
             return (self.records - base_n) / max(now - base_t, 1e-9)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"]}``."""
+        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"][, "phases"]}``."""
         out = {"records": self.records, "batches": self.batches,
                "last_batch_seconds": round(self.last_batch_seconds, 3),
                "records_per_second": round(self.records_per_second(), 1)}
         if self.lag is not None:
             out["lag"] = self.lag
+        phases = self.phases.as_json()
+        if phases:
+            out["phases"] = phases
         return out
 
 
-class WorkerTask(threading.Thread):
-    """One task's loop: start, then micro-batches until stopped; pause honoured between batches.
+def _warm_imports() -> None:
+    """Import the data libraries of the in-process path now, so a first batch does not wait for them (~1 s)."""
+    import importlib
 
-    Offsets are committed through the leader only after ``run_batch`` returned
-    (the batch's output is durable). A fenced commit (409) means the task moved
-    to another worker: this one stops at once without reporting.
+    for name in ("pyarrow.csv", "pyarrow.json", "pyarrow.parquet", "pyarrow.compute", "polars", "confluent_kafka",
+                 "webapp.runtime.engine", "webapp.kafka.spark_io"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # a missing optional library shows where it is used
+            log.debug("could not import %s ahead of time", name, exc_info=True)
+
+
+class TaskExecutor:
+    """The bounded pool that runs every task of a worker, one step at a time.
+
+    Kafka Connect gives each task its own thread; here a task is a state machine
+    (:class:`WorkerTask`) and a step is one batch (or one idle check). ``threads``
+    pool threads run the steps that are due; a task with nothing to do is parked
+    in a timer heap (or until woken) and costs no thread, no wake-up and no CPU.
+    One extra thread serves the timers. A task never runs two steps at once.
+
+    Args:
+        threads: pool size (``RAFTCONNECT_TASK_THREADS``; default ``max(16, 4 × cores)``):
+            the number of batches that can be in flight at once on this worker.
+    """
+
+    def __init__(self, threads: int | None = None):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.threads = threads or int(os.environ.get("RAFTCONNECT_TASK_THREADS", "0")) \
+            or max(16, 4 * (os.cpu_count() or 2))
+        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="task")
+        self._heap: list[tuple[float, int, "WorkerTask", int]] = []
+        self._seq = 0
+        self._cv = threading.Condition()
+        self._closed = False
+        self._timer = threading.Thread(target=self._timer_loop, name="task-timers", daemon=True)
+        self._timer.start()
+
+    def submit(self, task: "WorkerTask") -> None:
+        """Run ``task``'s next step as soon as a pool thread is free."""
+        if self._closed:
+            return
+        try:
+            self._pool.submit(task._step)
+        except RuntimeError:  # shut down meanwhile
+            pass
+
+    def schedule(self, task: "WorkerTask", delay: float, token: int) -> None:
+        """Run ``task``'s next step after ``delay`` seconds unless its ``token`` changed (it was woken)."""
+        import heapq
+
+        with self._cv:
+            self._seq += 1
+            heapq.heappush(self._heap, (time.monotonic() + delay, self._seq, task, token))
+            self._cv.notify()
+
+    def _timer_loop(self) -> None:
+        import heapq
+
+        while True:
+            with self._cv:
+                while not self._closed and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    self._cv.wait(None if not self._heap else max(0.0, self._heap[0][0] - time.monotonic()))
+                if self._closed:
+                    return
+                _, _, task, token = heapq.heappop(self._heap)
+            task._timer_fired(token)
+
+    def shutdown(self) -> None:
+        """Stop the timer thread and the pool (steps in flight finish)."""
+        with self._cv:
+            self._closed = True
+            self._heap.clear()
+            self._cv.notify_all()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class WorkerTask:
+    """One task's lifecycle, run as steps on the worker's :class:`TaskExecutor` (Connect's ``WorkerTask``).
+
+    A step starts the task (first step), runs one batch and commits its offsets
+    through the leader, or reports PAUSED and parks until woken. After a batch
+    that moved records the next step is queued at once; after an idle one the
+    task waits for what the task itself asks (``Task.idle_delay()``: e.g. a JDBC
+    source's next poll, or long for a sink that is woken when its partitions get
+    records), else for an idle backoff that doubles from 50 ms up to
+    ``RAFTCONNECT_TASK_IDLE_MAX_MS`` (1000).
+
+    Offsets are committed only after ``run_batch`` returned (the batch's output
+    is durable). A fenced commit (409) means the task moved to another worker:
+    this one stops at once without reporting. The thread-like surface
+    (``start``, ``is_alive``, ``join``, ``stop``, ``cancel``) is what the
+    worker's reconcile uses.
 
     Args:
         task_id: the task.
@@ -116,18 +212,25 @@ class WorkerTask(threading.Thread):
         generation: generation at which this worker got the task (fencing token).
         target_state: STARTED or PAUSED.
         client: control-plane client.
-        spark: callable returning the agent's SparkSession (created lazily).
+        spark: the agent's SparkSession, or a :class:`~webapp.runtime.engine.LazySpark`
+            (or a callable returning one, as before).
         kafka_config: librdkafka settings.
         work_dir: scratch directory root of the agent.
-        idle_backoff: seconds to wait after a batch that had nothing to do.
+        executor: the pool that runs the steps (a private one of 2 threads if None).
+        engine: the agent's :class:`~webapp.runtime.engine.BatchEngine`.
+        end_offsets: the agent's :class:`~webapp.kafka.clients.EndOffsetWatcher` (sinks sleep on it).
+        idle_backoff: longest wait after a batch that had nothing to do, in seconds.
         restart_seq: the task's restart counter in the view it was started from (see
             ``GroupCoordinator.worker_view``); a different counter in a later view restarts it.
     """
 
+    MIN_IDLE = 0.05
+
     def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
-                 client: ControlPlaneClient, spark: Callable[[], Any], kafka_config: dict[str, str],
-                 work_dir: str, idle_backoff: float = 0.5, restart_seq: int = 0):
-        super().__init__(name=f"task-{task_id}", daemon=True)
+                 client: ControlPlaneClient, spark: Any, kafka_config: dict[str, str],
+                 work_dir: str, executor: TaskExecutor | None = None, engine: Any = None,
+                 end_offsets: Any = None, idle_backoff: float | None = None, restart_seq: int = 0):
+        self.name = f"task-{task_id}"
         self.task_id = task_id
         self.config = config
         self.generation = generation
@@ -136,27 +239,55 @@ class WorkerTask(threading.Thread):
         self.spark = spark
         self.kafka_config = kafka_config
         self.work_dir = work_dir
-        self.idle_backoff = idle_backoff
+        self.executor = executor
+        self.engine = engine
+        self.end_offsets = end_offsets
+        self.idle_backoff = idle_backoff if idle_backoff is not None else \
+            int(os.environ.get("RAFTCONNECT_TASK_IDLE_MAX_MS", "1000")) / 1000.0
         self.restart_seq = restart_seq
         self.metrics = TaskMetrics()
         self.state = "UNASSIGNED"
+        self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._started = False
+        self._queued = False  # a step is queued or running
+        self._wake_pending = False
+        self._token = 0
+        self._idle = self.MIN_IDLE
+        self._task = None
         # Spark jobs of this task run in their own job group, so a task that must stop at once
         # (fenced, or past its graceful stop) can have its in-flight batch cancelled
         self.job_group = f"raftconnect:{task_id}:g{generation}:{uuid.uuid4().hex[:8]}"
         self._spark_context = None
         self._cancelled = False
+        self._own_executor = executor is None
+
+    # -- the thread-like surface ------------------------------------------------------
+    def start(self) -> None:
+        """Queue the first step (which starts the task)."""
+        if self.executor is None:
+            self.executor = TaskExecutor(threads=2)
+        self._started = True
+        self.wake()
+
+    def is_alive(self) -> bool:
+        """Started and not yet ended (a parked task is alive)."""
+        return self._started and not self._done.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds for the task to end."""
+        self._done.wait(timeout)
 
     def set_target_state(self, target_state: str) -> None:
         """Pause (PAUSED) or resume (STARTED) between batches."""
         self.target_state = target_state
-        self._wake.set()
+        self.wake()
 
     def stop(self) -> None:
-        """Ask the loop to end after the current batch."""
+        """Ask the task to end after the current batch."""
         self._stop_event.set()
-        self._wake.set()
+        self.wake()
 
     def cancel(self) -> None:
         """Stop now: also cancel the Spark jobs of the batch in flight (their output is not committed).
@@ -165,7 +296,8 @@ class WorkerTask(threading.Thread):
         busy after the graceful stop timeout): finishing the batch would only write
         what the new owner writes again. Every connector's batch is crash-safe (a
         cancelled batch is like a killed one: its offsets are not committed), so
-        the new owner redoes it. Safe from any thread; no effect once the loop ended.
+        the new owner redoes it. An in-process batch runs to its end, but its
+        offsets are not committed either. Safe from any thread; no effect once ended.
         """
         self._cancelled = True
         self.stop()
@@ -180,52 +312,136 @@ class WorkerTask(threading.Thread):
     def stopping(self) -> bool:
         return self._stop_event.is_set()
 
+    def wake(self) -> None:
+        """Run the next step now (a parked task), or right after the current one (a running task)."""
+        if not self._started or self._done.is_set():
+            return
+        with self._lock:
+            if self._queued:
+                self._wake_pending = True
+                return
+            self._queued = True
+            self._token += 1
+        self.executor.submit(self)
+
+    def _timer_fired(self, token: int) -> None:
+        with self._lock:
+            if token != self._token or self._queued:
+                return
+            self._queued = True
+        self.executor.submit(self)
+
+    def _park(self, delay: float | None) -> None:
+        """End a step: queue the next one now, after ``delay`` seconds, or (None) when woken."""
+        with self._lock:
+            if self._wake_pending or self.stopping:
+                self._wake_pending = False
+                delay = 0.0
+            if delay == 0.0:
+                self.executor.submit(self)  # stays queued
+                return
+            self._queued = False
+            self._token += 1
+            token = self._token
+        if delay is not None:
+            self.executor.schedule(self, delay, token)
+
+    # -- steps -------------------------------------------------------------------------
     def _report(self, state: str, trace: str | None = None) -> None:
         if state == self.state and trace is None:
             return
         self.state = state
         self.client.report_status(self.task_id.connector, self.task_id.task, self.generation, state, trace)
 
-    def run(self) -> None:  # noqa: C901 - the loop reads best in one place
-        task = None
+    def _spark_session(self):
+        spark = self.spark
+        if isinstance(spark, LazySpark):
+            return spark
+        if callable(spark) and not hasattr(spark, "sparkContext"):
+            spark = spark()  # a factory, as older callers pass
+            self.spark = spark
+        return spark
+
+    def _begin(self) -> None:
+        plugin = registry.resolve(self.config.get("connector.class", ""))
+        offsets = self.client.get_offsets(self.task_id.connector)
+        work_dir = os.path.join(self.work_dir, "tasks", str(self.task_id))
+        os.makedirs(work_dir, exist_ok=True)
+        context = TaskContext(task_id=self.task_id, spark=self._spark_session(), kafka_config=dict(self.kafka_config),
+                              work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets},
+                              engine=self.engine, end_offsets=self.end_offsets, wake=self.wake)
+        # secrets are resolved here, in the worker, just before the task starts (config_providers)
+        task = plugin.cls.task_class(context, config_providers.transform(self.config))
+        self._task = task
+        task.start()
+
+    def _bind_job_group(self) -> None:
+        """Name this task's Spark job group for the step's pool thread (bound when the step touches Spark)."""
+        def bound(sc) -> None:
+            self._spark_context = sc
+
+        LazySpark.use_job_group(self.job_group, f"task {self.task_id}", bound)
+        spark = self.spark
+        if isinstance(spark, LazySpark):
+            if spark.started:
+                spark.session()  # binds now
+            return
+        sc = getattr(spark, "sparkContext", None)  # a plain SparkSession (tools, tests)
+        if sc is not None:
+            sc.setJobGroup(self.job_group, f"task {self.task_id}", interruptOnCancel=True)
+            self._spark_context = sc
+
+    def _step(self) -> None:  # noqa: C901 - one step reads best in one place
+        if self._done.is_set():
+            return
         try:
-            plugin = registry.resolve(self.config.get("connector.class", ""))
-            offsets = self.client.get_offsets(self.task_id.connector)
-            work_dir = os.path.join(self.work_dir, "tasks", str(self.task_id))
-            os.makedirs(work_dir, exist_ok=True)
-            spark = self.spark()
-            context = TaskContext(task_id=self.task_id, spark=spark, kafka_config=dict(self.kafka_config),
-                                  work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets})
-            sc = getattr(spark, "sparkContext", None)
-            if sc is not None:  # job groups are per thread (PySpark's pinned thread mode)
-                sc.setJobGroup(self.job_group, f"task {self.task_id}", interruptOnCancel=True)
-                self._spark_context = sc
-            # secrets are resolved here, in the worker, just before the task starts (config_providers)
-            task = plugin.cls.task_class(context, config_providers.transform(self.config))
-            task.start()
-            while not self.stopping:
-                if self.target_state == "PAUSED":
-                    self._report("PAUSED")
-                    self._wake.wait(1.0)
-                    self._wake.clear()
-                    continue
-                self._report("RUNNING")
-                t0 = time.monotonic()
-                result: BatchResult | None = task.run_batch()
-                if result is None:
-                    self._wake.wait(self.idle_backoff)
-                    self._wake.clear()
-                    continue
-                if result.offsets:
-                    self.client.commit_offsets(self.task_id, self.generation, list(result.offsets),
-                                               topics=batch_topics(self.config, result))
-                self.metrics.batch_done(result.records, time.monotonic() - t0, tuple(result.offsets))
+            if self.stopping:
+                self._finish()
+                return
+            if self._task is None:
+                self._begin()
+            if self.target_state == "PAUSED":
+                self._report("PAUSED")
+                self._park(None)
+                return
+            self._report("RUNNING")
+            self._bind_job_group()
+            t0 = time.monotonic()
+            use_phases(self.metrics.phases)
+            try:
+                result: BatchResult | None = self._task.run_batch()
+            finally:
+                use_phases(None)
+            if result is None:
+                hint = getattr(self._task, "idle_delay", None)
+                delay = hint() if callable(hint) else None
+                if delay is None:
+                    delay, self._idle = self._idle, min(self.idle_backoff, self._idle * 2)
+                self._park(max(0.0, delay) or self.MIN_IDLE)
+                return
+            self._idle = self.MIN_IDLE
+            if self._cancelled:  # fenced or past its graceful stop: its work belongs to another worker
+                raise _Cancelled()
+            if result.offsets:
+                c0 = time.perf_counter()
+                self.client.commit_offsets(self.task_id, self.generation, list(result.offsets),
+                                           topics=batch_topics(self.config, result))
+                self.metrics.phases.add("commit", time.perf_counter() - c0)
+            took = time.monotonic() - t0
+            self.metrics.batch_done(result.records, took, tuple(result.offsets))
+            log.debug("task %s: batch of %d records in %.3f s", self.task_id, result.records, took)
+            self._park(0.0)
         except Fenced as exc:
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
             self.state = "FENCED"
+            self._finish()
+        except _Cancelled:
+            log.warning("task %s stopped: its batch in flight was cancelled", self.task_id)
+            self._finish()
         except Exception:
             if self._cancelled:  # the batch in flight was cancelled on purpose: not a failure
                 log.warning("task %s stopped: its batch in flight was cancelled", self.task_id)
+                self._finish()
                 return
             trace = traceback.format_exc()
             log.error("task %s failed:\n%s", self.task_id, trace)
@@ -233,12 +449,25 @@ class WorkerTask(threading.Thread):
                 self._report("FAILED", trace)
             except Exception:
                 log.exception("could not report failure of %s", self.task_id)
-        finally:
-            if task is not None:
-                try:
-                    task.stop()
-                except Exception:
-                    log.exception("task %s stop failed", self.task_id)
+            self._finish()
+        except BaseException:
+            self._finish()
+            raise
+
+    def _finish(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            try:
+                task.stop()
+            except Exception:
+                log.exception("task %s stop failed", self.task_id)
+        self._done.set()
+        if self._own_executor and self.executor is not None:
+            self.executor.shutdown()
+
+
+class _Cancelled(Exception):
+    """A batch finished after its task was cancelled: nothing of it is committed."""
 
 
 class Worker:
@@ -269,8 +498,15 @@ class Worker:
         #: task.shutdown.graceful.timeout.ms, default 5 s)
         self.graceful_stop_timeout = float(os.environ.get("RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS", "5000")) / 1000
         self._spark_factory = spark_factory
-        self._spark = None
         self._spark_lock = threading.Lock()
+        #: the agent's SparkSession, started by the first batch that runs on Spark (or by :meth:`spark`)
+        self.lazy_spark = LazySpark(spark_factory)
+        #: runs every task's steps (no thread per task)
+        self.executor = TaskExecutor()
+        #: where batches run: in-process or as Spark jobs
+        self.engine = BatchEngine(self.lazy_spark, kafka_config=kafka_config)
+        #: end offsets of the partitions idle sink tasks wait on (one admin client per agent)
+        self.end_offsets = EndOffsetWatcher(kafka_config)
         self._lock = threading.RLock()  # held by the reconcile thread while it changes what runs
         self._snapshot_lock = threading.Lock()  # short: guards the dicts for readers (heartbeat)
         self.tasks: dict[str, WorkerTask] = {}
@@ -282,15 +518,14 @@ class Worker:
         self._reconcile_thread: threading.Thread | None = None
         self._pending: dict[str, Any] | None = None  # newest view not yet applied
         self._pending_cv = threading.Condition()
+        self._connector_pool = None  # starts connector instances of a view in parallel (created on first need)
+        self._last_view: dict[str, Any] | None = None  # the newest full view (its digest rides on heartbeats)
         self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics)
         self.restart_tracker = RestartTracker()
 
     def spark(self):
-        """The agent's SparkSession, created on first use."""
-        with self._spark_lock:
-            if self._spark is None:
-                self._spark = self._spark_factory()
-            return self._spark
+        """The agent's SparkSession, created now if no batch has needed it yet."""
+        return self.lazy_spark.session()
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -299,7 +534,22 @@ class Worker:
         self._reconcile_thread.start()
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._hb_thread.start()
+        threading.Thread(target=self._warm, name="warm-up", daemon=True).start()
         self.lag_monitor.start()
+
+    def _warm(self) -> None:
+        """Import the data libraries and start the engine's worker processes before the first batch needs them."""
+        _warm_imports()
+        try:
+            from .engine import warm_producer
+
+            warm_producer(self.kafka_config)  # for pieces that run on the agent's threads
+        except Exception:
+            log.debug("no producer warmed", exc_info=True)
+        try:
+            self.engine.warm()
+        except Exception:
+            log.warning("the engine's worker processes did not start; pieces run on threads", exc_info=True)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop every task (bounded by ``timeout`` seconds) and leave the group."""
@@ -308,6 +558,11 @@ class Worker:
             self._pending_cv.notify_all()
         self.stop_all(timeout)
         self.lag_monitor.stop()
+        self.end_offsets.stop()
+        self.executor.shutdown()
+        if self._connector_pool is not None:
+            self._connector_pool.shutdown(wait=False, cancel_futures=True)
+        self.engine.shutdown()
         try:
             self.client.leave()
         except Exception:
@@ -342,6 +597,7 @@ class Worker:
         for t in tasks:
             t.cancel()
         self.generation = -1  # accept whatever view comes next
+        self._last_view = None  # and ask for it whole
 
     def _task_metrics(self) -> list[TaskMetrics]:
         with self._snapshot_lock:
@@ -361,13 +617,19 @@ class Worker:
             ok = False
             try:
                 t0 = time.monotonic()
-                view = self.client.heartbeat(self.member, self.running())
+                running = self.running()
+                if self._last_view is not None:
+                    running["view_digest"] = self._last_view.get("digest")
+                view = self.client.heartbeat(self.member, running)
                 took = time.monotonic() - t0
                 if took > 1.0:
                     log.warning("heartbeat took %.2f s (session timeout %.1f s)", took, self.session_timeout)
                 ok = True
                 self._last_contact = time.monotonic()
                 self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
+                if view.get("unchanged") and self._last_view is not None \
+                        and view.get("digest") == self._last_view.get("digest"):
+                    view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
                 self.apply_assignment(view)
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
                 silent = time.monotonic() - self._last_contact
@@ -390,8 +652,10 @@ class Worker:
         waits for a connector or a stopping task (which could take a whole batch)
         and the session cannot expire because of it.
         """
-        if self._stop.is_set():
+        if self._stop.is_set() or view.get("unchanged"):
             return
+        if "tasks" in view:
+            self._last_view = view
         with self._pending_cv:
             if self._pending is None or view.get("generation", 0) >= self._pending.get("generation", 0):
                 self._pending = view
@@ -416,50 +680,67 @@ class Worker:
             if view.get("generation", 0) < self.generation:
                 return
             self.generation = view.get("generation", 0)
-            self._reconcile_connectors(view.get("connectors", {}))
+            # tasks first: those already configured start now, not after every connector of the view
             self._reconcile_tasks(view.get("tasks", {}))
+            self._reconcile_connectors(view.get("connectors", {}))
 
     def _reconcile_connectors(self, wanted: dict[str, Any]) -> None:
+        """Start, stop or update connector instances; the ones that changed are handled in parallel
+        (each costs a few control-plane calls: task configs, status)."""
         for name in list(self.connectors):
             if name not in wanted:
                 with self._snapshot_lock:
                     self.connectors.pop(name)
+        changed = []
         for name, c in wanted.items():
             have = self.connectors.get(name)
             fresh = have is None or have["config"] != c["config"] or have["generation"] != c["generation"] \
                 or have.get("restart", 0) != c.get("restart", 0)
             if not fresh and have["target_state"] == c["target_state"] and have["tasks"] == c["tasks"]:
                 continue
+            changed.append((name, c, have, fresh))
+        if len(changed) <= 1:
+            for args in changed:
+                self._reconcile_connector(*args)
+            return
+        if self._connector_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._connector_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="connector")
+        list(self._connector_pool.map(lambda args: self._reconcile_connector(*args), changed))
+
+    def _reconcile_connector(self, name: str, c: dict[str, Any], have: dict[str, Any] | None, fresh: bool) -> None:
+        """Bring one connector instance in line with its entry of the view (start it, report its state)."""
+        with self._snapshot_lock:
+            self.connectors[name] = {"config": c["config"], "generation": c["generation"],
+                                     "target_state": c["target_state"], "tasks": c["tasks"],
+                                     "restart": c.get("restart", 0)}
+        try:
+            if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != "STOPPED":
+                self.client.report_status(name, None, c["generation"], "RESTARTING")
+            if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
+                plugin = registry.resolve(c["config"].get("connector.class", ""))
+                connector = plugin.cls()
+                resolved = config_providers.transform(c["config"])  # ${provider:...} resolved only here
+                connector.start(resolved)
+                configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
+                connector.stop()
+                configs = config_providers.reverse_transform(c["config"], resolved, configs)
+                if configs != c["tasks"]:
+                    self.client.put_task_configs(name, c["generation"], configs)
+            state = {"STARTED": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}[c["target_state"]]
+            self.client.report_status(name, None, c["generation"], state)
+        except Fenced as exc:
+            log.warning("connector %s fenced: %s", name, exc)
             with self._snapshot_lock:
-                self.connectors[name] = {"config": c["config"], "generation": c["generation"],
-                                         "target_state": c["target_state"], "tasks": c["tasks"],
-                                         "restart": c.get("restart", 0)}
+                self.connectors.pop(name, None)
+        except Exception:
+            trace = traceback.format_exc()
+            log.error("connector %s failed:\n%s", name, trace)
             try:
-                if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != "STOPPED":
-                    self.client.report_status(name, None, c["generation"], "RESTARTING")
-                if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
-                    plugin = registry.resolve(c["config"].get("connector.class", ""))
-                    connector = plugin.cls()
-                    resolved = config_providers.transform(c["config"])  # ${provider:...} resolved only here
-                    connector.start(resolved)
-                    configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
-                    connector.stop()
-                    configs = config_providers.reverse_transform(c["config"], resolved, configs)
-                    if configs != c["tasks"]:
-                        self.client.put_task_configs(name, c["generation"], configs)
-                state = {"STARTED": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}[c["target_state"]]
-                self.client.report_status(name, None, c["generation"], state)
-            except Fenced as exc:
-                log.warning("connector %s fenced: %s", name, exc)
-                with self._snapshot_lock:
-                    self.connectors.pop(name, None)
+                self.client.report_status(name, None, c["generation"], "FAILED", trace)
             except Exception:
-                trace = traceback.format_exc()
-                log.error("connector %s failed:\n%s", name, trace)
-                try:
-                    self.client.report_status(name, None, c["generation"], "FAILED", trace)
-                except Exception:
-                    log.exception("could not report connector failure")
+                log.exception("could not report connector failure")
 
     def _reconcile_tasks(self, wanted: dict[str, Any]) -> None:
         for key in list(self.tasks):
@@ -502,7 +783,8 @@ class Worker:
                 continue
             t = WorkerTask(task_id=ConnectorTaskId(w["connector"], w["task"]), config=w["config"],
                            generation=w["generation"], target_state=w["target_state"], client=self.client,
-                           spark=self.spark, kafka_config=self.kafka_config, work_dir=self.data_dir,
+                           spark=self.lazy_spark, kafka_config=self.kafka_config, work_dir=self.data_dir,
+                           executor=self.executor, engine=self.engine, end_offsets=self.end_offsets,
                            restart_seq=w.get("restart", 0))
             with self._snapshot_lock:
                 self.tasks[key] = t

@@ -1,0 +1,81 @@
+"""Kafka clients shared by a worker's tasks: the end-offset watcher, cached partition counts, pooled producers."""
+from __future__ import annotations
+
+import threading
+import uuid
+
+from confluent_kafka import Producer
+
+from webapp.connect.launcher import wait_for
+from webapp.kafka.clients import EndOffsetWatcher, partition_count_cached
+from webapp.kafka.spark_io import produce_function
+from webapp.kafka.topics import ensure_topic
+
+
+def test_a_watcher_wakes_only_the_tasks_whose_partitions_got_records(kafka_broker):
+    cfg = kafka_broker.client_config()
+    topic = f"watch-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 2)
+    watcher = EndOffsetWatcher(cfg, interval=0.05)
+    woken = {"a": threading.Event(), "b": threading.Event()}
+    try:
+        watcher.watch("a", [(topic, 0)], woken["a"].set)
+        watcher.watch("b", [(topic, 1)], woken["b"].set)
+        wait_for(lambda: not watcher.has_records({(topic, 0): 0, (topic, 1): 0}), 30,
+                 what="the watcher to learn both partitions are empty")
+        woken["a"].clear()
+        woken["b"].clear()
+        p = Producer(cfg)
+        p.produce(topic, b"x", partition=1)
+        assert p.flush(30) == 0
+        assert woken["b"].wait(30)
+        assert watcher.has_records({(topic, 1): 0}) and not watcher.has_records({(topic, 1): 1})
+        assert not woken["a"].is_set()  # partition 0 did not move
+        assert watcher.has_records({(topic, 0): None, ("never-seen", 0): 5})  # unknown: the task looks itself
+        watcher.unwatch("a")
+        watcher.unwatch("b")
+        wait_for(lambda: watcher._thread is None, 30, what="the watcher thread to end with nothing to watch")
+    finally:
+        watcher.stop()
+
+
+def test_partition_counts_are_cached_and_a_missing_topic_is_asked_again(kafka_broker):
+    cfg = kafka_broker.client_config()
+    topic = f"count-{uuid.uuid4().hex[:8]}"
+    assert partition_count_cached(cfg, topic, missing_max_age=0.0) is None
+    ensure_topic(cfg, topic, 3)
+    assert partition_count_cached(cfg, topic, missing_max_age=0.0) == 3
+
+
+def test_concurrent_produce_functions_share_a_pool_of_producers(kafka_broker):
+    """Two pieces producing at once each take a producer; both go back to the pool, and are reused."""
+    import sys
+
+    import pyarrow as pa
+
+    cfg = kafka_broker.client_config()
+    topic = f"pool-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 1)
+    fn = produce_function(topic, cfg)
+    batch = pa.record_batch([pa.array([b"v"] * 100, pa.binary())], names=["value"])
+    gate = threading.Barrier(2, timeout=30)
+
+    def piece():
+        def batches():
+            gate.wait()  # both pieces hold a producer at this point
+            yield batch
+        return [b.column(0)[0].as_py() for b in fn(batches())]
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(piece())) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [[100], [100]]
+    pools = sys.__dict__["_raftconnect_kafka_producers"]
+    idle = [entries for entries in pools.values() if len(entries) >= 2]
+    assert idle, "both producers went back to the pool"
+    producers = {id(e["producer"]) for entries in idle for e in entries}
+    assert [b.column(0)[0].as_py() for b in fn(iter([batch]))] == [100]
+    assert {id(e["producer"]) for entries in pools.values() for e in entries} == producers  # reused, none new
