@@ -7,7 +7,7 @@ import uuid
 from confluent_kafka import Producer
 
 from webapp.connect.launcher import wait_for
-from webapp.kafka.clients import EndOffsetWatcher, partition_count_cached
+from webapp.kafka.clients import EndOffsetWatcher, ensure_topic_cached, partition_count_cached
 from webapp.kafka.spark_io import produce_function
 from webapp.kafka.topics import ensure_topic
 
@@ -45,6 +45,15 @@ def test_partition_counts_are_cached_and_a_missing_topic_is_asked_again(kafka_br
     assert partition_count_cached(cfg, topic, missing_max_age=0.0) is None
     ensure_topic(cfg, topic, 3)
     assert partition_count_cached(cfg, topic, missing_max_age=0.0) == 3
+
+
+def test_a_topic_created_here_is_seen_at_once_by_a_task_told_it_was_missing(kafka_broker):
+    """A source task creates its topic; the sink task of the same worker must not trust the earlier 'missing'."""
+    cfg = kafka_broker.client_config()
+    topic = f"created-{uuid.uuid4().hex[:8]}"
+    assert partition_count_cached(cfg, topic) is None  # remembered as missing for a second
+    assert ensure_topic_cached(cfg, topic, 2) == 2
+    assert partition_count_cached(cfg, topic) == 2  # not the cached None
 
 
 def test_concurrent_produce_functions_share_a_pool_of_producers(kafka_broker):

@@ -538,14 +538,13 @@ class FileSourceTask(Task):
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
-        from webapp.kafka.clients import partition_count_cached
-        from webapp.kafka.topics import TopicError, ensure_topic
+        from webapp.kafka.clients import ensure_topic_cached
+        from webapp.kafka.topics import TopicError
 
-        try:
-            if not partition_count_cached(self.context.kafka_config, self.topic):  # one metadata call for all tasks
-                ensure_topic(self.context.kafka_config, self.topic,
-                             _int(cd, cfg, "topic.creation.default.partitions"),
-                             _int(cd, cfg, "topic.creation.default.replication.factor"))
+        try:  # one metadata call for all of the worker's tasks
+            ensure_topic_cached(self.context.kafka_config, self.topic,
+                                _int(cd, cfg, "topic.creation.default.partitions"),
+                                _int(cd, cfg, "topic.creation.default.replication.factor"))
         except TopicError as e:
             raise ConnectException(str(e)) from e
 

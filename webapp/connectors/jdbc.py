@@ -565,12 +565,14 @@ class JdbcSourceTask(Task):
 
             self.context.spark = get_spark_session()
         _register_by_value()
-        from webapp.kafka.topics import TopicError, ensure_topic
+        from webapp.kafka.clients import ensure_topic_cached
+        from webapp.kafka.topics import TopicError
 
         for s in self.sources:
             try:
-                ensure_topic(self.context.kafka_config, s.topic, _int(cd, cfg, "topic.creation.default.partitions"),
-                             _int(cd, cfg, "topic.creation.default.replication.factor"))
+                ensure_topic_cached(self.context.kafka_config, s.topic,
+                                    _int(cd, cfg, "topic.creation.default.partitions"),
+                                    _int(cd, cfg, "topic.creation.default.replication.factor"))
             except TopicError as e:
                 raise ConnectException(str(e)) from e
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .topics import partition_count, shared_admin_client
 
-__all__ = ["EndOffsetWatcher", "partition_count_cached"]
+__all__ = ["EndOffsetWatcher", "partition_count_cached", "ensure_topic_cached"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,31 @@ def partition_count_cached(kafka_config: Mapping[str, Any], topic: str, *, max_a
             n = partition_count(kafka_config, topic, admin=shared_admin_client(kafka_config))
             _counts[key] = (now, n)
         return _counts[key][1]
+
+
+def ensure_topic_cached(kafka_config: Mapping[str, Any], topic: str, partitions: int,
+                        replication_factor: int = -1) -> int:
+    """:func:`~webapp.kafka.topics.ensure_topic`, asked only when the cache does not know ``topic``.
+
+    The count the topic ends up with goes into the cache at once, so a task of
+    this process that looked for ``topic`` before it existed (and was told "missing"
+    for ``missing_max_age``) sees its partitions right after it is created.
+
+    Returns:
+        The topic's partition count.
+
+    Raises:
+        TopicError: as :func:`~webapp.kafka.topics.ensure_topic`.
+    """
+    from .topics import ensure_topic
+
+    n = partition_count_cached(kafka_config, topic)
+    if n:
+        return n
+    n = ensure_topic(kafka_config, topic, partitions, replication_factor)
+    with _counts_lock:
+        _counts[(str(kafka_config.get("bootstrap.servers")), topic)] = (time.monotonic(), n)
+    return n
 
 
 class EndOffsetWatcher:
