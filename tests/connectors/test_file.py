@@ -268,6 +268,27 @@ def test_resume_from_committed_offsets_without_duplicates(spark, kafka_broker, t
     assert files_before <= set(data_files(out))
 
 
+def test_a_line_being_written_is_read_once_it_is_whole(spark, kafka_broker, tmp_path):
+    """A followed file's unterminated last line waits for its writer (appends are not atomic); once the file
+    has been quiet for PARTIAL_LINE_QUIET_SECONDS it is read even without a newline."""
+    src = tmp_path / "feed.csv"
+    src.write_text("id,name,value\n1,a,0.5\n2,b")  # a writer is in the middle of row 2
+    topic = unique("feed")
+    cfg = {"path": str(src), "topic": topic}
+    n1, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src")
+    assert n1 == 1
+    with open(src, "a") as fh:
+        fh.write(",1.5\n3,c,2")  # row 2 finished, row 3 begun
+    n2, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
+    assert n2 == 1
+    quiet = src.stat().st_mtime - 10  # the writer went away without a final newline
+    os.utime(src, (quiet, quiet))
+    n3, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
+    assert n3 == 1
+    values = [decode_value(v)[1] for v in read_topic(kafka_broker.bootstrap_servers, topic)]
+    assert sorted((r["id"], r["name"], r["value"]) for r in values) == [(1, "a", 0.5), (2, "b", 1.5), (3, "c", 2.0)]
+
+
 def test_source_offsets_resume_split_ranges(spark, kafka_broker, tmp_path, flights_5k):
     topic = unique("flights-split-resume")
     cfg = {"path": str(flights_5k), "topic": topic, "tasks.max": "2", "split.min.bytes": "1000",

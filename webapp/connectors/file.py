@@ -700,8 +700,8 @@ class FileSourceTask(Task):
         with open(split.filename, "rb") as f:
             sample = f.read(self.sample_bytes if self.sample_bytes > 0 else -1)
             at_eof = not f.read(1)
-        if not at_eof:
-            cut = sample.rfind(b"\n")
+        if not at_eof or (split.end is None and not sample.endswith(b"\n") and _still_written(split.filename)):
+            cut = sample.rfind(b"\n")  # the last line may be cut short (or still being written)
             sample = sample[: cut + 1] if cut >= 0 else sample
         header = split.format == "csv" and self.csv_header
         if split.format == "csv":
@@ -761,7 +761,14 @@ class FileSourceTask(Task):
                     break
                 buf += more
         del buf
-        lines = len(newlines) + (1 if cut > (int(newlines[-1]) + 1 if len(newlines) else 0) else 0)
+        last_nl = int(newlines[-1]) + 1 if len(newlines) else 0
+        if cut > last_nl and split.end is None and _still_written(split.filename):
+            # a followed file ends in a line its writer may be in the middle of (appends are not
+            # atomic): keep it for a later batch, as Kafka's FileStreamSource reads whole lines only
+            cut = last_nl
+            if cut == 0 or (header and len(newlines) <= 1):
+                return None
+        lines = len(newlines) + (1 if cut > last_nl else 0)
         n = self._parallelism(lines)
         bounds = [0]
         for k in range(1, n):  # cut after the newline closest to an even share of lines
@@ -796,6 +803,21 @@ class FileSourceTask(Task):
         cuts = [pos + (stop - pos) * k // n for k in range(n + 1)]
         pieces = [{"path": split.filename, "start": a, "end": b} for a, b in zip(cuts, cuts[1:]) if b > a]
         return pieces, stop
+
+
+#: seconds since its last modification after which an unterminated last line of a followed file is read
+#: (a file that does not end in a newline still has all its rows read; a live writer is waited for)
+PARTIAL_LINE_QUIET_SECONDS = 2.0
+
+
+def _still_written(path: str) -> bool:
+    """Whether ``path`` was modified within :data:`PARTIAL_LINE_QUIET_SECONDS` (its last line may be partial)."""
+    import time
+
+    try:
+        return time.time() - os.path.getmtime(path) < PARTIAL_LINE_QUIET_SECONDS
+    except OSError:
+        return False
 
 
 _MIN_PIECE_ROWS = 10_000  # rows below which a chunk is not spread over more Spark tasks / pool threads
