@@ -88,3 +88,34 @@ def test_concurrent_produce_functions_share_a_pool_of_producers(kafka_broker):
     producers = {id(e["producer"]) for entries in idle for e in entries}
     assert [b.column(0)[0].as_py() for b in fn(iter([batch]))] == [100]
     assert {id(e["producer"]) for entries in pools.values() for e in entries} == producers  # reused, none new
+
+
+def test_the_watcher_holds_its_refreshes_to_a_cpu_share_and_lends_its_figures():
+    """A refresh that costs 10 ms of CPU is not repeated every 10 ms interval: at most CPU_SHARE_FLOWING of a
+    core goes to refreshing; what it learnt answers end_offsets() without another request."""
+    import time
+
+    watcher = EndOffsetWatcher({"bootstrap.servers": "127.0.0.1:1"}, interval=0.01)
+    calls = []
+
+    def costly(tps):
+        calls.append(time.monotonic())
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.01:
+            pass
+        return {tp: 7 for tp in tps}
+
+    watcher._list_offsets = costly
+    try:
+        watcher.watch("a", [("t", 0), ("t", 1)], lambda: None)
+        wait_for(lambda: len(calls) >= 3, 30, what="three refreshes")
+        first = len(calls)
+        time.sleep(1.0)  # a window to count refreshes in: there is nothing to await
+        per_second = len(calls) - first
+        # each refresh costs 10 ms: at most one per 10 ms / CPU_SHARE_FLOWING (0.1 s), not one per 10 ms interval
+        assert 1 <= per_second <= 1.0 / (0.01 / EndOffsetWatcher.CPU_SHARE_FLOWING) + 2
+        before = len(calls)
+        assert watcher.end_offsets([("t", 0), ("t", 1)], max_age=60) == {("t", 0): 7, ("t", 1): 7}
+        assert len(calls) == before  # served from the last refresh
+    finally:
+        watcher.stop()

@@ -520,7 +520,7 @@ class Worker:
         self._pending_cv = threading.Condition()
         self._connector_pool = None  # starts connector instances of a view in parallel (created on first need)
         self._last_view: dict[str, Any] | None = None  # the newest full view (its digest rides on heartbeats)
-        self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics)
+        self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics, end_offsets=self.end_offsets)
         self.restart_tracker = RestartTracker()
 
     def spark(self):
