@@ -119,3 +119,35 @@ def test_the_watcher_holds_its_refreshes_to_a_cpu_share_and_lends_its_figures():
         assert len(calls) == before  # served from the last refresh
     finally:
         watcher.stop()
+
+
+def test_tasks_finding_the_count_cache_expired_together_send_one_metadata_request(kafka_broker, monkeypatch):
+    import webapp.kafka.clients as clients
+
+    cfg = kafka_broker.client_config()
+    topic = f"single-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 2)
+    real = clients.shared_admin_client(cfg)
+    requests = []
+
+    class Counting:
+        def list_topics(self, *args, **kwargs):
+            requests.append(1)
+            return real.list_topics(*args, **kwargs)
+
+    monkeypatch.setattr(clients, "shared_admin_client", lambda _cfg: Counting())
+    monkeypatch.setattr(clients, "_counts", {})
+    gate = threading.Barrier(8, timeout=30)
+    counts = []
+
+    def task():
+        gate.wait()
+        counts.append(partition_count_cached(cfg, topic))
+
+    threads = [threading.Thread(target=task) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert counts == [2] * 8
+    assert len(requests) == 1

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 _counts: dict[tuple[str, str], tuple[float, int | None]] = {}
 _counts_lock = threading.Lock()
+_refresh_lock = threading.Lock()  # one metadata request at a time: the others wait for its answer
 
 
 def partition_count_cached(kafka_config: Mapping[str, Any], topic: str, *, max_age: float = 10.0,
@@ -37,31 +38,44 @@ def partition_count_cached(kafka_config: Mapping[str, Any], topic: str, *, max_a
     """
     servers = str(kafka_config.get("bootstrap.servers"))
     key = (servers, topic)
-    now = time.monotonic()
-    with _counts_lock:
-        hit = _counts.get(key)
-    if hit is not None and now - hit[0] < (max_age if hit[1] else missing_max_age):
-        return hit[1]
+
+    def fresh() -> tuple[bool, int | None]:
+        with _counts_lock:
+            hit = _counts.get(key)
+        ok = hit is not None and time.monotonic() - hit[0] < (max_age if hit[1] else missing_max_age)
+        return ok, hit[1] if hit is not None else None
+
+    ok, n = fresh()
+    if ok:
+        return n
     # one metadata request answers for every topic: remember them all (a thousand tasks starting
-    # together then cost one request, not one each)
+    # together, or finding the cache expired together, then cost one request, not one each)
     from confluent_kafka import KafkaException
 
     from .topics import TopicError
 
-    try:
-        md = shared_admin_client(kafka_config).list_topics(timeout=10)
-    except KafkaException as e:
-        raise TopicError(f"cannot describe topic {topic!r}: {e}") from e
-    with _counts_lock:
-        if len(_counts) > 100_000:
-            _counts.clear()
-        for name, tmd in md.topics.items():
-            if tmd.error is None and tmd.partitions:
-                _counts[(servers, name)] = (now, len(tmd.partitions))
-        if (servers, topic) not in _counts or _counts[(servers, topic)][0] != now:
+    with _refresh_lock:
+        ok, n = fresh()  # another thread refreshed while this one waited
+        if ok:
+            return n
+        now = time.monotonic()
+        try:
+            md = shared_admin_client(kafka_config).list_topics(timeout=10)
+        except KafkaException as e:
+            raise TopicError(f"cannot describe topic {topic!r}: {e}") from e
+        with _counts_lock:
+            if len(_counts) > 100_000:
+                _counts.clear()
+            for name, tmd in md.topics.items():
+                if tmd.error is None and tmd.partitions:
+                    _counts[(servers, name)] = (now, len(tmd.partitions))
+            known = _counts.get(key)
+        if known is None or known[0] != now:
             n = partition_count(kafka_config, topic, admin=shared_admin_client(kafka_config))
-            _counts[key] = (now, n)
-        return _counts[key][1]
+            with _counts_lock:
+                _counts[key] = (now, n)
+            return n
+        return known[1]
 
 
 def ensure_topic_cached(kafka_config: Mapping[str, Any], topic: str, partitions: int,

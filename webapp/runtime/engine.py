@@ -72,10 +72,13 @@ class PhaseTimes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.seconds: dict[str, float] = {}
+        #: bumped by every :meth:`add` (readers cache what they built from an unchanged version)
+        self.version = 0
 
     def add(self, name: str, seconds: float) -> None:
         with self._lock:
             self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+            self.version += 1
 
     def as_json(self) -> dict[str, float]:
         """``{phase: seconds}`` (3 decimals); ``produce`` is a source piece's time not spent reading or encoding."""

@@ -71,6 +71,8 @@ class TaskMetrics:
         #: seconds per phase (read, encode, produce, consume, decode, write, commit) since start
         self.phases = PhaseTimes()
         self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
+        self._version = 0  # bumped by every batch
+        self._json: tuple[tuple, dict[str, Any]] | None = None  # as_json of an idle task, reused
 
     def batch_done(self, records: int, seconds: float, offsets: tuple[SourceOffset, ...] = ()) -> None:
         """Count one committed batch of ``records`` that took ``seconds``; remember committed sink positions."""
@@ -79,6 +81,7 @@ class TaskMetrics:
             self.records += records
             self.batches += 1
             self.last_batch_seconds = seconds
+            self._version += 1
             self._samples.append((now, self.records))
             while len(self._samples) > 2 and self._samples[1][0] <= now - self.RATE_WINDOW:
                 self._samples.popleft()
@@ -99,7 +102,17 @@ class TaskMetrics:
             return (self.records - base_n) / max(now - base_t, 1e-9)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"][, "phases"]}``."""
+        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"][, "phases"]}``.
+
+        A task without a batch for longer than :attr:`RATE_WINDOW` gets the same
+        dict back until something changes (a heartbeat carries a thousand of these
+        a second; the caller must not modify it).
+        """
+        key = (self._version, self.lag, self.phases.version)
+        idle = self._clock() - self._samples[-1][0] > self.RATE_WINDOW
+        cached = self._json
+        if idle and cached is not None and cached[0] == key:
+            return cached[1]
         out = {"records": self.records, "batches": self.batches,
                "last_batch_seconds": round(self.last_batch_seconds, 3),
                "records_per_second": round(self.records_per_second(), 1)}
@@ -108,6 +121,7 @@ class TaskMetrics:
         phases = self.phases.as_json()
         if phases:
             out["phases"] = phases
+        self._json = (key, out) if idle else None
         return out
 
 
