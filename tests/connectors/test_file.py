@@ -289,6 +289,36 @@ def test_a_line_being_written_is_read_once_it_is_whole(spark, kafka_broker, tmp_
     assert sorted((r["id"], r["name"], r["value"]) for r in values) == [(1, "a", 0.5), (2, "b", 1.5), (3, "c", 2.0)]
 
 
+def test_an_idle_source_parks_on_the_file_watcher_and_is_woken_by_an_append(spark, kafka_broker, tmp_path):
+    """No step a second per idle file source: it waits on the worker's FileChangeWatcher."""
+    import threading
+
+    from webapp.runtime.file_watcher import FileChangeWatcher
+
+    src = tmp_path / "feed.csv"
+    src.write_text("id,name\n1,a\n")
+    conn = FileSourceConnector()
+    conn.start({"path": str(src), "topic": unique("parked")})
+    woken = threading.Event()
+    watcher = FileChangeWatcher(interval=0.05)
+    ctx = context(spark, kafka_broker, "parked", 0, tmp_path)
+    ctx.file_changes, ctx.wake = watcher, woken.set
+    task = FileSourceTask(ctx, conn.task_configs(1)[0])
+    task.start()
+    try:
+        assert task.run_batch().records == 1
+        assert task.run_batch() is None
+        assert task.idle_delay() == 30.0 and watcher.watched() == 1  # parked, not polling
+        with open(src, "a") as fh:
+            fh.write("2,b\n")
+        assert woken.wait(30)
+        assert task.run_batch().records == 1
+    finally:
+        task.stop()
+        watcher.stop()
+    assert watcher.watched() == 0
+
+
 def test_source_offsets_resume_split_ranges(spark, kafka_broker, tmp_path, flights_5k):
     topic = unique("flights-split-resume")
     cfg = {"path": str(flights_5k), "topic": topic, "tasks.max": "2", "split.min.bytes": "1000",

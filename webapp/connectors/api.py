@@ -155,6 +155,8 @@ class TaskContext:
         end_offsets: the agent's ``webapp.kafka.clients.EndOffsetWatcher``: a sink asks it
             whether its partitions have records past its positions, and is woken when they do.
         wake: run the task's next step now (e.g. from a watcher's callback).
+        file_changes: the agent's ``webapp.runtime.file_watcher.FileChangeWatcher``: a file
+            source that found nothing new parks on it until one of its files changes.
     """
 
     task_id: ConnectorTaskId
@@ -165,6 +167,7 @@ class TaskContext:
     engine: Any = None
     end_offsets: Any = None
     wake: Any = None
+    file_changes: Any = None
 
 
 @dataclass(frozen=True)

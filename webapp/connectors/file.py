@@ -504,6 +504,8 @@ class FileSourceTask(Task):
         self._splits: list[_Split] = []
         self._positions: list[int] = []
         self._infos: dict[str, _FileInfo] = {}
+        self._parked = False  # waiting on the worker's FileChangeWatcher
+        self._partial_left = False  # the last look left a line to its writer
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -567,9 +569,32 @@ class FileSourceTask(Task):
 
     def stop(self) -> None:
         self._infos.clear()
+        if self.context.file_changes is not None:
+            self.context.file_changes.unwatch(str(self.context.task_id))
+
+    def idle_delay(self) -> float | None:
+        # parked on the worker's FileChangeWatcher: woken when a file changes; the long wait is a
+        # safety net only. A line left for its writer is looked at again after the quiet time.
+        if self._parked:
+            return 30.0
+        return PARTIAL_LINE_QUIET_SECONDS if self._partial_left else None
 
     # -- batches --------------------------------------------------------------------
     def run_batch(self) -> BatchResult | None:
+        watcher = self.context.file_changes
+        seen = None
+        if watcher is not None and self.context.wake is not None:
+            from webapp.runtime.file_watcher import states
+
+            seen = states({s.filename for s in self._splits})  # before reading: a later change wakes us
+        self._parked = self._partial_left = False
+        result = self._next_batch()
+        if result is None and seen is not None and not self._partial_left:
+            watcher.watch(str(self.context.task_id), seen, self.context.wake)
+            self._parked = True
+        return result
+
+    def _next_batch(self) -> BatchResult | None:
         for i, split in enumerate(self._splits):
             try:
                 plan = self._plan_chunk(split, self._positions[i])
@@ -766,6 +791,7 @@ class FileSourceTask(Task):
             # a followed file ends in a line its writer may be in the middle of (appends are not
             # atomic): keep it for a later batch, as Kafka's FileStreamSource reads whole lines only
             cut = last_nl
+            self._partial_left = True
             if cut == 0 or (header and len(newlines) <= 1):
                 return None
         lines = len(newlines) + (1 if cut > last_nl else 0)

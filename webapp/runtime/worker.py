@@ -28,6 +28,7 @@ from webapp.kafka.clients import EndOffsetWatcher
 
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .engine import BatchEngine, LazySpark, PhaseTimes, use_phases
+from .file_watcher import FileChangeWatcher
 from .lag import SinkLagMonitor
 from .restart import AutoRestartPolicy, RestartTracker
 
@@ -233,6 +234,8 @@ class WorkerTask:
         executor: the pool that runs the steps (a private one of 2 threads if None).
         engine: the agent's :class:`~webapp.runtime.engine.BatchEngine`.
         end_offsets: the agent's :class:`~webapp.kafka.clients.EndOffsetWatcher` (sinks sleep on it).
+        file_changes: the agent's :class:`~webapp.runtime.file_watcher.FileChangeWatcher` (file sources
+            sleep on it).
         idle_backoff: longest wait after a batch that had nothing to do, in seconds.
         restart_seq: the task's restart counter in the view it was started from (see
             ``GroupCoordinator.worker_view``); a different counter in a later view restarts it.
@@ -243,7 +246,8 @@ class WorkerTask:
     def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
                  client: ControlPlaneClient, spark: Any, kafka_config: dict[str, str],
                  work_dir: str, executor: TaskExecutor | None = None, engine: Any = None,
-                 end_offsets: Any = None, idle_backoff: float | None = None, restart_seq: int = 0):
+                 end_offsets: Any = None, idle_backoff: float | None = None, restart_seq: int = 0,
+                 file_changes: Any = None):
         self.name = f"task-{task_id}"
         self.task_id = task_id
         self.config = config
@@ -256,6 +260,7 @@ class WorkerTask:
         self.executor = executor
         self.engine = engine
         self.end_offsets = end_offsets
+        self.file_changes = file_changes
         self.idle_backoff = idle_backoff if idle_backoff is not None else \
             int(os.environ.get("RAFTCONNECT_TASK_IDLE_MAX_MS", "1000")) / 1000.0
         self.restart_seq = restart_seq
@@ -383,7 +388,8 @@ class WorkerTask:
         os.makedirs(work_dir, exist_ok=True)
         context = TaskContext(task_id=self.task_id, spark=self._spark_session(), kafka_config=dict(self.kafka_config),
                               work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets},
-                              engine=self.engine, end_offsets=self.end_offsets, wake=self.wake)
+                              engine=self.engine, end_offsets=self.end_offsets, wake=self.wake,
+                              file_changes=self.file_changes)
         # secrets are resolved here, in the worker, just before the task starts (config_providers)
         task = plugin.cls.task_class(context, config_providers.transform(self.config))
         self._task = task
@@ -521,6 +527,8 @@ class Worker:
         self.engine = BatchEngine(self.lazy_spark, kafka_config=kafka_config)
         #: end offsets of the partitions idle sink tasks wait on (one admin client per agent)
         self.end_offsets = EndOffsetWatcher(kafka_config)
+        #: the files idle file-source tasks follow (one stat loop per agent instead of a step per task)
+        self.file_changes = FileChangeWatcher()
         self._lock = threading.RLock()  # held by the reconcile thread while it changes what runs
         self._snapshot_lock = threading.Lock()  # short: guards the dicts for readers (heartbeat)
         self.tasks: dict[str, WorkerTask] = {}
@@ -573,6 +581,7 @@ class Worker:
         self.stop_all(timeout)
         self.lag_monitor.stop()
         self.end_offsets.stop()
+        self.file_changes.stop()
         self.executor.shutdown()
         if self._connector_pool is not None:
             self._connector_pool.shutdown(wait=False, cancel_futures=True)
@@ -799,7 +808,7 @@ class Worker:
                            generation=w["generation"], target_state=w["target_state"], client=self.client,
                            spark=self.lazy_spark, kafka_config=self.kafka_config, work_dir=self.data_dir,
                            executor=self.executor, engine=self.engine, end_offsets=self.end_offsets,
-                           restart_seq=w.get("restart", 0))
+                           restart_seq=w.get("restart", 0), file_changes=self.file_changes)
             with self._snapshot_lock:
                 self.tasks[key] = t
             t.start()

@@ -1,0 +1,53 @@
+"""The agent's FileChangeWatcher: idle file sources park on it and are woken when their file changes."""
+from __future__ import annotations
+
+import threading
+
+from webapp.connect.launcher import wait_for
+from webapp.runtime.file_watcher import FileChangeWatcher, file_state, states
+
+
+def test_a_watch_fires_once_when_its_file_changes(tmp_path):
+    feed = tmp_path / "feed.csv"
+    feed.write_text("id\n1\n")
+    watcher = FileChangeWatcher(interval=0.02)
+    woken = threading.Event()
+    try:
+        watcher.watch("t-0", states([str(feed)]), woken.set)
+        assert watcher.check() == 0 and not woken.is_set()  # unchanged: stays parked
+        with open(feed, "a") as f:
+            f.write("2\n")
+        assert woken.wait(30)
+        assert watcher.watched() == 0  # one-shot: the task registers again when it finds nothing
+        wait_for(lambda: watcher._thread is None, 30, what="the thread to end with nothing watched")
+    finally:
+        watcher.stop()
+
+
+def test_a_change_before_the_watch_is_registered_still_wakes(tmp_path):
+    """The task gives the state it saw before reading; an append in between is not lost."""
+    feed = tmp_path / "feed.csv"
+    feed.write_text("id\n1\n")
+    seen = {str(feed): file_state(str(feed))}
+    with open(feed, "a") as f:  # lands while the task reads and finds nothing new
+        f.write("2\n")
+    watcher = FileChangeWatcher(interval=60)
+    woken = []
+    watcher.watch("t-0", seen, lambda: woken.append(1))
+    assert watcher.check() == 1 and woken == [1]
+    watcher.stop()
+
+
+def test_a_file_that_appears_or_disappears_wakes(tmp_path):
+    later = tmp_path / "later.csv"
+    watcher = FileChangeWatcher(interval=60)
+    woken = []
+    watcher.watch("t-0", states([str(later)]), lambda: woken.append("t-0"))
+    assert watcher.check() == 0
+    later.write_text("id\n")
+    assert watcher.check() == 1
+    watcher.watch("t-1", states([str(later)]), lambda: woken.append("t-1"))
+    watcher.unwatch("t-1")
+    later.unlink()
+    assert watcher.check() == 0 and woken == ["t-0"]  # t-1 was unwatched (its task stopped)
+    watcher.stop()
