@@ -105,3 +105,30 @@ def test_every_exported_metric_is_documented_in_operations(api, node):
     names = [n for n in scrape(api) if n.startswith("raftconnect_") and not n.endswith("_created")]
     assert "raftconnect_task_lag_records" in names and "raftconnect_store_write_seconds" in names
     assert [n for n in names if f"`{n}" not in doc] == []
+
+
+def test_heartbeats_carry_only_the_task_entries_that_changed(api, node):
+    """A delta report is merged into the worker's previous report; with nothing to merge into (a new
+    coordinator) the answer asks for a full report, which the agent then sends."""
+    from types import SimpleNamespace
+
+    from webapp.runtime.worker import Worker
+
+    member = {"rest_address": "127.0.0.1:9", "roles": ["worker"]}
+    a = {"state": "RUNNING", "connector": "c", "task": 0, "records": 5}
+    b = {"state": "RUNNING", "connector": "c", "task": 1, "records": 7}
+    full = {"generation": 1, "connectors": [], "tasks": {"c-0": a, "c-1": b}}
+    agent = SimpleNamespace(_acked_tasks=None)
+    assert Worker._report(agent, full) is full  # nothing acknowledged yet: everything
+    assert not node.coordinator.heartbeat("w6", member, full).get("report_full")
+    agent._acked_tasks = full["tasks"]
+    now = {"generation": 1, "connectors": [], "tasks": {"c-0": {**a, "records": 9}, "c-1": b}}
+    delta = Worker._report(agent, now)
+    assert delta["tasks"] == {"c-0": {**a, "records": 9}} and delta["task_keys"] == ["c-0", "c-1"]
+    assert not node.coordinator.heartbeat("w6", member, delta).get("report_full")
+    assert node.coordinator.reported["w6"]["tasks"] == now["tasks"]
+    gone = Worker._report(agent, {"generation": 1, "connectors": [], "tasks": {"c-1": b}})
+    node.coordinator.heartbeat("w6", member, gone)
+    assert node.coordinator.reported["w6"]["tasks"] == {"c-1": b}  # a stopped task leaves the report
+    node.coordinator.reported.pop("w6")  # as on a coordinator that never heard this worker
+    assert node.coordinator.heartbeat("w6", member, delta).get("report_full") is True

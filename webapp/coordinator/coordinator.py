@@ -113,6 +113,12 @@ class GroupCoordinator:
         ``{"connectors": [...], "tasks": [...]}`` as the agent reports them.
         Returns the worker's assignment view plus ``session_timeout_ms``.
         Raises :class:`NotCoordinator` when not the active coordinator.
+
+        A report may be a delta (``"tasks_delta": true``): ``tasks`` then holds only
+        the entries that changed since the worker's previous report and
+        ``task_keys`` every task it runs; it is merged into the previous report.
+        When there is none to merge into (a new coordinator, a missing entry) the
+        answer carries ``"report_full": true`` and the worker sends everything next.
         """
         if not self.active:
             raise NotCoordinator("this node is not the active group coordinator")
@@ -123,21 +129,32 @@ class GroupCoordinator:
                   "weight": float(member.get("weight", 1.0))}
         if known is None or any(known.get(k) != v for k, v in wanted.items()):
             self.raft.propose("_register_member", worker_id, wanted)
+        running = dict(running or {})
+        report_full = False
         with self._lock:
             fresh = worker_id not in self.last_seen
             self.last_seen[worker_id] = self.clock()
-            self.reported[worker_id] = dict(running or {})
+            if running.pop("tasks_delta", False):
+                keys = running.pop("task_keys", None) or []
+                changed = running.get("tasks") or {}
+                before = (self.reported.get(worker_id) or {}).get("tasks") or {}
+                merged = {k: changed[k] if k in changed else before.get(k) for k in keys}
+                report_full = any(v is None for v in merged.values())
+                running["tasks"] = {k: v for k, v in merged.items() if v is not None}
+            self.reported[worker_id] = running
         if fresh:
             log.info("coordinator: worker %s joined", worker_id)
             self._wake.set()
             self.rebalance()
         view, digest = self._cached_view(worker_id)
-        if not fresh and (running or {}).get("view_digest") == digest:
+        extra = {"report_full": True} if report_full else {}
+        if not fresh and running.get("view_digest") == digest:
             # the worker runs from this very view: say so instead of sending thousands of task
             # configs every second (the worker re-applies the view it has)
             return {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
-                    "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000)}
-        return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000)}
+                    "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000),
+                    **extra}
+        return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
 
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
         """``(worker_view, its digest)``, rebuilt only when a replicated write, a poke or a member change

@@ -542,6 +542,8 @@ class Worker:
         self._pending_cv = threading.Condition()
         self._connector_pool = None  # starts connector instances of a view in parallel (created on first need)
         self._last_view: dict[str, Any] | None = None  # the newest full view (its digest rides on heartbeats)
+        self._acked_tasks: dict[str, Any] | None = None  # the task entries of the last acknowledged heartbeat
+        self._reconciled: dict[str, Any] | None = None  # the view the last full reconcile applied
         self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics, end_offsets=self.end_offsets)
         self.restart_tracker = RestartTracker()
 
@@ -635,6 +637,20 @@ class Worker:
                 "tasks": {k: {"state": t.state, "connector": t.task_id.connector, "task": t.task_id.task,
                               **t.metrics.as_json()} for k, t in tasks if t.is_alive()}}
 
+    def _report(self, running: dict[str, Any]) -> dict[str, Any]:
+        """What a heartbeat carries of ``running``: everything, or (``tasks_delta``) only the task entries
+        that changed since the report the coordinator last acknowledged, with every task's key.
+
+        A thousand idle tasks then cost a list of keys per second, not a thousand metric entries
+        each way. The full report goes after a failed heartbeat or when the coordinator asks for it.
+        """
+        tasks = running["tasks"]
+        base = self._acked_tasks
+        if base is None:
+            return running
+        return {**running, "tasks": {k: v for k, v in tasks.items() if base.get(k) != v},
+                "task_keys": list(tasks), "tasks_delta": True}
+
     def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():
             ok = False
@@ -643,7 +659,10 @@ class Worker:
                 running = self.running()
                 if self._last_view is not None:
                     running["view_digest"] = self._last_view.get("digest")
-                view = self.client.heartbeat(self.member, running)
+                report = self._report(running)
+                self._acked_tasks = None  # until acknowledged: after a lost answer the next report is full
+                view = self.client.heartbeat(self.member, report)
+                self._acked_tasks = None if view.get("report_full") else running["tasks"]
                 took = time.monotonic() - t0
                 if took > 1.0:
                     log.warning("heartbeat took %.2f s (session timeout %.1f s)", took, self.session_timeout)
@@ -702,6 +721,10 @@ class Worker:
         with self._lock:
             if view.get("generation", 0) < self.generation:
                 return
+            if view is self._reconciled and len(self.connectors) == len(view.get("connectors", {})) \
+                    and all(t.is_alive() for t in self.tasks.values()):
+                return  # re-applied after an "unchanged" heartbeat, and nothing ended or failed since
+            self._reconciled = view
             self.generation = view.get("generation", 0)
             # tasks first: those already configured start now, not after every connector of the view
             self._reconcile_tasks(view.get("tasks", {}))
