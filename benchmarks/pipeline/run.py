@@ -162,20 +162,23 @@ def main() -> int:
     best_r = min(results, key=lambda x: x[1])
     b, s = best_b[0], best_r[1]
     ratio = (rows / s) / (rows / b)
-    print("\nwhere the time goes (best runs; RaftConnect: summed over its tasks, which run in parallel):")
-    print(f"  {'phase':<10}{'baseline s':>12}{'raftconnect s':>15}")
     names = ["read", "encode", "produce", "consume", "decode", "write", "commit"]
+    table = ["| phase | baseline s | raftconnect s (summed over its tasks, which run in parallel) |",
+             "|---|---|---|"]
     for name in names + sorted(set(best_r[3]) - set(names)):
-        print(f"  {name:<10}{best_b[2].get(name, 0.0):>12.2f}{best_r[3].get(name, 0.0):>15.2f}")
-    print(f"  {'wall':<10}{b:>12.2f}{s:>15.2f}")
+        table.append(f"| {name} | {best_b[2].get(name, 0.0):.2f} | {best_r[3].get(name, 0.0):.2f} |")
+    table.append(f"| **wall** | **{b:.2f}** | **{s:.2f}** |")
+    print("\nwhere the time goes (best runs):")
+    print("\n".join(table))
     load = os.getloadavg()[0]
-    phases = " ".join(f"{k}={v:.2f}" for k, v in sorted(best_r[3].items()))
-    line = (f"| {datetime.now(timezone.utc):%Y-%m-%d} | {rows:,} | {rows / b:,.0f} | {rows / s:,.0f} | "
-            f"{ratio:.2f} | best of {len(results)} | {load:.1f} | {phases} | {machine()} |")
+    runs = ", ".join(f"{rows / rb:,.0f} / {rows / rr:,.0f}" for rb, rr, _, _ in results)
     print(f"\nratio raftconnect/baseline = {ratio:.2f}")
     results_md = Path(__file__).with_name("RESULTS.md")
     with results_md.open("a") as fh:
-        fh.write(line + "\n")
+        fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: ratio {ratio:.2f} (best of {len(results)})\n\n"
+                 f"{rows:,} rows; best baseline {rows / b:,.0f} rows/s, best RaftConnect {rows / s:,.0f} rows/s "
+                 f"(each run, baseline / RaftConnect: {runs}). Load average {load:.1f} at the end; {machine()}.\n\n"
+                 + "\n".join(table) + "\n")
     print(f"recorded in {results_md}")
     return 0
 
