@@ -4,9 +4,11 @@ Owns starting and stopping a node's parts in order and the process-wide handle
 (:func:`current`) that REST views use. ``runnode`` builds a :class:`ConnectNode`
 from its flags; tests build one in-process.
 
-Start order: Raft (journal replay, election) → store → coordinator → REST (by
-the caller) → agent subprocess. Stop order is the reverse, so an agent can still
-commit its last offsets through this node while it shuts down.
+Start order: agent subprocess (it boots — imports, engine processes, producer —
+while the rest starts, and joins through heartbeats that retry until REST
+answers) → Raft (journal replay, election) → store → coordinator → REST (by the
+caller). Stop order: agent first, so it can still commit its last offsets
+through this node while it shuts down, then the rest in reverse.
 """
 from __future__ import annotations
 
@@ -272,8 +274,8 @@ class ConnectNode:
                                       preexec_fn=_die_with_parent)
         log.info("agent started (pid %s), log: %s", self.agent.pid, log_path)
 
-    def stop(self, graceful_timeout: float = 30.0) -> None:
-        """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+    def stop_agent(self, graceful_timeout: float = 30.0) -> None:
+        """Stop the agent: SIGTERM (its tasks stop and it leaves the group), SIGKILL after ``graceful_timeout`` s."""
         if self.agent and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
             try:
@@ -281,6 +283,10 @@ class ConnectNode:
             except subprocess.TimeoutExpired:
                 self.agent.kill()
                 self.agent.wait(5)
+
+    def stop(self, graceful_timeout: float = 30.0) -> None:
+        """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+        self.stop_agent(graceful_timeout)
         if self.coordinator:
             self.coordinator.stop()
         if self.switches:

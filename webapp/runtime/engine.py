@@ -305,6 +305,9 @@ class BatchEngine:
         kafka_config: the worker's librdkafka settings (worker processes warm a producer with them).
     """
 
+    #: longest wait of a batch for worker processes that are starting (seconds)
+    WARM_WAIT_SECONDS = 10.0
+
     def __init__(self, spark: Any = None, *, threads: int | None = None, mode: str | None = None,
                  spark_min_rows: int | None = None, kafka_config: Mapping[str, Any] | None = None):
         self.spark = spark
@@ -322,6 +325,8 @@ class BatchEngine:
         self.processes = int(os.environ.get("RAFTCONNECT_ENGINE_PROCESSES", str(os.cpu_count() or 2)))
         self._procs = None
         self._procs_warm = False
+        self._warming = threading.Event()  # set while no warm-up is in progress
+        self._warming.set()
         self._closed = False
         self._last_rewarm = float("-inf")
         #: batches run per path since start, {"local": n, "spark": n} (for metrics and tests)
@@ -375,6 +380,11 @@ class BatchEngine:
         """
         if self.processes <= 0:
             return None
+        if not wait and not self._warming.is_set():
+            # the processes are starting (the agent just started): a batch waits for them rather
+            # than run its pieces under the agent's GIL at a third of the speed (they are warm ~1 s
+            # after the agent starts here)
+            self._warming.wait(self.WARM_WAIT_SECONDS)
         with self._pool_lock:
             if self._procs is None and wait:
                 import multiprocessing
@@ -392,6 +402,13 @@ class BatchEngine:
         Batches use them from when every process answered; a pool that broke is
         started again by the next call.
         """
+        self._warming.clear()
+        try:
+            self._warm_processes()
+        finally:
+            self._warming.set()
+
+    def _warm_processes(self) -> None:
         pool = self._process_pool(wait=True)
         if pool is None:
             return

@@ -427,6 +427,8 @@ class WorkerTask:
             self._report("RUNNING")
             self._bind_job_group()
             t0 = time.monotonic()
+            debug = log.isEnabledFor(logging.DEBUG)
+            before = dict(self.metrics.phases.seconds) if debug else None
             use_phases(self.metrics.phases)
             try:
                 result: BatchResult | None = self._task.run_batch()
@@ -449,7 +451,10 @@ class WorkerTask:
                 self.metrics.phases.add("commit", time.perf_counter() - c0)
             took = time.monotonic() - t0
             self.metrics.batch_done(result.records, took, tuple(result.offsets))
-            log.debug("task %s: batch of %d records in %.3f s", self.task_id, result.records, took)
+            if debug:
+                spent = {k: round(v - before.get(k, 0.0), 3) for k, v in self.metrics.phases.seconds.items()
+                         if v - before.get(k, 0.0) > 0.0005}
+                log.debug("task %s: batch of %d records in %.3f s %s", self.task_id, result.records, took, spent)
             self._park(0.0)
         except Fenced as exc:
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
@@ -562,7 +567,23 @@ class Worker:
         self.lag_monitor.start()
 
     def _warm(self) -> None:
-        """Import the data libraries and start the engine's worker processes before the first batch needs them."""
+        """Start the engine's worker processes and import the data libraries before the first batch needs them.
+
+        The processes are spawned first, on their own thread: their start-up (~2 s of imports
+        each here) then overlaps the agent's own, and a pipeline created right after the node
+        starts finds them ready sooner.
+        """
+        t0 = time.monotonic()
+
+        def processes() -> None:
+            try:
+                self.engine.warm()
+                log.info("engine worker processes warm after %.1f s", time.monotonic() - t0)
+            except Exception:
+                log.warning("the engine's worker processes did not start; pieces run on threads", exc_info=True)
+
+        spawner = threading.Thread(target=processes, name="warm-processes", daemon=True)
+        spawner.start()
         _warm_imports()
         try:
             from .engine import warm_producer
@@ -570,10 +591,7 @@ class Worker:
             warm_producer(self.kafka_config)  # for pieces that run on the agent's threads
         except Exception:
             log.debug("no producer warmed", exc_info=True)
-        try:
-            self.engine.warm()
-        except Exception:
-            log.warning("the engine's worker processes did not start; pieces run on threads", exc_info=True)
+        log.info("agent libraries and producer warm after %.1f s", time.monotonic() - t0)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop every task (bounded by ``timeout`` seconds) and leave the group."""

@@ -64,8 +64,15 @@ class Command(BaseCommand):
         ensure_admin_user()
         try:
             node = ConnectNode(options)
+        except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
+            raise CommandError(str(exc)) from exc
+        # the agent boots (imports, engine processes, producer) while Raft elects and the stores
+        # open: it joins the group through its heartbeats, which retry until the REST API answers
+        node.start_agent()
+        try:
             node.start_control_plane()
         except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
+            node.stop_agent()
             raise CommandError(str(exc)) from exc
         host, port = options.rest_address.rsplit(":", 1)
         server = create_server(application, host=host, port=int(port), threads=o["rest_threads"],
@@ -94,7 +101,6 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGINT, shutdown)
-        node.start_agent()
         log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s", options.node_id,
                     options.rest_address, options.raft_address, ",".join(options.roles), data_dir)
         server.run()
