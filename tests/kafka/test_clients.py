@@ -151,3 +151,26 @@ def test_tasks_finding_the_count_cache_expired_together_send_one_metadata_reques
         t.join(60)
     assert counts == [2] * 8
     assert len(requests) == 1
+
+
+def test_a_producer_that_wrote_to_many_topics_is_retired_from_the_pool(kafka_broker, monkeypatch):
+    """Per-topic metadata would otherwise grow with every topic a long-lived worker ever wrote to."""
+    import sys
+
+    import pyarrow as pa
+
+    import webapp.kafka.spark_io as spark_io
+
+    monkeypatch.setattr(spark_io, "MAX_TOPICS_PER_PRODUCER", 2)
+    cfg = {**kafka_broker.client_config(), "client.id": f"retire-{uuid.uuid4().hex[:6]}"}  # a pool of its own
+    batch = pa.record_batch([pa.array([b"v"], pa.binary())], names=["value"])
+    pools = sys.__dict__.setdefault("_raftconnect_kafka_producers", {})
+    used = []
+    for i in range(3):
+        topic = f"retire-{uuid.uuid4().hex[:8]}"
+        ensure_topic(cfg, topic, 1)
+        assert [b.column(0)[0].as_py() for b in produce_function(topic, cfg)(iter([batch]))] == [1]
+        mine = [e for key, entries in pools.items() if "retire-" in key for e in entries]
+        used.append([id(e["producer"]) for e in mine])
+    assert len(used[0]) == 1 and used[1] == used[0]  # one pooled producer, reused for a second topic
+    assert used[2] == []  # a third topic: retired instead of going back to the pool

@@ -104,6 +104,10 @@ def _unwrap_spark_error(e: BaseException) -> str:
 # --------------------------------------------------------------------------------------
 # Producing
 # --------------------------------------------------------------------------------------
+#: distinct topics after which a pooled producer is retired (its per-topic metadata is not kept forever)
+MAX_TOPICS_PER_PRODUCER = 200
+
+
 def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: str | None,
                      partition_col: str | None, flush_timeout: float, topic_col: str | None = None,
                      headers_col: str | None = None, timestamp_col: str | None = None,
@@ -164,6 +168,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
         produce = producer.produce
         poll = producer.poll
         known_topics: set = set()
+        routed: set = set()  # topics records were routed to (per-record topics)
 
         def ensure(name):
             """Create a topic a transformation routed records to (as Connect's topic.creation does)."""
@@ -197,6 +202,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                 if per_record:
                     n = batch.num_rows
                     topics = batch.column(topic_col).to_pylist() if topic_col else [topic] * n
+                    routed.update(topics)
                     if create_topics is not None:
                         for t in set(topics) - known_topics:
                             ensure(t)
@@ -264,8 +270,14 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
         while len(cache) > 4:  # bound: a few distinct configs per worker, a few idle producers each
             for old in cache.pop(next(iter(cache))):
                 old["producer"].flush(1)
+        # librdkafka keeps the metadata of every topic a producer has written to (~10 KB each) and
+        # refreshes it: a producer that has seen many topics (connectors come and go with their
+        # topics) is retired, so a long-lived worker's memory stays bounded
+        seen = entry.setdefault("topics", set())
+        seen.add(topic)
+        seen.update(routed)
         idle = cache.setdefault(cache_key, [])
-        if len(idle) < 8:
+        if len(idle) < 8 and len(seen) <= MAX_TOPICS_PER_PRODUCER:
             idle.append(entry)
         yield pa.RecordBatch.from_pydict({"delivered": pa.array([sent], pa.int64())})
 
