@@ -58,7 +58,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import random
 import signal
 import sys
@@ -73,6 +72,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from benchmarks._common import machine  # noqa: E402
 
 from webapp.connect.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
 from webapp.connect.netns import NetnsNetwork, netns_available  # noqa: E402
@@ -95,15 +96,6 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
-def machine() -> str:
-    """CPU model, cores, memory and Python version of this machine."""
-    cpu = "unknown CPU"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Python {platform.python_version()}"
 
 
 def source(path: str, topic: str, tasks: int = 1) -> dict[str, str]:

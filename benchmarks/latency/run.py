@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -33,28 +32,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
+from benchmarks._common import machine, quantile  # noqa: E402
+
 DB = "raftconnect_latency"
 SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
 SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}"
 
 
-def quantile(values: list[float], q: float) -> float:
-    """Nearest-rank quantile of ``values`` (0 < q <= 1)."""
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
 
 
 def fresh_databases() -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -34,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from benchmarks._common import machine  # noqa: E402
 
 
 def baseline(csv_path: Path, bootstrap: str, out_dir: Path, partitions: int = 4,
@@ -117,17 +118,6 @@ def task_phases(client) -> dict[str, float]:
         time.sleep(0.5)
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
 def main() -> int:

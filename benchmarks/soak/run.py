@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-from density.run import machine, tree  # noqa: E402  (same /proc sampling as the density benchmark)
+from benchmarks._common import machine  # noqa: E402
+from density.run import tree  # noqa: E402  (same /proc sampling as the density benchmark)
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 SINK = "raftconnect.connectors.file.FileSinkConnector"

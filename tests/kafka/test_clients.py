@@ -174,3 +174,27 @@ def test_a_producer_that_wrote_to_many_topics_is_retired_from_the_pool(kafka_bro
         used.append([id(e["producer"]) for e in mine])
     assert len(used[0]) == 1 and used[1] == used[0]  # one pooled producer, reused for a second topic
     assert used[2] == []  # a third topic: retired instead of going back to the pool
+
+
+def test_a_sink_parks_only_after_a_read_found_nothing_and_until_an_end_offset_moves():
+    from webapp.kafka.clients import SinkParking
+
+    watcher = EndOffsetWatcher({"bootstrap.servers": "127.0.0.1:1"}, interval=60)
+    watcher._list_offsets = lambda tps: {}
+    parking = SinkParking(watcher, "sink-0", lambda: None)
+    tps = [("t", 0), ("t", 1)]
+    try:
+        assert not parking.nothing_new(tps)  # end offsets unknown: read
+        watcher._ends.update({("t", 0): 5, ("t", 1): 3})
+        assert not parking.nothing_new(tps)  # nothing found empty yet: read
+        parking.found_nothing()
+        assert parking.nothing_new(tps) and parking.idle_delay() == SinkParking.SAFETY_NET_SECONDS
+        watcher._ends[("t", 1)] = 4  # a record arrived
+        assert not parking.nothing_new(tps) and parking.idle_delay() is None
+        parking.moved()
+        assert not parking.nothing_new(tps)  # after records moved: read again
+    finally:
+        parking.stop()
+        watcher.stop()
+    assert "sink-0" not in watcher._watches
+    assert not SinkParking(None, "x", None).nothing_new(tps)  # outside a worker: never parks

@@ -1049,12 +1049,13 @@ class FileSinkTask(Task):
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
-        self._watching = False
-        self._idle_ends = None
+        from webapp.kafka.clients import SinkParking
+
+        self._parking = SinkParking(self.context.end_offsets, str(self.context.task_id), self.context.wake)
 
     def stop(self) -> None:
-        if self.context.end_offsets is not None:
-            self.context.end_offsets.unwatch(str(self.context.task_id))
+        if getattr(self, "_parking", None) is not None:
+            self._parking.stop()
 
     def _assigned(self) -> list[tuple[str, int]]:
         from webapp.kafka.clients import partition_count_cached
@@ -1072,23 +1073,7 @@ class FileSinkTask(Task):
     def idle_delay(self) -> float | None:
         # woken by the worker's EndOffsetWatcher when a partition gets records; the long
         # wait is only a safety net (a missed wake-up, a new partition)
-        return 5.0 if self._watching else None
-
-    def _nothing_new(self, assigned: list[tuple[str, int]]) -> bool:
-        """True (the task stays parked on the worker's EndOffsetWatcher) when no end offset of the assigned
-        partitions changed since a batch last found nothing to read; unknown end offsets mean "look"."""
-        watcher = self.context.end_offsets
-        if watcher is None or self.context.wake is None:
-            return False
-        watcher.watch(str(self.context.task_id), assigned, self.context.wake)  # it learns only watched partitions
-        ends = watcher.snapshot(assigned)
-        self._watching = self._idle_ends is not None and ends == self._idle_ends and None not in ends.values()
-        self._ends_before = ends  # taken before reading: a record arriving during the read changes it
-        return self._watching
-
-    def _found_nothing(self) -> None:
-        """The batch read nothing: park until an end offset differs from those seen before it."""
-        self._idle_ends = getattr(self, "_ends_before", None)
+        return self._parking.idle_delay()
 
     def run_batch(self) -> BatchResult | None:
         from webapp.kafka.spark_io import TopicPartitionRange
@@ -1096,7 +1081,7 @@ class FileSinkTask(Task):
         assigned = self._assigned()
         if not assigned:
             return None
-        if self._nothing_new(assigned):
+        if self._parking.nothing_new(assigned):
             return None
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
         reads = []
@@ -1106,9 +1091,9 @@ class FileSinkTask(Task):
                 reads.extend(self._operator.execute(lambda: self._sink_topic(topic, ranges), "TASK_PUT",
                                                     type(self).__name__))
         if not reads:
-            self._found_nothing()
+            self._parking.found_nothing()
             return None
-        self._idle_ends = None
+        self._parking.moved()
         offsets = []
         for r in reads:  # only now: every file of the batch is in place
             self._next[(r.topic, r.partition)] = r.next_offset

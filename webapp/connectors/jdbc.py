@@ -886,12 +886,13 @@ class JdbcSinkTask(Task):
 
             self.context.spark = get_spark_session()
         _register_by_value()
-        self._watching = False
-        self._idle_ends = None
+        from webapp.kafka.clients import SinkParking
+
+        self._parking = SinkParking(self.context.end_offsets, str(self.context.task_id), self.context.wake)
 
     def stop(self) -> None:
-        if self.context.end_offsets is not None:
-            self.context.end_offsets.unwatch(str(self.context.task_id))
+        if getattr(self, "_parking", None) is not None:
+            self._parking.stop()
 
     # -- offsets in the target ---------------------------------------------------------
     def _load_target_offsets(self) -> None:
@@ -942,29 +943,13 @@ class JdbcSinkTask(Task):
         return out
 
     def idle_delay(self) -> float | None:
-        return 5.0 if self._watching else None  # woken by the EndOffsetWatcher (see FileSinkTask)
-
-    def _nothing_new(self, assigned: list[tuple[str, int]]) -> bool:
-        """True (the task stays parked on the worker's EndOffsetWatcher) when no end offset of the assigned
-        partitions changed since a batch last found nothing to read; unknown end offsets mean "look"."""
-        watcher = self.context.end_offsets
-        if watcher is None or self.context.wake is None:
-            return False
-        watcher.watch(str(self.context.task_id), assigned, self.context.wake)  # it learns only watched partitions
-        ends = watcher.snapshot(assigned)
-        self._watching = self._idle_ends is not None and ends == self._idle_ends and None not in ends.values()
-        self._ends_before = ends  # taken before reading: a record arriving during the read changes it
-        return self._watching
-
-    def _found_nothing(self) -> None:
-        """The batch read nothing: park until an end offset differs from those seen before it."""
-        self._idle_ends = getattr(self, "_ends_before", None)
+        return self._parking.idle_delay()  # woken by the worker's EndOffsetWatcher
 
     def run_batch(self) -> BatchResult | None:
         from webapp.kafka.spark_io import TopicPartitionRange
 
         assigned = self._assigned()
-        if not assigned or self._nothing_new(assigned):
+        if not assigned or self._parking.nothing_new(assigned):
             return None
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
         records = 0
@@ -979,9 +964,9 @@ class JdbcSinkTask(Task):
                     self._next[(topic, p)] = nxt
                     offsets.append(SourceOffset({"kafka_topic": topic, "kafka_partition": p}, {"kafka_offset": nxt}))
         if not offsets:
-            self._found_nothing()
+            self._parking.found_nothing()
             return None
-        self._idle_ends = None
+        self._parking.moved()
         return BatchResult(records, tuple(offsets))
 
     def _peek(self, ranges) -> list[tuple[bytes | None, bytes | None]]:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .topics import partition_count, shared_admin_client
 
-__all__ = ["EndOffsetWatcher", "partition_count_cached", "ensure_topic_cached", "list_end_offsets"]
+__all__ = ["EndOffsetWatcher", "SinkParking", "partition_count_cached", "ensure_topic_cached", "list_end_offsets"]
 
 log = logging.getLogger(__name__)
 
@@ -294,3 +294,59 @@ class EndOffsetWatcher:
     def _list_offsets(self, tps: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
         # a topic deleted meanwhile is left out: its tasks find out by themselves
         return list_end_offsets(self.kafka_config, tps)
+
+
+class SinkParking:
+    """How a sink task parks on its worker's :class:`EndOffsetWatcher` between batches.
+
+    A sink calls :meth:`nothing_new` before reading: True means no end offset of
+    its partitions changed since a read found nothing, so it returns without
+    reading and stays parked (:meth:`idle_delay`) until the watcher wakes it.
+    After a read that found nothing it calls :meth:`found_nothing`; after one
+    that moved records, :meth:`moved`. Unknown end offsets always mean "read".
+    The end offsets compared are those taken *before* the read, so a record
+    arriving during the read changes them and is not slept through.
+
+    Args:
+        watcher: the worker's EndOffsetWatcher, or None (outside a worker: never parks).
+        key: the task's id (one watch per task).
+        wake: the task's wake-up callback, or None (never parks).
+    """
+
+    #: seconds a parked sink waits before looking anyway (a missed wake-up, a new partition)
+    SAFETY_NET_SECONDS = 5.0
+
+    def __init__(self, watcher: "EndOffsetWatcher | None", key: str, wake: Callable[[], None] | None):
+        self.watcher = watcher
+        self.key = key
+        self.wake = wake
+        self.watching = False
+        self._idle_ends: dict | None = None
+        self._ends_before: dict | None = None
+
+    def nothing_new(self, assigned: list[tuple[str, int]]) -> bool:
+        """Whether the task may skip this read: nothing moved on ``assigned`` since a read found nothing."""
+        if self.watcher is None or self.wake is None:
+            return False
+        self.watcher.watch(self.key, assigned, self.wake)  # the watcher learns only watched partitions
+        ends = self.watcher.snapshot(assigned)
+        self.watching = self._idle_ends is not None and ends == self._idle_ends and None not in ends.values()
+        self._ends_before = ends
+        return self.watching
+
+    def found_nothing(self) -> None:
+        """The read found nothing: park until an end offset differs from those seen before it."""
+        self._idle_ends = self._ends_before
+
+    def moved(self) -> None:
+        """The read moved records: read again without parking."""
+        self._idle_ends = None
+
+    def idle_delay(self) -> float | None:
+        """For ``Task.idle_delay``: the safety-net wait while parked, else None (the worker's backoff)."""
+        return self.SAFETY_NET_SECONDS if self.watching else None
+
+    def stop(self) -> None:
+        """Forget the task's watch (it stopped)."""
+        if self.watcher is not None:
+            self.watcher.unwatch(self.key)

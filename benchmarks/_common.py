@@ -1,0 +1,32 @@
+"""What every benchmark records beside its figures: the machine it ran on, and quantiles.
+
+Imported by the ``benchmarks/*/run.py`` scripts (each puts the repository root on
+``sys.path``); not part of the product.
+"""
+from __future__ import annotations
+
+import os
+import platform
+
+__all__ = ["machine", "quantile"]
+
+
+def machine() -> str:
+    """``"<CPU model>, <n> cores, <GiB> GiB, <OS> <kernel>, Python <version>"`` of this machine (from /proc)."""
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Nearest-rank quantile of ``values`` (0 < q <= 1); raises ValueError when empty."""
+    if not values:
+        raise ValueError("no values")
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
