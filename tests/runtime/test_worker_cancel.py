@@ -104,3 +104,43 @@ def test_fence_all_cancels_the_batch_in_flight(spark, tmp_path, slow_plugin):
     task.join(60)
     assert not task.is_alive() and not marker.exists() and client.commits == []
     assert all(state != "FAILED" for _, state, _ in client.reports), client.reports
+
+
+ENTERED, RELEASE = threading.Event(), threading.Event()
+
+
+class InProcessTask(Task):
+    """A batch that runs in the agent (no Spark job to cancel) until the test releases it."""
+
+    def run_batch(self):
+        ENTERED.set()
+        assert RELEASE.wait(60)
+        return BatchResult(1, (SourceOffset({"p": 0}, {"o": 1}),))
+
+
+class InProcessConnector(SlowConnector):
+    task_class = InProcessTask
+
+
+def test_a_fenced_in_process_batch_runs_out_but_commits_nothing(tmp_path, monkeypatch):
+    """The in-process path cannot be interrupted: the batch ends, and its offsets are dropped."""
+    desc = registry.PluginDesc("InProcessConnector", "source", "test", InProcessConnector)
+    monkeypatch.setattr(worker_mod.registry, "resolve", lambda name: desc)
+    ENTERED.clear()
+    RELEASE.clear()
+    client = Client()
+    w = Worker(worker_id="w1", client=client, member={}, kafka_config={}, data_dir=str(tmp_path),
+               spark_factory=lambda: None)
+    try:
+        w.reconcile(view(1, tmp_path / "unused"))
+        task = w.tasks["slow-0"]
+        assert ENTERED.wait(30)
+        w.fence_all()  # session expired while the batch is in flight
+        RELEASE.set()
+        task.join(30)
+        assert not task.is_alive()
+        assert client.commits == []
+        assert all(state != "FAILED" for _, state, _ in client.reports), client.reports
+    finally:
+        RELEASE.set()
+        w.shutdown(timeout=5)
