@@ -404,6 +404,10 @@ _TYPE_ROWS = [
      "", dt.date(1970, 1, 1), dt.time(12, 0, 0, 1000), dt.datetime(1970, 1, 1), dt.datetime(1970, 1, 1, tzinfo=_UTC),
      b"\x00\xff\x00", "{}", "{}", uuid.uuid4()),
     (4,) + (None,) * 18,
+    # the largest float32 and float64: a shortest float32 text of FLT_MAX is out of FLOAT's range in MariaDB
+    (5, 1, 1, 1, decimal.Decimal("1.00000"), decimal.Decimal("1"), 3.4028234663852886e+38, 1.7976931348623157e308,
+     True, "x", "y", dt.date(2000, 1, 1), dt.time(1, 2, 3), dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1, tzinfo=_UTC),
+     b"x", "{}", "{}", uuid.UUID(int=5)),
 ]
 
 

@@ -742,7 +742,10 @@ class JdbcSourceTask(Task):
         connect_schema = {"type": "struct", "fields": [_kind_schema(n, k) for n, k in zip(names, kinds)],
                           "optional": False, "name": s.name if s.partition.get("table") else "query"}
         q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
-        cols = ", ".join(q(n) for n in names)
+        # MySQL/MariaDB print a FLOAT with 6 significant digits (3.40282e38 for FLT_MAX): read it as the
+        # DOUBLE it converts to exactly, which the float32 parse turns back into the very same float
+        cols = ", ".join(f"CAST({q(n)} AS DOUBLE) AS {q(n)}" if self.dialect != "postgresql" and k == "float32"
+                         else q(n) for n, k in zip(names, kinds))
         sqls = [(f"SELECT {cols} FROM ({s.select}) raftconnect_s" + (f" WHERE {w}" if w else ""), a)
                 for w, a in pieces]
         arrow_schema = pa.schema([pa.field(n, jdbc_io.arrow_wire_type(k)) for n, k in zip(names, kinds)])

@@ -340,7 +340,12 @@ def _literals(arr, kind: str, style: str):
             return text
         return pc.binary_join_element_wise("'", text, "'", "")
 
-    if kind in ("int8", "int16", "int32", "int64", "float32", "float64"):
+    if kind == "float32" and mysql:
+        # the shortest float32 text of the largest floats ("3.4028235e+38") reads as a double just
+        # above FLT_MAX, which MySQL/MariaDB refuse for a FLOAT column (error 1264): the exact
+        # double of the float32 value names the same float and is in range
+        text = arr.cast(pa.float64()).cast(pa.string())
+    elif kind in ("int8", "int16", "int32", "int64", "float32", "float64"):
         text = arr.cast(pa.string())
     elif kind == "boolean":
         text = pc.if_else(arr, "1" if mysql else "t", "0" if mysql else "f")
