@@ -10,6 +10,7 @@ commit its last offsets through this node while it shuts down.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -24,10 +25,12 @@ from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.metrics import LEADER_CHANGES
+from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.registry import store_urls_from_env
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
+from .health import NodeHealth
 from .herder import Herder
 
 __all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
@@ -134,6 +137,8 @@ class ConnectNode:
         self.coordinator: GroupCoordinator | None = None
         self.herder: Herder | None = None
         self.agent: subprocess.Popen | None = None
+        #: the checks of GET /health (webapp.connect.health)
+        self.health = NodeHealth(self)
         celery_app.conf.update(**configure_broker(options.celery_broker, options.data_dir))
 
     # ------------------------------------------------------------- lifecycle
@@ -267,6 +272,8 @@ class ConnectNode:
                "--without-heartbeat", "--without-gossip", "--without-mingle",
                "-l", os.environ.get("RAFTCONNECT_AGENT_LOG_LEVEL", "WARNING")]
         log_path = os.path.join(self.options.data_dir, "agent.log")
+        with contextlib.suppress(FileNotFoundError):  # a previous agent's: /health waits for this one's
+            os.remove(status_path(self.options.data_dir))
         self._agent_log = open(log_path, "ab")
         self.agent = subprocess.Popen(cmd, env=self.agent_env(), stdout=self._agent_log, stderr=subprocess.STDOUT,
                                       preexec_fn=_die_with_parent)
@@ -274,6 +281,7 @@ class ConnectNode:
 
     def stop(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+        self.health.close()
         if self.agent and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
             try:
