@@ -66,10 +66,11 @@ STATES = ("ok", "unreachable", "down", "starting", "not_started", "not_applicabl
 OK_STATES = frozenset({"ok", "not_started", "not_applicable"})
 #: seconds a network check's answer is reused
 CACHE_TTL_S = 2.0
-#: seconds, from a network check's start, that a request waits for its answer
-WAIT_S = 2.0
+#: seconds, from a network check's start, that a request waits for its answer (the network checks run in
+#: parallel, so /health answers within about this long: below the 2 s timeouts of the launcher and compose)
+WAIT_S = 1.2
 #: seconds librdkafka gets for the metadata request of the Kafka check (below WAIT_S)
-KAFKA_TIMEOUT_S = 1.5
+KAFKA_TIMEOUT_S = 1.0
 
 _READY_MESSAGE = "Worker has completed startup and is ready to handle requests."  # Kafka Connect's (KIP-1017)
 
@@ -106,23 +107,36 @@ class CachedProbe:
         self._thread: threading.Thread | None = None
         self._closed = False
 
+    def kick(self) -> None:
+        """Start a check now if the answer is older than ``ttl`` and none runs; returns at once.
+
+        Lets a caller start several checks before waiting for any, so they run in parallel.
+        """
+        with self._cv:
+            self._kick(self._clock())
+
+    def _kick(self, now: float) -> bool:
+        """Under the lock: whether the answer is fresh; otherwise make sure a check runs."""
+        if self._answer is not None and now - self._answered_at < self.ttl:
+            return True
+        if self._running_since is None and not self._closed:
+            self._running_since = now
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"health-{self.name}", daemon=True)
+                self._thread.start()
+            self._cv.notify_all()
+        return False
+
     def get(self) -> dict[str, Any]:
         """The latest answer if younger than ``ttl``; else a new one, waiting at most ``wait`` s from the check's start.
 
         Returns a copy. Never raises.
         """
         with self._cv:
-            now = self._clock()
-            if self._answer is not None and now - self._answered_at < self.ttl:
+            if self._kick(self._clock()):
                 return dict(self._answer)
             if self._closed:
                 return {"state": "down", "error": "the node is stopping"}
-            if self._running_since is None:
-                self._running_since = now
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=f"health-{self.name}", daemon=True)
-                    self._thread.start()
-                self._cv.notify_all()
             started = self._running_since
             while self._answered_at is None or self._answered_at < started:
                 remaining = started + self.wait - self._clock()
@@ -184,6 +198,9 @@ class NodeHealth:
         :data:`WAIT_S` seconds; never raises.
         """
         node = self.node
+        self._kafka.kick()  # both network checks run while the local ones are read
+        if node.store is not None and node.store.active_name != "raft":
+            self._store.kick()
         agent, status = self._agent()
         checks = {"raft": self.raft_check(), "metadata_store": self.metadata_store_check(),
                   "kafka": self.kafka_check(), "spark": self._spark(agent, status), "agent": agent}

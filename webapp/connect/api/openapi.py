@@ -108,10 +108,12 @@ SCHEMAS["HealthReport"] = {
                            reachable_members=_NULLABLE_INT, has_quorum={"type": "boolean"},
                            commit_index=_NULLABLE_INT, applied_index=_NULLABLE_INT,
                            cluster={"type": "array", "items": {"type": "string"}}),
-            "metadata_store": _check("The active metadata store (one cheap round trip, cached 2 s)",
+            "metadata_store": _check(f"The active metadata store (one cheap round trip, cached "
+                                     f"{health.CACHE_TTL_S:g} s)",
                                      name={"type": "string"}, backend={"type": ["string", "null"]},
                                      switch={"type": "object"}),
-            "kafka": _check("A metadata request to the node's bootstrap servers (timeout 1.5 s, cached 2 s)",
+            "kafka": _check(f"A metadata request to the node's bootstrap servers (timeout {health.KAFKA_TIMEOUT_S:g} s, "
+                            f"cached {health.CACHE_TTL_S:g} s)",
                             bootstrap_servers={"type": "string"}, cluster_id={"type": ["string", "null"]},
                             brokers={"type": "integer"}),
             "spark": _check("The agent's SparkSession", master={"type": "string"}),
