@@ -204,18 +204,15 @@ class NodeHealth:
         agent, status = self._agent()
         checks = {"raft": self.raft_check(), "metadata_store": self.metadata_store_check(),
                   "kafka": self.kafka_check(), "spark": self._spark(agent, status), "agent": agent}
-        body: dict[str, Any] = {"node_id": node.options.node_id, "roles": sorted(node.options.roles)}
+        who = {"node_id": node.options.node_id, "roles": sorted(node.options.roles), "checks": checks}
         if node.raft is not None and checks["raft"].get("leader") is None:
-            body.update(status="unhealthy", state="down",
-                        message="No Raft leader is known; the control plane is electing one.")
-            return 503, {**body, "checks": checks}
+            return 503, {"status": "unhealthy", "state": "down", **who,
+                         "message": "No Raft leader is known; the control plane is electing one."}
         failing = [f"{name} {c['state']}" for name, c in checks.items() if c["state"] not in OK_STATES]
         if failing:
-            body.update(status="healthy", state="degraded",
-                        message=f"{_READY_MESSAGE[:-1]}; not ok: {', '.join(failing)}.")
-        else:
-            body.update(status="healthy", state="ok", message=_READY_MESSAGE)
-        return 200, {**body, "checks": checks}
+            return 200, {"status": "healthy", "message": f"{_READY_MESSAGE[:-1]}; not ok: {', '.join(failing)}.",
+                         "state": "degraded", **who}
+        return 200, {"status": "healthy", "message": _READY_MESSAGE, "state": "ok", **who}
 
     # ---------------------------------------------------------------- checks
     def raft_check(self) -> dict[str, Any]:
@@ -227,10 +224,13 @@ class NodeHealth:
                                                          "cluster", "cluster": list(node.options.cluster)}
         try:
             st = node.raft.status()
-            peers = node.raft.peer_connections()
         except Exception as exc:  # noqa: BLE001 - a destroyed member (node stopping)
             return {"state": "down", "leader": None, "error": f"the Raft member does not run: {exc}"}
-        members, reachable = 1 + len(peers), 1 + sum(peers.values())
+        try:
+            peers = node.raft.peer_connections()
+            members, reachable = 1 + len(peers), 1 + sum(peers.values())
+        except RuntimeError:  # the member set changed while it was read (a membership change): count next time
+            members = reachable = None
         out = {"state": "ok", "role": st["state"], "term": st["term"], "leader": st["leader"], "members": members,
                "reachable_members": reachable, "has_quorum": st["has_quorum"],
                "commit_index": st["commit_index"], "applied_index": st["applied_index"]}
@@ -370,6 +370,8 @@ class NodeHealth:
             self.node.store.active.ping()
         except StoreError as exc:
             out.update(state="unreachable", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a plugin's own error type still means "does not answer"
+            out.update(state="unreachable", error=f"metadata store {out['name']!r}: {type(exc).__name__}: {exc}"[:500])
         return out
 
     def _store_late(self, seconds: float) -> dict[str, Any]:
