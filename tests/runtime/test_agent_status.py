@@ -1,7 +1,11 @@
-"""The agent's status file: what the writer records is what the node's reader sees, at most ~once a second."""
+"""The agent's status file: what the writer records is what the node's reader sees, at most ~once a second;
+and the SparkSession state it records, read without starting the session."""
 from __future__ import annotations
 
 import os
+import threading
+
+import pytest
 
 from webapp.runtime.agent_status import AgentStatusWriter, read_agent_status, status_path
 
@@ -55,3 +59,26 @@ def test_a_malformed_file_reads_as_none(tmp_path):
     with open(path, "w") as fh:
         fh.write("[1, 2]")
     assert read_agent_status(str(tmp_path)) is None
+
+
+def test_lazy_spark_health_never_starts_the_session():
+    from webapp.runtime.engine import LazySpark  # imports pyarrow; the status file itself needs nothing
+
+    entered, release = threading.Event(), threading.Event()
+
+    def factory():
+        entered.set()
+        release.wait(10)
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    lazy = LazySpark(factory)
+    assert lazy.health() == {"state": "not_started"} and not lazy.started
+    errors = []
+    t = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, lazy.session)))
+    t.start()
+    assert entered.wait(10)
+    assert lazy.health() == {"state": "starting"}
+    release.set()
+    t.join(10)
+    health = lazy.health()
+    assert health["state"] == "down" and "Java gateway process exited" in health["error"]
