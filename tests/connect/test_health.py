@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from webapp.connect.health import WAIT_S, CachedProbe
+from webapp.connect.health import CHECKS, STATES, WAIT_S, CachedProbe
 from webapp.connect.launcher import NodeProcess, wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.kafka.embedded import free_port
@@ -176,3 +176,19 @@ def test_cached_probe_turns_an_exception_into_unreachable():
         assert p.get() == {"state": "unreachable", "error": "ConnectionRefusedError: 127.0.0.1:1 refused"}
     finally:
         p.close()
+
+
+def test_openapi_describes_the_health_body_and_the_answer_conforms(api):
+    import jsonschema
+
+    schema = api.get("/raftconnect/v1/openapi.json").json()
+    op = schema["paths"]["/health"]["get"]
+    for code in ("200", "503"):
+        assert op["responses"][code]["content"]["application/json"]["schema"]["$ref"].endswith("/HealthReport")
+    assert op.get("security") in (None, [], [{}])  # no authentication
+    report = schema["components"]["schemas"]["HealthReport"]
+    checks = report["properties"]["checks"]
+    assert checks["required"] == list(CHECKS)
+    assert set(checks["properties"]["kafka"]["properties"]["state"]["enum"]) == set(STATES)
+    resp = api.get("/health")
+    jsonschema.validate(resp.json(), report)
