@@ -142,6 +142,21 @@ def test_raft_member_without_a_leader_answers_503(tmp_path):
         node.stop()
 
 
+def test_worker_only_node_reports_raft_and_store_as_not_applicable(tmp_path):
+    cluster = f"127.0.0.1:{free_port()}"
+    node = in_process_node(tmp_path, roles=("worker",), cluster=[cluster], cluster_secret="s")
+    node.start_control_plane()  # holds no Raft state: serves REST by forwarding to its cluster
+    try:
+        status, body = node.health.report()
+        assert status == 200 and body["roles"] == ["worker"]
+        checks = body["checks"]
+        assert checks["raft"]["state"] == "not_applicable" and checks["raft"]["cluster"] == [cluster]
+        assert checks["metadata_store"]["state"] == "not_applicable"
+        assert checks["agent"]["state"] == "down"  # this in-process node started no agent
+    finally:
+        node.stop()
+
+
 def test_cached_probe_bounds_the_wait_and_reuses_its_answer():
     release = threading.Event()
     calls = []
