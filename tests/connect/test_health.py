@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+import uuid
 
 import pytest
 import requests
@@ -140,6 +141,22 @@ def test_raft_member_without_a_leader_answers_503(tmp_path):
         assert body["checks"]["metadata_store"]["state"] == "unreachable"
     finally:
         node.stop()
+
+
+def test_a_relational_active_store_is_pinged(tmp_path, django_db_blocker):
+    from tests.storage.conftest import PG_URL, drop_database
+
+    db = f"raftconnect_test_{uuid.uuid4().hex[:10]}"
+    with django_db_blocker.unblock():  # the store manages its own connections on a runtime alias
+        node = in_process_node(tmp_path, roles=("raft",), metadata_store="pg", store_urls={"pg": PG_URL.format(db=db)})
+        node.start_control_plane()
+        try:
+            status, body = node.health.report()
+            assert status == 200
+            assert body["checks"]["metadata_store"] == {"state": "ok", "name": "pg", "backend": "postgresql"}
+        finally:
+            node.stop()
+            drop_database("postgresql", db)
 
 
 def test_worker_only_node_reports_raft_and_store_as_not_applicable(tmp_path):
