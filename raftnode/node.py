@@ -200,6 +200,14 @@ class RaftNode:
             "ready": bool(self.syncobj.isReady()),
         }
 
+    def peer_connections(self) -> dict[str, bool]:
+        """``{raft address: connected}`` for every other voting member, as this member's transport sees it now.
+
+        Cheap (no network I/O); with this member, a majority of connected members
+        is what ``has_quorum`` of :meth:`status` counts.
+        """
+        return {node.address: bool(self.syncobj.isNodeConnected(node)) for node in list(self.syncobj.otherNodes)}
+
     def wait_ready(self, timeout: float = 30.0) -> bool:
         """Wait until this member has applied the log it found at start and a leader exists.
 

@@ -186,6 +186,10 @@ UNREACHABLE = {
 }
 
 
+def test_ping_answers_while_the_store_is_reachable(backend):
+    backend.store.ping()  # GET /health's metadata_store check; raises StoreUnavailable otherwise
+
+
 @pytest.mark.parametrize("kind", ["raft", "postgresql", "mariadb"])
 def test_unreachable_store_is_unavailable_and_never_shows_the_password(kind, tmp_path):
     if kind == "raft":
@@ -204,7 +208,7 @@ def test_unreachable_store_is_unavailable_and_never_shows_the_password(kind, tmp
         store = RelationalMetadataStore(kind, UNREACHABLE[kind], fence=None)
         close = store.close
     try:
-        calls = [lambda: store.put_connector_config("c", {"k": "v"})]
+        calls = [lambda: store.put_connector_config("c", {"k": "v"}), store.ping]
         if kind != "raft":
             calls += [store.prepare, store.connector_names, lambda: store.get_offsets("c")]
         for call in calls:

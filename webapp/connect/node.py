@@ -12,6 +12,7 @@ through this node while it shuts down, then the rest in reverse.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -26,10 +27,12 @@ from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.metrics import LEADER_CHANGES
+from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.registry import store_urls_from_env
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
+from .health import NodeHealth
 from .herder import Herder
 
 __all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
@@ -136,6 +139,8 @@ class ConnectNode:
         self.coordinator: GroupCoordinator | None = None
         self.herder: Herder | None = None
         self.agent: subprocess.Popen | None = None
+        #: the checks of GET /health (webapp.connect.health)
+        self.health = NodeHealth(self)
         celery_app.conf.update(**configure_broker(options.celery_broker, options.data_dir))
 
     # ------------------------------------------------------------- lifecycle
@@ -269,6 +274,8 @@ class ConnectNode:
                "--without-heartbeat", "--without-gossip", "--without-mingle",
                "-l", os.environ.get("RAFTCONNECT_AGENT_LOG_LEVEL", "WARNING")]
         log_path = os.path.join(self.options.data_dir, "agent.log")
+        with contextlib.suppress(FileNotFoundError):  # a previous agent's: /health waits for this one's
+            os.remove(status_path(self.options.data_dir))
         self._agent_log = open(log_path, "ab")
         self.agent = subprocess.Popen(cmd, env=self.agent_env(), stdout=self._agent_log, stderr=subprocess.STDOUT,
                                       preexec_fn=_die_with_parent)
@@ -286,6 +293,7 @@ class ConnectNode:
 
     def stop(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+        self.health.close()
         self.stop_agent(graceful_timeout)
         if self.coordinator:
             self.coordinator.stop()

@@ -166,16 +166,44 @@ class LazySpark:
         self._factory = factory
         self._session = None
         self._lock = threading.Lock()
+        self._creating = False
+        self._error: str | None = None  # why the last attempt to create the session failed
 
     @property
     def started(self) -> bool:
         return self._session is not None
 
+    def health(self) -> dict[str, Any]:
+        """What ``GET /health`` shows of the session, without starting it or calling into the JVM.
+
+        ``{"state": "not_started"}`` until a batch needs Spark, ``"starting"`` while
+        the JVM starts, ``"ok"`` while it runs, ``"down"`` after it stopped or the
+        last start failed (with ``"error"``).
+        """
+        from .spark import is_running
+
+        session = self._session
+        if session is not None:
+            return {"state": "ok"} if is_running(session) else {"state": "down", "error": "the SparkContext stopped"}
+        if self._creating:
+            return {"state": "starting"}
+        if self._error is not None:
+            return {"state": "down", "error": self._error}
+        return {"state": "not_started"}
+
     def session(self):
         """The real SparkSession (created now if needed); binds the calling thread's pending job group."""
         with self._lock:
             if self._session is None:
-                self._session = self._factory()
+                self._creating = True
+                try:
+                    self._session = self._factory()
+                    self._error = None
+                except Exception as exc:
+                    self._error = f"the SparkSession could not start: {type(exc).__name__}: {exc}"[:500]
+                    raise
+                finally:
+                    self._creating = False
             session = self._session
         pending = getattr(_local, "job_group", None)
         if pending is not None and getattr(_local, "bound_group", None) != pending[0]:

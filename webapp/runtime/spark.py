@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any, Mapping
 
-__all__ = ["get_spark_session", "stop_spark_session", "DEFAULT_SPARK_CONF", "cluster_conf", "project_zip"]
+__all__ = ["get_spark_session", "stop_spark_session", "is_running", "DEFAULT_SPARK_CONF", "cluster_conf", "project_zip"]
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -147,6 +147,23 @@ def get_spark_session(
         session.sparkContext.setLogLevel("WARN")
         _session = session
         return session
+
+
+def is_running(session: Any) -> bool:
+    """Whether ``session``'s SparkContext is still up, judged without calling into the JVM.
+
+    ``False`` once the context was stopped or the local JVM process exited.
+    Pure Python (no py4j round trip), so a busy or hung JVM cannot block the
+    caller: safe from a heartbeat thread.
+    """
+    try:
+        sc = session.sparkContext
+        if sc is None or sc._jsc is None:
+            return False
+        proc = getattr(getattr(sc, "_gateway", None), "proc", None)  # the JVM pyspark launched, if local
+        return proc is None or proc.poll() is None
+    except Exception:  # noqa: BLE001 - any doubt about a session means it does not run
+        return False
 
 
 def _is_stopped(session: Any) -> bool:

@@ -26,6 +26,7 @@ from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, Ta
 from . import config_providers
 from webapp.kafka.clients import EndOffsetWatcher
 
+from .agent_status import AgentStatusWriter
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .engine import BatchEngine, LazySpark, PhaseTimes, use_phases
 from .file_watcher import FileChangeWatcher
@@ -551,6 +552,8 @@ class Worker:
         self._reconciled: dict[str, Any] | None = None  # the view the last full reconcile applied
         self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics, end_offsets=self.end_offsets)
         self.restart_tracker = RestartTracker()
+        #: what the node's GET /health reads about this agent (see webapp.runtime.agent_status)
+        self.status_file = AgentStatusWriter(data_dir, worker_id)
 
     def spark(self):
         """The agent's SparkSession, created now if no batch has needed it yet."""
@@ -559,6 +562,7 @@ class Worker:
     # -------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """Start heartbeating (the first heartbeat joins the group) and the reconcile thread."""
+        self.status_file.started()
         self._reconcile_thread = threading.Thread(target=self._reconcile_loop, name="reconcile", daemon=True)
         self._reconcile_thread.start()
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
@@ -687,6 +691,7 @@ class Worker:
                 ok = True
                 self._last_contact = time.monotonic()
                 self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
+                self._record_heartbeat(running, ok=True)
                 if view.get("unchanged") and self._last_view is not None \
                         and view.get("digest") == self._last_view.get("digest"):
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
@@ -698,10 +703,22 @@ class Worker:
                                 silent)
                     self.fence_all()
                 log.debug("heartbeat failed: %s", exc)
+                self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
             except Exception:
                 log.exception("heartbeat loop error")
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
+
+    def _record_heartbeat(self, running: dict[str, Any] | None, *, ok: bool, error: str | None = None) -> None:
+        """Note a heartbeat attempt in the status file the node's ``/health`` reads; never raises."""
+        try:
+            counts = {} if running is None else {"generation": running["generation"],
+                                                 "connectors": len(running["connectors"]),
+                                                 "tasks": len(running["tasks"])}
+            self.status_file.heartbeat(ok=ok, error=error, session_timeout_s=self.session_timeout,
+                                       spark=self.lazy_spark.health(), **counts)
+        except Exception:  # the heartbeat matters more than its record
+            log.debug("could not record the heartbeat", exc_info=True)
 
     # -------------------------------------------------------------- reconcile
     def apply_assignment(self, view: dict[str, Any]) -> None:

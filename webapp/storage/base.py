@@ -256,6 +256,18 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
     def close(self) -> None:
         """Release connections. The object must not be used afterwards."""
 
+    def ping(self) -> None:
+        """Check that the store answers now: one cheap round trip, for ``GET /health``.
+
+        The default reads a connector that cannot exist (the empty name), which
+        reaches any backend; backends override it with their own no-op round trip
+        (``SELECT 1``, Redis ``PING``). Bounded by the backend's connect timeout.
+
+        Errors: :class:`StoreUnavailable` (the message names the store and its
+        redacted address).
+        """
+        self.get_connector("")
+
     @abstractmethod
     def offset_names(self) -> list[str]:
         """Names that have committed offsets (including deleted connectors, whose offsets are kept), sorted."""

@@ -49,6 +49,14 @@ class RaftMetadataStore(MetadataStore):
                 raise AlreadyExists(exc.reason) from exc
             raise FencedWrite(exc.reason) from exc
 
+    def ping(self) -> None:
+        """Reads come from the local replica and always answer; writes need a Raft leader.
+
+        Errors: :class:`StoreUnavailable` while this member knows no leader.
+        """
+        if self.raft.leader is None:
+            raise StoreUnavailable("metadata store 'raft': no Raft leader is known, so writes cannot commit")
+
     # config
     def connector_names(self) -> list[str]:
         return self.raft.state.connector_names()

@@ -256,13 +256,16 @@ class RelationalMetadataStore(MetadataStore):
 
     # Hooks for plugin packages that reuse this store on another Django backend
     # (plugins/raftconnect-db2-store): URL → settings, engine → backend name, the
-    # lease check's shared row lock per backend, whether prepare() creates the database.
+    # lease check's shared row lock per backend, whether prepare() creates the database,
+    # the health check's no-op query.
     #: ``SELECT ... <lock>`` of the writer-lease check, per backend (see module docstring).
     LEASE_LOCKS: dict[str, str] = {"postgresql": "FOR SHARE", "mysql": "LOCK IN SHARE MODE",
                                    # Oracle has no shared row lock: there the lease check serializes writers.
                                    "oracle": "FOR UPDATE"}
     #: backends whose database :meth:`prepare` creates when missing (others: the schema is the user's own).
     CREATES_DATABASE = ("postgresql", "mysql")
+    #: the no-op query of :meth:`ping` where plain ``SELECT 1`` is not SQL the backend accepts.
+    PING_SQL: dict[str, str] = {"oracle": "SELECT 1 FROM DUAL"}
 
     @classmethod
     def settings_for_url(cls, url: str) -> dict[str, Any]:
@@ -414,6 +417,21 @@ class RelationalMetadataStore(MetadataStore):
         self._call(self._create_database)
         self._call(lambda: call_command("migrate", "storage", database=self.alias, verbosity=0,
                                         interactive=False))
+
+    def ping(self) -> None:
+        """``SELECT 1`` on this thread's connection (opened within the 5 s connect timeout if needed).
+
+        Errors: :class:`StoreUnavailable` naming the backend and the redacted URL.
+        """
+        def select_one() -> None:
+            with connections[self.alias].cursor() as cur:
+                cur.execute(self.PING_SQL.get(self.backend, "SELECT 1"))
+                cur.fetchone()
+
+        try:
+            self._call(select_one)
+        except DatabaseError as exc:  # e.g. a server shutting down answers with an error, not a closed socket
+            raise self._unavailable(exc) from None
 
     def _create_database(self) -> None:
         if self.backend not in self.CREATES_DATABASE:  # Oracle, DB2: the schema is the user's own

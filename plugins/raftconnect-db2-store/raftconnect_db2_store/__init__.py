@@ -93,6 +93,7 @@ class Db2MetadataStore(RelationalMetadataStore):
 
     LEASE_LOCKS = {"db2": "WITH RS USE AND KEEP SHARE LOCKS"}
     CREATES_DATABASE = ()
+    PING_SQL = {"db2": "SELECT 1 FROM SYSIBM.SYSDUMMY1"}
 
     def __init__(self, name: str, url: str, fence: FenceCheck | None = None):
         super().__init__(name, url, fence)

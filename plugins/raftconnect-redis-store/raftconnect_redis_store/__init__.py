@@ -233,6 +233,10 @@ class RedisMetadataStore(MetadataStore):
         """Check the server answers (Redis needs no schema). Errors: ``StoreUnavailable``."""
         self._run(self._client.ping)
 
+    def ping(self) -> None:
+        """Redis ``PING`` (for ``GET /health``). Errors: ``StoreUnavailable`` naming the redacted URL."""
+        self._run(self._client.ping)
+
     def close(self) -> None:
         """Close the connection pool."""
         try:

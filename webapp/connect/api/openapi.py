@@ -22,6 +22,8 @@ from webapp.storage import api as store_api
 
 from webapp.console import api as console_api
 
+from webapp.connect import health
+
 from . import lifecycle, loggers, plugins, views
 
 __all__ = ["add_error_responses", "SCHEMAS"]
@@ -73,6 +75,58 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+_CHECK_STATE = {"type": "string", "enum": list(health.STATES), "description": (
+    "ok; unreachable (configured but does not answer: `error` names the address tried); down (this node's own "
+    "part is not running); starting; not_started (Spark only: the session starts when a batch first needs it); "
+    "not_applicable (the node's roles do not include it)")}
+_NULLABLE_INT = {"type": ["integer", "null"]}
+
+
+def _check(description: str, **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": ["state"], "description": description, "additionalProperties": True,
+            "properties": {"state": _CHECK_STATE, "error": {"type": "string"}, "reason": {"type": "string"},
+                           **properties}}
+
+
+SCHEMAS["HealthReport"] = {
+    "type": "object", "required": ["status", "message", "state", "node_id", "roles", "checks"],
+    "description": "503 (state down) only when the node cannot serve requests: still starting, or a Raft member "
+                   "that knows no leader. A failing dependency otherwise answers 200 with state degraded.",
+    "properties": {
+        "status": {"type": "string", "enum": ["healthy", "unhealthy", "starting"],
+                   "description": "Kafka Connect's word (KIP-1017)"},
+        "message": {"type": "string"},
+        "state": {"type": "string", "enum": ["ok", "degraded", "down"],
+                  "description": "ok: every check ok, not_started or not_applicable; degraded: some other check "
+                                 "state; down: the node cannot serve requests (HTTP 503)"},
+        "node_id": {"type": ["string", "null"]},
+        "roles": {"type": "array", "items": {"type": "string", "enum": ["raft", "worker"]}},
+        "checks": {"type": "object", "required": list(health.CHECKS), "properties": {
+            "raft": _check("This member's Raft view; unreachable without a known leader or a majority",
+                           role={"type": "string", "enum": ["LEADER", "FOLLOWER", "CANDIDATE"]},
+                           term=_NULLABLE_INT, leader={"type": ["string", "null"]}, members=_NULLABLE_INT,
+                           reachable_members=_NULLABLE_INT, has_quorum={"type": "boolean"},
+                           commit_index=_NULLABLE_INT, applied_index=_NULLABLE_INT,
+                           cluster={"type": "array", "items": {"type": "string"}}),
+            "metadata_store": _check(f"The active metadata store (one cheap round trip, cached "
+                                     f"{health.CACHE_TTL_S:g} s)",
+                                     name={"type": "string"}, backend={"type": ["string", "null"]},
+                                     switch={"type": "object"}),
+            "kafka": _check(f"A metadata request to the node's bootstrap servers (timeout {health.KAFKA_TIMEOUT_S:g} s, "
+                            f"cached {health.CACHE_TTL_S:g} s)",
+                            bootstrap_servers={"type": "string"}, cluster_id={"type": ["string", "null"]},
+                            brokers={"type": "integer"}),
+            "spark": _check("The agent's SparkSession", master={"type": "string"}),
+            "agent": _check("The node's worker agent process and its last heartbeat acknowledged by the "
+                            "coordinator (seconds)", pid={"type": "integer"}, exit_code={"type": "integer"},
+                            last_heartbeat_s_ago={"type": ["number", "null"]},
+                            session_timeout_s={"type": "number"}, generation=_NULLABLE_INT,
+                            connectors=_NULLABLE_INT, tasks=_NULLABLE_INT),
+        }},
+    },
+}
+
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -95,10 +149,10 @@ def _declare() -> None:
             "kafka_cluster_id": {"type": ["string", "null"]}}}}, auth=[]),
     )(views.RootView)
     extend_schema_view(
-        get=extend_schema(responses={200: {"type": "object", "properties": {
-            "status": {"type": "string"}, "message": {"type": "string"}}},
-            503: {"type": "object", "properties": {"status": {"type": "string"}, "message": {"type": "string"}}}},
-            auth=[]),
+        get=extend_schema(responses={200: _ref("HealthReport"), 503: _ref("HealthReport")}, auth=[],
+                          description="Each dependency's state (Raft, metadata store, Kafka, Spark, the worker "
+                                      "agent); no authentication. 200 while the node can serve requests, even "
+                                      "when a dependency is unreachable (state degraded); 503 only when it cannot."),
     )(views.HealthView)
     extend_schema_view(
         get=extend_schema(parameters=[_EXPAND], responses={200: _LIST}, operation_id="connectors_list"),

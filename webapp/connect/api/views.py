@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from raftnode import without_leader_wait
 
+from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 
@@ -124,7 +125,8 @@ class RootView(APIView):
 
 
 class HealthView(APIView):
-    """``GET /health``: 200 when the node can serve requests, 503 otherwise (no authentication)."""
+    """``GET /health`` (no authentication): each dependency's state; 200 while the node can serve requests,
+    503 otherwise. The report and the rule are :mod:`webapp.connect.health`'s."""
 
     permission_classes = [AllowAny]
     authentication_classes: list = []
@@ -133,11 +135,9 @@ class HealthView(APIView):
         try:
             node = current()
         except NodeNotReady:
-            return Response({"status": "starting", "message": "Worker is still starting up."}, status=503)
-        if node.raft is not None and node.raft.status()["leader"] is None:
-            return Response({"status": "unhealthy", "message": "No Raft leader is known; the control plane is electing one."},
-                            status=503)
-        return Response({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
+            node = None
+        status, body = health_report(node)
+        return Response(body, status=status)
 
 
 class ConnectorsView(ConnectAPIView):
