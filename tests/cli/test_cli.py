@@ -129,6 +129,9 @@ def test_apply_get_describe_lifecycle_and_errors(context, tmp_path):
     assert run_cli("pause", "cli-props").out.strip() == "connector/cli-props paused"
     assert run_cli("resume", "cli-props").out.strip() == "connector/cli-props resumed"
     assert run_cli("get", "tasks", "cli-props", "-o", "json").code == 0
+    restarted = run_cli("restart", "cli-props", "--include-tasks", "--only-failed")
+    assert restarted.code == 0, restarted.err
+    assert run_cli("restart", "cli-props", "--task", "0", "--include-tasks").code == 2
     assert run_cli("stop", "cli-json").code == 0
     offsets = run_cli("offsets", "get", "cli-json", "-o", "json")
     assert offsets.code == 0 and json.loads(offsets.out) == {"offsets": []}

@@ -374,6 +374,8 @@ def check_client_config(kafka: Mapping[str, str]) -> tuple[dict[str, str], list[
 
     Returns ``(settings that remain, warnings)``.
     """
+    if not kafka:
+        return {}, []
     from confluent_kafka import KafkaException, Producer
 
     kept = dict(kafka)
