@@ -121,10 +121,10 @@ def test_librdkafka_check_drops_unknown_properties_and_refuses_bad_values():
     kept, warnings = check_client_config({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u",
                                           "sasl.password": "p",
                                           "producer.linger.ms": "5", "producer.max.request.size": "9",
-                                          "consumer.max.poll.records": "10"})
+                                          "consumer.buffer.memory": "10"})
     assert kept == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u",
                     "sasl.password": "p", "producer.linger.ms": "5"}
-    assert sorted(warnings) == ["consumer.max.poll.records: not a librdkafka setting; ignored",
+    assert sorted(warnings) == ["consumer.buffer.memory: not a librdkafka setting; ignored",
                                 "producer.max.request.size: not a librdkafka setting; ignored"]
     with pytest.raises(PropertiesError, match="security.protocol"):
         check_client_config({"security.protocol": "CARRIER_PIGEON"})

@@ -104,7 +104,7 @@ _JAVA_ONLY = {
     "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
     "sasl.login.refresh.buffer.seconds", "sasl.kerberos.ticket.renew.window.factor",
     "sasl.kerberos.ticket.renew.jitter", "key.serializer", "value.serializer", "key.deserializer",
-    "value.deserializer", "interceptor.classes", "max.poll.records", "buffer.memory", "partitioner.class",
+    "value.deserializer", "interceptor.classes", "buffer.memory", "partitioner.class",
 }
 
 
