@@ -11,7 +11,7 @@ import pytest
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connect.nodeargs import add_node_arguments, data_dir_from_argv
 from webapp.connect.workerconfig import (KAFKA_CLIENT_CONFIG_ENV, PropertiesError, check_client_config,
-                                         expand_config_argv, parse_properties, worker_config)
+                                         expand_config_argv, parse_properties, report, worker_config)
 from webapp.kafka.spark_io import (CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES,
                                    _PRODUCER_ONLY_PREFIXES, _client_config)
 from webapp.kafka.topics import _admin_config
@@ -57,8 +57,7 @@ def test_properties_syntax_follows_java():
 
 
 def test_connect_keys_map_to_flags_env_and_client_settings(caplog):
-    with caplog.at_level(logging.INFO, logger="raftconnect.node"):
-        cfg = worker_config(parse_properties(SASL_FILE), environ={})
+    cfg = worker_config(parse_properties(SASL_FILE), environ={})
     flags = dict(zip(cfg.flags[::2], cfg.flags[1::2]))
     assert flags == {"--bootstrap-servers": "k1:9093,k2:9093", "--node-id": "n7", "--roles": "raft",
                      "--data-dir": "/srv/rc/n7", "--rest-listen": "0.0.0.0:18083",
@@ -74,8 +73,11 @@ def test_connect_keys_map_to_flags_env_and_client_settings(caplog):
     }
     # unknown keys warn, Connect's own storage keys are accepted quietly
     assert cfg.warnings == ["no.such.key: unknown worker setting; ignored"]
-    assert "no.such.key" in caplog.text
     assert sorted(cfg.ignored) == ["config.storage.topic", "group.id"]
+    with caplog.at_level(logging.INFO, logger="raftconnect.node"):
+        report(cfg)
+    assert "no.such.key: unknown worker setting" in caplog.text
+    assert "not used by RaftConnect: config.storage.topic, group.id" in caplog.text
 
 
 def test_command_line_wins_over_environment_wins_over_file(tmp_path):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 __all__ = ["PropertiesError", "WorkerConfig", "read_properties", "parse_properties", "worker_config",
-           "expand_config_argv", "kafka_client_config_from_env", "check_client_config", "KAFKA_CLIENT_CONFIG_ENV",
+           "expand_config_argv", "kafka_client_config_from_env", "check_client_config", "report", "KAFKA_CLIENT_CONFIG_ENV",
            "CLIENT_PREFIXES"]
 
 log = logging.getLogger("raftconnect.node")
@@ -274,7 +274,7 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
         environ: the environment deciding which keys it overrides (default ``os.environ``).
 
     Raises :class:`PropertiesError` for a value that cannot be used (e.g. an ``https`` listener).
-    Unknown keys do not raise: they are listed in ``warnings`` and logged.
+    Unknown keys do not raise: they are listed in ``warnings`` (:func:`report` logs them).
     """
     environ = os.environ if environ is None else environ
     cfg = WorkerConfig()
@@ -308,11 +308,18 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
     for prefix, settings in prefixed.items():
         for k, v in _to_librdkafka(settings, prefix, cfg.warnings).items():
             cfg.kafka[prefix + k] = v
+    return cfg
+
+
+def report(cfg: WorkerConfig) -> None:
+    """Log ``cfg``'s warnings (one per unknown or unusable key) and the Connect keys it does not use.
+
+    ``runnode`` calls it once logging is configured (:func:`expand_config_argv` runs before).
+    """
     for message in cfg.warnings:
         log.warning("worker properties: %s", message)
     if cfg.ignored:
         log.info("worker properties: not used by RaftConnect: %s", ", ".join(sorted(cfg.ignored)))
-    return cfg
 
 
 def _config_path(argv: list[str]) -> str | None:

@@ -16,7 +16,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
-from webapp.connect.workerconfig import PropertiesError, check_client_config, kafka_client_config_from_env
+from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
+                                         read_properties, report, worker_config)
 from webapp.storage.base import StoreError
 
 log = logging.getLogger("raftconnect.node")
@@ -48,6 +49,8 @@ class Command(BaseCommand):
 
         data_dir = os.environ["RAFTCONNECT_DATA_DIR"]
         try:
+            if o["config"]:  # its flags and variables were applied by prepare_runnode, before logging was set up
+                report(worker_config(read_properties(o["config"])))
             # set by prepare_runnode from --config's Kafka client keys (producer./consumer./admin. included)
             client_config, _ = check_client_config(kafka_client_config_from_env())
         except PropertiesError as exc:
