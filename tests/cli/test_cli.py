@@ -32,6 +32,7 @@ def test_help_of_every_command_exits_0(command):
 def test_help_as_a_script_and_node_help_lists_runnode_flags(run_cli):
     top = run_cli("--help")
     assert top.code == 0 and "apply" in top.out and "node" in top.out
+    assert run_cli("--version").out.startswith("raftconnect, version ")
     node = run_cli("node", "--help")
     assert node.code == 0, node.err
     for flag in ("--node-id", "--roles", "--raft-address", "--bootstrap-servers", "--config", "--rest-listen"):
@@ -137,6 +138,10 @@ def test_apply_get_describe_lifecycle_and_errors(context, tmp_path):
     offsets = run_cli("offsets", "get", "cli-json", "-o", "json")
     assert offsets.code == 0 and json.loads(offsets.out) == {"offsets": []}
     assert run_cli("offsets", "reset", "cli-json").code == 0
+    bad_offsets = tmp_path / "offsets.json"
+    bad_offsets.write_text('{"offsets": "all of them"}')
+    refused = run_cli("offsets", "alter", "cli-json", "-f", str(bad_offsets))
+    assert refused.code == 1 and "error_code 400" in refused.err
 
     missing = run_cli("describe", "connector", "cli-nope")
     assert missing.code == 1

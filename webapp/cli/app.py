@@ -113,6 +113,7 @@ def _connector_path(name: str, suffix: str = "") -> str:
 @click.option("--cli-config", envvar="RAFTCONNECT_CLI_CONFIG", type=click.Path(dir_okay=False),
               help="contexts file (default ~/.config/raftconnect/config.json)")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="seconds per request")
+@click.version_option(package_name="raftconnect", prog_name="raftconnect")
 def cli(**_options: Any) -> None:
     """RaftConnect: run a node, or manage a cluster through its Kafka Connect REST API.
 
