@@ -19,7 +19,8 @@ COMMANDS = [[], ["get"], ["get", "connectors"], ["get", "tasks"], ["get", "plugi
             ["describe"], ["describe", "connector"], ["apply"], ["pause"], ["resume"], ["stop"], ["restart"],
             ["delete"], ["offsets"], ["offsets", "get"], ["offsets", "alter"], ["offsets", "reset"], ["cluster"],
             ["config"], ["config", "set-context"], ["config", "use-context"], ["config", "get-contexts"],
-            ["config", "current-context"], ["config", "delete-context"]]
+            ["config", "current-context"], ["config", "delete-context"], ["store"], ["store", "list"],
+            ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "raftconnect")
@@ -152,3 +153,18 @@ def test_apply_get_describe_lifecycle_and_errors(context, tmp_path):
 
     assert run_cli("delete", "cli-props", "cli-json").code == 0
     assert run_cli("describe", "connector", "cli-props").code == 1
+
+
+def test_store_and_log_levels(context):
+    run_cli = context
+    stores = run_cli("store", "list", "-o", "json")
+    assert stores.code == 0, stores.err
+    assert json.loads(stores.out)["active"] == "raft"
+    assert run_cli("store", "list").out.split()[:2] == ["STORE", "BACKEND"]
+    unknown = run_cli("store", "switch", "nowhere")
+    assert unknown.code == 1 and "error_code 404" in unknown.err
+    assert run_cli("logs", "level", "raftconnect.cli.test", "debug").out.strip() == \
+        "raftconnect.cli.test set to DEBUG (worker)"
+    assert run_cli("logs", "level", "raftconnect.cli.test").out.strip() == "raftconnect.cli.test DEBUG"
+    listed = json.loads(run_cli("logs", "level", "-o", "json").out)
+    assert listed["raftconnect.cli.test"]["level"] == "DEBUG"

@@ -406,6 +406,82 @@ def cluster(ctx: click.Context, output: str) -> None:
             for n in data.get("nodes", [])])
 
 
+# ------------------------------------------------------------------ metadata store
+def _print_store(data: dict[str, Any], output: str) -> None:
+    if output == "json":
+        return _echo_json(data)
+    _table(("", "STORE", "BACKEND", "URL"), [("*" if st.get("active") else "", st.get("name"), st.get("backend"),
+                                             st.get("url") or st.get("error")) for st in data.get("stores", [])])
+    switch = data.get("switch")
+    if switch:
+        click.echo("switch: " + ", ".join(f"{k}={v}" for k, v in switch.items() if not isinstance(v, (dict, list))))
+
+
+@cli.group()
+def store() -> None:
+    """The metadata store: which one is active, and switching it online (stores are configured on the
+    nodes as RAFTCONNECT_STORE_<NAME>=<URL>)."""
+
+
+@store.command("list")
+@output_option
+@click.pass_context
+def store_list(ctx: click.Context, output: str) -> None:
+    """Configured stores (* = active) and any switch in progress (GET /raftconnect/v1/metadata-store)."""
+    _print_store(_client(ctx).get("/raftconnect/v1/metadata-store"), output)
+
+
+@store.command("switch")
+@click.argument("target")
+@output_option
+@click.pass_context
+def store_switch(ctx: click.Context, target: str, output: str) -> None:
+    """Start switching the cluster to store TARGET (POST /raftconnect/v1/metadata-store/switch)."""
+    _, body = _client(ctx).request("POST", "/raftconnect/v1/metadata-store/switch", json={"target": target})
+    _print_store(body or {}, output)
+
+
+@store.command("rollback")
+@output_option
+@click.pass_context
+def store_rollback(ctx: click.Context, output: str) -> None:
+    """Abort the running switch, or switch back (POST /raftconnect/v1/metadata-store/rollback)."""
+    _, body = _client(ctx).request("POST", "/raftconnect/v1/metadata-store/rollback")
+    _print_store(body or {}, output)
+
+
+# ------------------------------------------------------------------ log levels
+@cli.group()
+def logs() -> None:
+    """Log levels of a node or the whole cluster (Connect's /admin/loggers)."""
+
+
+@logs.command("level")
+@click.argument("logger", required=False)
+@click.argument("level", required=False)
+@click.option("--scope", type=click.Choice(["worker", "cluster"]), default="worker", show_default=True,
+              help="the node asked (and its agent) or every node")
+@output_option
+@click.pass_context
+def logs_level(ctx: click.Context, logger: str | None, level: str | None, scope: str, output: str) -> None:
+    """Without arguments list the loggers with a set level; with LOGGER show it; with LOGGER LEVEL set it
+    (e.g. `raftconnect logs level webapp.runtime DEBUG --scope cluster`)."""
+    client = _client(ctx)
+    if logger is None:
+        data = client.get("/admin/loggers")
+        if output == "json":
+            return _echo_json(data)
+        return _table(("LOGGER", "LEVEL"), [(name, v.get("level")) for name, v in sorted(data.items())])
+    path = f"/admin/loggers/{segment(logger)}"
+    if level is None:
+        data = client.get(path)
+        return _echo_json(data) if output == "json" else click.echo(f"{logger} {data.get('level')}")
+    _, body = client.request("PUT", path, json={"level": level.upper()}, params={"scope": scope})
+    if output == "json":
+        return _echo_json(body if body is not None else {"logger": logger, "level": level.upper(), "scope": scope})
+    click.echo(f"{logger} set to {level.upper()} ({scope})")
+
+
 # ------------------------------------------------------------------ contexts
 @cli.group("config")
 def config_group() -> None:
