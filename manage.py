@@ -7,11 +7,15 @@ import sys
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     if len(sys.argv) > 1 and sys.argv[1] == "runnode":
-        # The node's own database lives in its data dir: settle it before settings load.
-        from webapp.connect.nodeargs import data_dir_from_argv
+        # The node's own database lives in its data dir: settle it before settings load
+        # (and turn a worker properties file, --config, into flags).
+        from webapp.connect.nodeargs import prepare_runnode
+        from webapp.connect.workerconfig import PropertiesError
 
-        os.environ["RAFTCONNECT_DATA_DIR"] = os.path.abspath(data_dir_from_argv(sys.argv[2:]))
-        os.makedirs(os.environ["RAFTCONNECT_DATA_DIR"], exist_ok=True)
+        try:
+            sys.argv[2:] = prepare_runnode(sys.argv[2:])
+        except PropertiesError as exc:
+            sys.exit(f"runnode: {exc}")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -13,6 +13,7 @@ through this node while it shuts down, then the rest in reverse.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -34,6 +35,7 @@ from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
 from .health import NodeHealth
 from .herder import Herder
+from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
 __all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
 
@@ -87,6 +89,12 @@ class NodeOptions:
         store_urls: ``{name: url}`` of configured metadata stores (``None``: read
             ``RAFTCONNECT_STORE_<NAME>`` from the environment).
         switch_hold_seconds: pause between store-switch phases (drills and tests; default 0).
+        rest_listen: ``host:port`` the REST server binds when it differs from ``rest_address``
+            (Connect's ``listeners``; ``rest_address`` is then the advertised address). ``None``: bind
+            ``rest_address``.
+        kafka_client_config: the tasks' librdkafka settings besides ``bootstrap.servers``
+            (security, SASL, TLS, and ``producer.`` / ``consumer.`` / ``admin.`` prefixed ones for
+            that client type only); from a worker properties file.
     """
 
     node_id: str
@@ -108,6 +116,8 @@ class NodeOptions:
     metadata_store: str = "raft"
     store_urls: dict[str, str] | None = None
     switch_hold_seconds: float = 0.0
+    rest_listen: str | None = None
+    kafka_client_config: dict[str, str] = field(default_factory=dict)
 
 
 def _load_or_create_secret(data_dir: str) -> str:
@@ -260,6 +270,9 @@ class ConnectNode:
             "RAFTCONNECT_SPARK_MASTER": o.spark_master,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
         })
+        env.pop(KAFKA_CLIENT_CONFIG_ENV, None)
+        if o.kafka_client_config:
+            env[KAFKA_CLIENT_CONFIG_ENV] = json.dumps(o.kafka_client_config, sort_keys=True)
         if o.celery_broker:
             env["RAFTCONNECT_CELERY_BROKER"] = o.celery_broker
         return env

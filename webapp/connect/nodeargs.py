@@ -1,15 +1,16 @@
 """The ``runnode`` command line: one definition shared by the command and ``manage.py``.
 
-``manage.py`` must know a node's data directory before Django reads its
-settings (the node's own database lives there), so it parses the same flags
-early with :func:`data_dir_from_argv`.
+``manage.py`` and ``raftconnect node`` must know a node's data directory
+before Django reads its settings (the node's own database lives there), so they
+call :func:`prepare_runnode` first, which also expands a worker properties file
+(``--config``) into flags.
 """
 from __future__ import annotations
 
 import argparse
 import os
 
-__all__ = ["add_node_arguments", "data_dir_from_argv", "with_default_port"]
+__all__ = ["add_node_arguments", "data_dir_from_argv", "prepare_runnode", "with_default_port"]
 
 ROLES = ("raft", "worker")
 
@@ -55,11 +56,35 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
                         default=float(env("RAFTCONNECT_SWITCH_HOLD_SECONDS", "0")),
                         help="pause between metadata store switch phases, for drills (default 0)")
     parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
+    parser.add_argument("--rest-listen", default=env("RAFTCONNECT_REST_LISTEN", ""),
+                        help="HOST:PORT the REST API binds when it differs from --rest-address, the address other "
+                             "nodes and agents use (Connect's listeners vs rest.advertised.*; default: --rest-address)")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="Kafka Connect worker properties (bootstrap.servers, security.protocol, sasl.*, ssl.*, "
+                             "producer./consumer./admin. client settings, listeners, rest.advertised.*, "
+                             "raftconnect.* for these flags); flags and RAFTCONNECT_* variables override it")
 
 
 def data_dir_from_argv(argv: list[str]) -> str:
-    """The data directory ``runnode`` will use for ``argv`` (its flags only)."""
+    """The data directory ``runnode`` will use for ``argv`` (its flags only, after
+    :func:`webapp.connect.workerconfig.expand_config_argv` when ``--config`` is used)."""
     parser = argparse.ArgumentParser(add_help=False)
     add_node_arguments(parser)
     ns, _ = parser.parse_known_args(argv)
     return ns.data_dir or os.path.join("var", ns.node_id)
+
+
+def prepare_runnode(argv: list[str]) -> list[str]:
+    """Ready the process for ``runnode argv`` before Django loads; returns the argv to run.
+
+    Expands ``--config FILE`` (:func:`webapp.connect.workerconfig.expand_config_argv`:
+    the file's flags go first, so the command line's win), then sets
+    ``RAFTCONNECT_DATA_DIR`` to the absolute data directory and creates it.
+    Raises :class:`webapp.connect.workerconfig.PropertiesError` for an unusable file.
+    """
+    from webapp.connect.workerconfig import expand_config_argv
+
+    argv = expand_config_argv(argv)
+    os.environ["RAFTCONNECT_DATA_DIR"] = os.path.abspath(data_dir_from_argv(argv))
+    os.makedirs(os.environ["RAFTCONNECT_DATA_DIR"], exist_ok=True)
+    return argv

@@ -81,10 +81,21 @@ class KafkaIOError(RuntimeError):
     """Producing or consuming failed (delivery error, broker error, timeout)."""
 
 
+# Worker-level settings for one client type, as in Connect's worker config (``producer.linger.ms``); no
+# librdkafka property starts with these, so they never reach a client unstripped.
+_CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
+
+
 def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: tuple[str, ...],
                    overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One client's librdkafka config: ``defaults``, then ``base`` (the worker's shared settings without
+    the other client type's keys), then ``base``'s ``producer.`` or ``consumer.`` keys (the client
+    type is the one whose keys are not in ``drop``), then ``overrides`` (a connector's
+    ``producer.override.`` / ``consumer.override.``). Raises :class:`KafkaIOError` without bootstrap servers."""
+    prefix = "producer." if drop is _CONSUMER_ONLY_PREFIXES else "consumer."
     conf = dict(defaults)
-    conf.update({k: v for k, v in base.items() if not k.startswith(drop)})
+    conf.update({k: v for k, v in base.items() if not k.startswith(drop) and not k.startswith(_CLIENT_PREFIXES)})
+    conf.update({k[len(prefix):]: v for k, v in base.items() if k.startswith(prefix)})
     conf.update(overrides or {})
     if "bootstrap.servers" not in conf:
         raise KafkaIOError("kafka config has no bootstrap.servers")

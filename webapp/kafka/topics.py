@@ -37,6 +37,8 @@ class TopicError(RuntimeError):
 
 def _admin_config(kafka_config: Mapping[str, object]) -> dict[str, object]:
     conf = {k: v for k, v in kafka_config.items() if k.startswith(_ADMIN_KEY_PREFIXES)}
+    # the worker's admin-only settings (Connect's admin.* worker keys), applied last
+    conf.update({k[len("admin."):]: v for k, v in kafka_config.items() if k.startswith("admin.")})
     if "bootstrap.servers" not in conf:
         raise TopicError("kafka config has no bootstrap.servers")
     return conf

@@ -15,7 +15,7 @@ from celery import signals
 from .client import ControlPlaneClient
 from .worker import Worker
 
-__all__ = ["current_worker", "build_worker_from_env"]
+__all__ = ["current_worker", "build_worker_from_env", "kafka_config_from_env"]
 
 log = logging.getLogger(__name__)
 _worker: Worker | None = None
@@ -38,9 +38,25 @@ def build_worker_from_env() -> Worker:
         return get_spark_session(master=master, app_name=f"raftconnect-{worker_id}")
 
     return Worker(worker_id=worker_id, client=client, member=member,
-                  kafka_config={"bootstrap.servers": env.get("RAFTCONNECT_BOOTSTRAP_SERVERS", "127.0.0.1:9092")},
+                  kafka_config=kafka_config_from_env(env),
                   data_dir=env.get("RAFTCONNECT_DATA_DIR", "var/default"), spark_factory=spark_factory,
                   heartbeat_interval=int(env.get("RAFTCONNECT_HEARTBEAT_INTERVAL_MS", "1000")) / 1000.0)
+
+
+def kafka_config_from_env(env) -> dict[str, str]:
+    """The tasks' librdkafka settings: ``bootstrap.servers`` plus the node's client settings.
+
+    Client settings (security, SASL, TLS and ``producer.`` / ``consumer.`` / ``admin.``
+    prefixed keys) come from a worker properties file through
+    :data:`~webapp.connect.workerconfig.KAFKA_CLIENT_CONFIG_ENV`; the prefixed ones are
+    resolved per client type where clients are built (``webapp.kafka.spark_io``,
+    ``webapp.kafka.topics``).
+    """
+    from webapp.connect.workerconfig import kafka_client_config_from_env
+
+    config = kafka_client_config_from_env(env)
+    config["bootstrap.servers"] = env.get("RAFTCONNECT_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+    return config
 
 
 def current_worker() -> Worker:

@@ -16,6 +16,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
+from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
+                                         read_properties, report, worker_config)
 from webapp.storage.base import StoreError
 
 log = logging.getLogger("raftconnect.node")
@@ -46,6 +48,13 @@ class Command(BaseCommand):
         from webapp.wsgi import application
 
         data_dir = os.environ["RAFTCONNECT_DATA_DIR"]
+        try:
+            if o["config"]:  # its flags and variables were applied by prepare_runnode, before logging was set up
+                report(worker_config(read_properties(o["config"])))
+            # set by prepare_runnode from --config's Kafka client keys (producer./consumer./admin. included)
+            client_config, _ = check_client_config(kafka_client_config_from_env())
+        except PropertiesError as exc:
+            raise CommandError(str(exc)) from exc
         options = NodeOptions(
             node_id=o["node_id"], roles=o["roles"],
             rest_address=with_default_port(o["rest_address"], 8083),
@@ -57,6 +66,8 @@ class Command(BaseCommand):
             session_timeout_ms=o["session_timeout_ms"], heartbeat_interval_ms=o["heartbeat_interval_ms"],
             spark_master=o["spark_master"], celery_broker=os.environ.get("RAFTCONNECT_CELERY_BROKER"),
             metadata_store=o["metadata_store"], switch_hold_seconds=o["switch_hold_seconds"],
+            rest_listen=with_default_port(o["rest_listen"], 8083) if o["rest_listen"] else None,
+            kafka_client_config=client_config,
         )
         if o["weight"] <= 0:
             raise CommandError("--weight must be positive")
@@ -74,8 +85,8 @@ class Command(BaseCommand):
         except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
             node.stop_agent()
             raise CommandError(str(exc)) from exc
-        host, port = options.rest_address.rsplit(":", 1)
-        server = create_server(application, host=host, port=int(port), threads=o["rest_threads"],
+        host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)
+        server = create_server(application, host=host.strip("[]"), port=int(port), threads=o["rest_threads"],
                                ident="raftconnect", clear_untrusted_proxy_headers=True)
         stopped = threading.Event()
 
@@ -101,6 +112,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGINT, shutdown)
-        log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s", options.node_id,
-                    options.rest_address, options.raft_address, ",".join(options.roles), data_dir)
+        log.warning("node %s: REST on http://%s%s, Raft on %s, roles %s, data dir %s", options.node_id,
+                    options.rest_address, f" (bound to {options.rest_listen})" if options.rest_listen else "",
+                    options.raft_address, ",".join(options.roles), data_dir)
         server.run()
