@@ -55,6 +55,10 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
                         default=float(env("RAFTCONNECT_SWITCH_HOLD_SECONDS", "0")),
                         help="pause between metadata store switch phases, for drills (default 0)")
     parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
+    parser.add_argument("--file-allowed-paths", default=env("RAFTCONNECT_FILE_ALLOWED_PATHS", ""),
+                        help="raftconnect.file.allowed.paths: comma-separated directories file connectors and "
+                             "file config providers may use (RAFTCONNECT_FILE_ALLOWED_PATHS; default: the data "
+                             "dir's files/ only; the data dir itself never)")
 
 
 def data_dir_from_argv(argv: list[str]) -> str:

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.connect.node import ConnectNode, NodeOptions
+from webapp.connectors import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
 from webapp.storage.base import StoreError
 
@@ -46,6 +47,13 @@ class Command(BaseCommand):
         from webapp.wsgi import application
 
         data_dir = os.environ["RAFTCONNECT_DATA_DIR"]
+        # raftconnect.file.allowed.paths: the flag (or the variable) becomes this process's variable, made
+        # absolute, so the Herder here and the agent (which inherits the environment) read the same roots
+        allowed = file_access.normalize(o["file_allowed_paths"])
+        if allowed:
+            os.environ[file_access.ENV] = allowed
+        else:
+            os.environ.pop(file_access.ENV, None)
         options = NodeOptions(
             node_id=o["node_id"], roles=o["roles"],
             rest_address=with_default_port(o["rest_address"], 8083),
@@ -95,6 +103,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGINT, shutdown)
         node.start_agent()
-        log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s", options.node_id,
-                    options.rest_address, options.raft_address, ",".join(options.roles), data_dir)
+        log.warning("node %s: REST on http://%s, Raft on %s, roles %s, data dir %s, file connectors may use %s",
+                    options.node_id, options.rest_address, options.raft_address, ",".join(options.roles), data_dir,
+                    ", ".join(file_access.policy().roots))
         server.run()
