@@ -160,7 +160,7 @@ def bench_writes(kafka, work: Path) -> list[str]:
     rows = []
     # raft-only members: the metadata path is measured without agents running the connectors
     cluster = LocalCluster(data_dir=str(work / "writes"), bootstrap_servers=kafka.bootstrap_servers,
-                           raft_roles="raft").start()
+                           raft_roles="raft", file_allowed_paths=[str(work)]).start()
     try:
         leader = cluster.leader()
         for conc, total in ((1, 300), (32, 2000)):
@@ -184,7 +184,8 @@ def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
     csv.write_text("a\n1\n")
     write_times, election_times = [], []
     for trial in range(trials):
-        cluster = LocalCluster(data_dir=str(work / f"failover-{trial}"), bootstrap_servers=kafka.bootstrap_servers).start()
+        cluster = LocalCluster(data_dir=str(work / f"failover-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
+                               file_allowed_paths=[str(work)]).start()
         try:
             leader = cluster.leader()
             survivors = [n for n in cluster.nodes if n is not leader]
@@ -253,7 +254,7 @@ def bench_task_failover(kafka, work: Path, trials: int) -> list[str]:
     times = []
     for trial in range(trials):
         cluster = LocalCluster(data_dir=str(work / f"taskfail-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
-                               raft_nodes=2, worker_nodes=1).start()
+                               raft_nodes=2, worker_nodes=1, file_allowed_paths=[str(work)]).start()
         try:
             c = cluster.leader().client()
             worker = cluster.nodes[-1]
