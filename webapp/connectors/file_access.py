@@ -104,7 +104,7 @@ class FileAccessPolicy:
             real = os.path.realpath(path)
         except (ValueError, TypeError, OSError):  # NUL bytes, not a string
             return f"Path {path!r} is not a valid path ({self.label})"
-        moved = real != os.path.abspath(path)
+        moved = real != os.path.abspath(path) or os.pardir in str(path).split(os.sep)  # abspath folds '..'
         how = "resolves (through a symbolic link or '..') to a place" if moved else "is"
         if self.data_dir is not None and _under(real, self.data_dir) \
                 and not _under(real, os.path.join(self.data_dir, FILES_DIR)):
