@@ -112,7 +112,7 @@ class FileAccessPolicy:
                     f"secret), which {SETTING} never allows; only its {FILES_DIR}/ directory may be allowed")
         if not any(_under(real, root) for root in self.roots):
             allowed = ", ".join(self.roots) if self.roots else "nothing (this process has no data directory)"
-            if self.default:
+            if self.default and self.roots:
                 allowed += " (the default: the node's data directory's files/)"
             return f"Path {path} {how} not under {self.label}; allowed: {allowed}"
         return None
