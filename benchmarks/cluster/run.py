@@ -35,10 +35,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from webapp.kafka.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
