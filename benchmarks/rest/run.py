@@ -141,7 +141,7 @@ def main() -> None:
         csv.write_text("a\n1\n")
         node = NodeProcess(node_id="bench", rest_port=free_port(), raft_port=free_port(), data_dir=f"{tmp}/n",
                            bootstrap_servers="127.0.0.1:9", roles="raft",
-                           env={"RAFTCONNECT_BENCH_BASELINE": "1"})
+                           env={"RAFTCONNECT_BENCH_BASELINE": "1"}, file_allowed_paths=[tmp])
         node.start(timeout=120)
         try:
             t0 = time.monotonic()

@@ -80,7 +80,8 @@ def main() -> int:
     try:
         with EmbeddedKafka(log_dir=work / "kafka") as kafka:
             node = NodeProcess(node_id="soak", rest_port=free_port(), raft_port=free_port(),
-                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers)
+                               data_dir=str(work / "node"), bootstrap_servers=kafka.bootstrap_servers,
+                               file_allowed_paths=[str(work)])  # feed, small and out (node/ stays refused)
             node.start(timeout=120)
             try:
                 c = node.client()

@@ -58,6 +58,7 @@ def cli_node(tmp_path_factory):
         "raftconnect.roles=raft\n"
         f"raftconnect.raft.address=127.0.0.1:{raft}\n"
         f"raftconnect.data.dir={work / 'data'}\n"
+        f"raftconnect.file.allowed.paths={tmp_path_factory.getbasetemp()}\n"  # the tests' input files
         "group.id=connect-cluster\n"
         "surely.unknown.key=1\n")
     log = work / "node.log"

@@ -156,3 +156,10 @@ def test_a_node_without_a_file_gives_tasks_bootstrap_servers_only(tmp_path, monk
     monkeypatch.setenv(KAFKA_CLIENT_CONFIG_ENV, json.dumps({"security.protocol": "SSL"}))  # not this node's
     node = ConnectNode(NodeOptions(node_id="n1", data_dir=str(tmp_path), bootstrap_servers="b:9092"))
     assert kafka_config_from_env(node.agent_env()) == {"bootstrap.servers": "b:9092"}
+
+
+def test_the_file_allowed_paths_key_maps_to_its_flag():
+    from webapp.connect.workerconfig import worker_config
+
+    cfg = worker_config({"raftconnect.file.allowed.paths": "/data/a,/data/b"}, environ={})
+    assert cfg.flags[cfg.flags.index("--file-allowed-paths") + 1] == "/data/a,/data/b" and not cfg.warnings

@@ -175,6 +175,9 @@ def test_runnode_reads_the_node_environment_as_the_container_gets_it(compose, mo
         assert a.bootstrap_servers == "kafka:9092"
         assert a.metadata_store == "raft"
         assert a.node_id == name and a.data_dir == "/var/lib/raftconnect"
+        # file connectors use the volume shared with Spark's executors, not each node's data dir
+        assert a.file_allowed_paths == "/data"
+        assert "connect-data:/data" in compose["services"][name]["volumes"]
 
 
 def test_metadata_store_urls_map_to_backends_the_registry_accepts(compose):

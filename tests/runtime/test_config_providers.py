@@ -60,6 +60,49 @@ def test_worker_settings_restrict_providers_paths_and_variables(secrets, monkeyp
         transform({"k": "${env:DB_HOST}"})
 
 
+@pytest.fixture
+def fresh_node(secrets, monkeypatch):
+    """A node's data dir with its ``cluster.secret`` and ``files/``; no path setting (the secure default)."""
+    data = secrets / "node"
+    (data / "files").mkdir(parents=True)
+    (data / "cluster.secret").write_text("the-cluster-secret\n")
+    (data / "files" / "app.properties").write_text("user=bob\n")
+    monkeypatch.setenv("RAFTCONNECT_DATA_DIR", str(data))
+    monkeypatch.delenv("RAFTCONNECT_FILE_ALLOWED_PATHS", raising=False)
+    monkeypatch.delenv("RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS", raising=False)
+    return data
+
+
+def test_file_references_outside_the_allowed_roots_are_refused_by_default(fresh_node, secrets):
+    for ref in (f"${{file:{fresh_node}/cluster.secret:x}}", f"${{file:{fresh_node}/files/../cluster.secret:x}}",
+                f"${{file:{secrets}/db.properties:user}}", f"${{directory:{secrets}/secrets:token}}"):
+        with pytest.raises(ConfigProviderError, match="raftconnect.file.allowed.paths"):
+            transform({"k": ref})
+    assert transform({"k": f"${{file:{fresh_node}/files/app.properties:user}}"}) == {"k": "bob"}
+
+
+def test_a_directory_key_that_links_out_of_the_directory_is_refused(fresh_node, secrets):
+    d = fresh_node / "files" / "creds"
+    d.mkdir()
+    (d / "ok").write_text("fine")
+    (d / "leak").symlink_to(fresh_node / "cluster.secret")
+    assert transform({"k": f"${{directory:{d}:ok}}"}) == {"k": "fine"}
+    with pytest.raises(ConfigProviderError, match="data directory"):
+        transform({"k": f"${{directory:{d}:leak}}"})
+
+
+def test_the_providers_own_list_still_decides_but_never_opens_the_data_dir(fresh_node, secrets, monkeypatch):
+    monkeypatch.setenv("RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS", str(secrets))  # contains the data dir
+    assert transform({"k": f"${{file:{secrets}/db.properties:user}}"}) == {"k": "alice"}
+    with pytest.raises(ConfigProviderError, match="data directory"):
+        transform({"k": f"${{file:{fresh_node}/cluster.secret:x}}"})
+    # the file connectors' setting does not widen the providers' own list
+    monkeypatch.setenv("RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS", str(secrets / "secrets"))
+    monkeypatch.setenv("RAFTCONNECT_FILE_ALLOWED_PATHS", str(secrets))
+    with pytest.raises(ConfigProviderError, match="is not under RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"):
+        transform({"k": f"${{file:{secrets}/db.properties:user}}"})
+
+
 def test_reverse_transform_keeps_secrets_out_of_task_configs(secrets):
     raw = {"password": "${env:DB_HOST}", "topic": "t"}
     resolved = transform(raw)

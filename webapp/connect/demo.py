@@ -167,8 +167,10 @@ def run_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo", *, rest_p
     say(f"source: {csv_path} ({source.num_rows:,} rows, {source.num_columns} columns)")
 
     kafka = EmbeddedKafka(port=kafka_port, log_dir=work / "logs").start()
+    # raftconnect.file.allowed.paths: the connectors may use the demo's source and sink folders, nothing else
     node = NodeProcess(node_id="demo", rest_port=rest_port, raft_port=raft_port, data_dir=str(node_dir),
-                       bootstrap_servers=kafka.bootstrap_servers)
+                       bootstrap_servers=kafka.bootstrap_servers,
+                       file_allowed_paths=[str(csv_path.parent), str(sink_dir.parent)])
     try:
         say(f"kafka (embedded Tansu) on {kafka.bootstrap_servers}; starting node on {node.url} ...")
         node.start(timeout=120)

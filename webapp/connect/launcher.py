@@ -139,6 +139,9 @@ class NodeProcess:
         command_prefix: argv run in front of the node's command, e.g.
             ``["ip", "netns", "exec", ns]`` (``ip`` execs in place, so signals
             still reach the node itself). Default none.
+        file_allowed_paths: directories file connectors may use on this node
+            (``--file-allowed-paths``, i.e. ``raftconnect.file.allowed.paths``);
+            ``None``: whatever the environment says, else the data dir's ``files/``.
     """
 
     node_id: str
@@ -152,6 +155,7 @@ class NodeProcess:
     auth: tuple[str, str] = ("admin", "admin-secret")
     host: str = "127.0.0.1"
     command_prefix: list[str] = field(default_factory=list)
+    file_allowed_paths: list[str] | None = None
     proc: subprocess.Popen | None = None
 
     @property
@@ -178,6 +182,8 @@ class NodeProcess:
                "--data-dir", self.data_dir, "--bootstrap-servers", self.bootstrap_servers, *self.extra_args]
         if "raft" in self.roles:
             cmd += ["--raft-address", f"{self.host}:{self.raft_port}"]
+        if self.file_allowed_paths is not None:
+            cmd += ["--file-allowed-paths", ",".join(os.path.abspath(p) for p in self.file_allowed_paths)]
         log = open(self.log_path, "ab")
         # Own process group: signals reach the node and its agent together (SIGSTOP pauses both).
         self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -253,6 +259,8 @@ class LocalCluster:
             addresses from :class:`webapp.connect.netns.NetnsNetwork`.
         command_prefixes: per-node argv prefix (default none), e.g.
             ``NetnsNetwork.command_prefix(i)``.
+        file_allowed_paths: ``raftconnect.file.allowed.paths`` of every node
+            (see :class:`NodeProcess`); give every node the same, as in a real cluster.
     """
 
     data_dir: str
@@ -267,6 +275,7 @@ class LocalCluster:
     extra_args: list[str] = field(default_factory=list)
     hosts: list[str] | None = None
     command_prefixes: list[list[str]] | None = None
+    file_allowed_paths: list[str] | None = None
     nodes: list[NodeProcess] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -286,7 +295,8 @@ class LocalCluster:
                 data_dir=os.path.join(self.data_dir, f"node-{i + 1}"), bootstrap_servers=self.bootstrap_servers,
                 roles=self.raft_roles if is_raft else "worker", extra_args=[*extra, *self.extra_args],
                 env={"RAFTCONNECT_CLUSTER_SECRET": self.secret}, auth=self.auth,
-                host=hosts[i], command_prefix=list(prefixes[i])))
+                host=hosts[i], command_prefix=list(prefixes[i]),
+                file_allowed_paths=None if self.file_allowed_paths is None else list(self.file_allowed_paths)))
 
     def start(self, timeout: float = 120.0) -> "LocalCluster":
         """Start every node and wait until all are healthy."""

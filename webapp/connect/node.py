@@ -26,6 +26,7 @@ from typing import Any
 
 from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
+from webapp.connectors.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
@@ -75,7 +76,8 @@ class NodeOptions:
         raft_peers: other Raft members' ``host:port``.
         cluster: REST ``host:port`` of cluster nodes; how a worker-only node (no
             Raft state) finds the cluster. Raft members may leave it empty.
-        data_dir: journal, snapshot, node database, broker folder.
+        data_dir: journal, snapshot, node database, broker folder, and ``files/`` (created here), the
+            default root of ``raftconnect.file.allowed.paths`` (``webapp.connectors.file_access``).
         bootstrap_servers: Kafka bootstrap servers for tasks.
         weight: the worker's assignment weight (> 0).
         cluster_secret: shared secret (Raft password, HMAC key); generated and
@@ -138,6 +140,8 @@ class ConnectNode:
     def __init__(self, options: NodeOptions):
         self.options = options
         os.makedirs(options.data_dir, exist_ok=True)
+        # the default root of raftconnect.file.allowed.paths, so a fresh node has a place for connector files
+        os.makedirs(default_root(options.data_dir), exist_ok=True)
         if (options.raft_peers or "raft" not in options.roles) and not options.cluster_secret:
             raise ValueError("A multi-member cluster (and any worker-only node) needs RAFTCONNECT_CLUSTER_SECRET, "
                              "the same on every node")

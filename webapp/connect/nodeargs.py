@@ -63,6 +63,10 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Kafka Connect worker properties (bootstrap.servers, security.protocol, sasl.*, ssl.*, "
                              "producer./consumer./admin. client settings, listeners, rest.advertised.*, "
                              "raftconnect.* for these flags); flags and RAFTCONNECT_* variables override it")
+    parser.add_argument("--file-allowed-paths", default=env("RAFTCONNECT_FILE_ALLOWED_PATHS", ""),
+                        help="raftconnect.file.allowed.paths: comma-separated directories file connectors and "
+                             "file config providers may use (RAFTCONNECT_FILE_ALLOWED_PATHS; default: the data "
+                             "dir's files/ only; the data dir itself never)")
 
 
 def data_dir_from_argv(argv: list[str]) -> str:

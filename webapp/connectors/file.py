@@ -21,6 +21,12 @@ Offsets (Connect style):
   "range.end"}`` (row-group indices) → ``{"row": <next row index in the file>}``;
 * sink: ``{"kafka_topic": t, "kafka_partition": p}`` → ``{"kafka_offset": next}``.
 
+Paths: every ``path`` (and every file a source directory expands to) must
+resolve under the worker setting ``raftconnect.file.allowed.paths`` and never
+into the node's data directory (:mod:`webapp.connectors.file_access`). It is
+checked when a connector is validated or created, when it splits its work, when
+a task starts and before each batch opens its files or writes its output.
+
 Delivery: the source is at-least-once (a batch that failed after some records
 were acknowledged is produced again). The sink is exactly-once into ``path`` for
 a given start offset: an output file is named
@@ -44,6 +50,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import file_access
 from .api import (
     BatchResult,
     ConfigDef,
@@ -102,7 +109,8 @@ _COMMON_KEYS = (
 
 _SOURCE_KEYS = (
     ConfigKey("path", "STRING", None, required=True, importance="HIGH",
-              documentation="A file, or a directory whose visible files (not starting with '.' or '_') are read."),
+              documentation="A file, or a directory whose visible files (not starting with '.' or '_') are read; "
+                            "it and its files must resolve under raftconnect.file.allowed.paths."),
     ConfigKey("format", "STRING", None, importance="HIGH",
               documentation="csv, json (JSON lines) or parquet; default from the file extension.",
               allowed=SOURCE_FORMATS),
@@ -129,7 +137,8 @@ _SOURCE_KEYS = (
 
 _SINK_KEYS = (
     ConfigKey("topics", "LIST", None, required=True, importance="HIGH", documentation="Comma-separated topics."),
-    ConfigKey("path", "STRING", None, required=True, importance="HIGH", documentation="Output directory."),
+    ConfigKey("path", "STRING", None, required=True, importance="HIGH",
+              documentation="Output directory; must resolve under raftconnect.file.allowed.paths."),
     ConfigKey("format", "STRING", "parquet", importance="HIGH", documentation="parquet, json or csv.",
               allowed=SINK_FORMATS),
     ConfigKey("batch.max.ms", "LONG", "30000", importance="LOW",
@@ -305,15 +314,22 @@ class FileSourceConnector(SourceConnector):
                                          ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
         path = config.get("path")
         if path:
-            if not os.path.exists(path):
+            access = file_access.policy()
+            denied = access.violation(path)  # first: nothing is said about paths outside the allowed roots
+            if denied:
+                errors["path"].append(denied)
+            elif not os.path.exists(path):
                 errors["path"].append(f"Path {path} does not exist")
             elif not (os.path.isfile(path) or os.path.isdir(path)):
                 errors["path"].append(f"Path {path} is neither a file nor a directory")
             elif not os.access(path, os.R_OK):
                 errors["path"].append(f"Path {path} is not readable")
-            elif not config.get("format"):
+            else:
                 files = _list_files(path, config.get("file.pattern") or "*") if os.path.isdir(path) else [path]
-                if files and _format_from_name(files[0]) is None:
+                denied = next(filter(None, map(access.violation, files)), None)  # a directory's symlinks too
+                if denied:
+                    errors["path"].append(denied)
+                elif not config.get("format") and files and _format_from_name(files[0]) is None:
                     errors["format"].append(f"Cannot infer the format of {files[0]} from its extension; "
                                             f"set format to one of {', '.join(SOURCE_FORMATS)}")
         topic = config.get("topic")
@@ -329,10 +345,15 @@ class FileSourceConnector(SourceConnector):
         self.config = dict(config)
 
     def _files(self) -> list[tuple[str, str]]:
+        """``[(file, format)]`` that ``path`` expands to now; raises ``file_access.PathNotAllowed`` (a
+        ConnectException) when ``path`` or one of its files is not allowed (it may have changed since validation)."""
         path = self.config["path"]
         fmt = self.config.get("format")
+        access = file_access.policy()
+        access.check(path)
         out = []
         for f in _list_files(path, self.config.get("file.pattern") or "*"):
+            access.check(f)
             ff = fmt or _format_from_name(f)
             if ff is None:
                 raise ConnectException(f"Cannot infer the format of {f}; set format")
@@ -534,6 +555,9 @@ class FileSourceTask(Task):
             self._splits = [_Split.from_json(d) for d in json.loads(raw)]
         except (ValueError, KeyError, TypeError) as e:
             raise ConnectException(f"Invalid {TASK_SPLITS}: {e}") from e
+        access = file_access.policy()
+        for split in self._splits:  # the files may have been swapped since the connector was validated
+            access.check(split.filename)
         self._positions = [self._resume_position(s) for s in self._splits]
         self._on_spark = self.context.engine is None
         if self.context.spark is None:
@@ -696,7 +720,12 @@ class FileSourceTask(Task):
 
     # -- planning -------------------------------------------------------------------
     def _plan_chunk(self, split: _Split, pos: int):
-        """(pieces for the Spark tasks, next position) for the next chunk, or None when done."""
+        """(pieces for the Spark tasks, next position) for the next chunk, or None when done.
+
+        Raises ``file_access.PathNotAllowed`` (a ConnectException: the task fails) when the file now resolves
+        outside the allowed roots, e.g. a symbolic link swapped in after validation; nothing of it is read.
+        """
+        file_access.check(split.filename)
         if split.format == "parquet":
             return self._plan_parquet(split, pos)
         return self._plan_text(split, pos)
@@ -963,7 +992,10 @@ class FileSinkConnector(SinkConnector):
                     errors["topics"].append(f"Invalid topic name {t!r}: use up to 249 of [a-zA-Z0-9._-]")
         path = config.get("path")
         if path:
-            if os.path.exists(path) and not os.path.isdir(path):
+            denied = file_access.violation(path)
+            if denied:
+                errors["path"].append(denied)
+            elif os.path.exists(path) and not os.path.isdir(path):
                 errors["path"].append(f"Path {path} exists and is not a directory")
             else:
                 parent = os.path.abspath(path)
@@ -1015,6 +1047,7 @@ class FileSinkTask(Task):
         _raise_if_errors(errors, "FileSinkTask")
         self.topics = _list(cfg["topics"])
         self.path = os.path.abspath(cfg["path"])
+        file_access.check(self.path)  # before anything is created there; again before each batch's writes
         self.format = _get(cd, cfg, "format") or "parquet"
         self.schemas_enable = _bool(_get(cd, cfg, "value.converter.schemas.enable"))
         self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
@@ -1083,6 +1116,7 @@ class FileSinkTask(Task):
             return None
         if self._parking.nothing_new(assigned):
             return None
+        file_access.check(self.path)  # a symbolic link swapped in since start fails the task before any write
         per = max(1, math.ceil(self.batch_rows / len(assigned)))
         reads = []
         for topic in self.topics:

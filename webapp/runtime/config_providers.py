@@ -20,7 +20,13 @@ Worker settings (environment; Kafka's ``config.providers`` worker config):
 
 * ``RAFTCONNECT_CONFIG_PROVIDERS`` — enabled aliases, default ``env,file,directory``;
 * ``RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS`` — comma-separated directories
-  ``file``/``directory`` may read under (Kafka's ``allowed.paths``; default: any);
+  ``file``/``directory`` may read under (Kafka's ``allowed.paths``). When it is
+  not set they follow the file connectors' ``raftconnect.file.allowed.paths``
+  (``RAFTCONNECT_FILE_ALLOWED_PATHS``; default: the node's ``<data dir>/files/``),
+  so by default a reference can read nothing else. Either way a path that
+  resolves (symbolic links, ``..``) into the node's data directory — its
+  ``cluster.secret`` — is refused, except under its ``files/``
+  (:mod:`webapp.connectors.file_access`);
 * ``RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN`` — regex of resolvable
   variables (Kafka's ``allowlist.pattern``; default ``.*``). Variables named
   ``RAFTCONNECT_*`` (cluster secret, admin password) are never resolvable.
@@ -36,6 +42,8 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
+from webapp.connectors import file_access
+
 __all__ = ["ConfigProviderError", "PATTERN", "HIDDEN", "providers", "transform", "reverse_transform", "has_references",
            "password_keys", "mask_passwords"]
 
@@ -50,12 +58,21 @@ class ConfigProviderError(ValueError):
     """A reference could not be resolved; the message names the reference and why."""
 
 
+_PROVIDER_PATHS = "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"
+
+
 def _allowed(path: str) -> Path:
-    real = Path(path).resolve()
-    roots = [r.strip() for r in os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS", "").split(",") if r.strip()]
-    if roots and not any(real == Path(r).resolve() or Path(r).resolve() in real.parents for r in roots):
-        raise ConfigProviderError(f"path {path} is not under RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS")
-    return real
+    """The real path of ``path`` if the ``file``/``directory`` providers may read it; else ConfigProviderError.
+
+    Roots: ``RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS`` if set, else the file connectors' setting
+    (``raftconnect.file.allowed.paths``); the node's data directory is refused in both cases.
+    """
+    roots = [r.strip() for r in os.environ.get(_PROVIDER_PATHS, "").split(",") if r.strip()]
+    access = file_access.policy(roots=roots, label=_PROVIDER_PATHS) if roots else file_access.policy()
+    problem = access.violation(path)
+    if problem is not None:
+        raise ConfigProviderError(problem)
+    return Path(os.path.realpath(path))
 
 
 def _env(path: str | None, key: str) -> str:
@@ -104,7 +121,7 @@ def _directory(path: str | None, key: str) -> str:
         raise ConfigProviderError("the directory provider needs a path: ${directory:/path/dir:key}")
     if "/" in key or key in ("", ".", ".."):
         raise ConfigProviderError(f"key {key!r} is not a file name")
-    target = _allowed(path) / key
+    target = _allowed(str(_allowed(path) / key))  # the key may be a symbolic link out of the directory
     try:
         return target.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.connect.node import ConnectNode, NodeOptions
+from webapp.connectors import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
 from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
                                          read_properties, report, worker_config)
@@ -55,6 +56,13 @@ class Command(BaseCommand):
             client_config, _ = check_client_config(kafka_client_config_from_env())
         except PropertiesError as exc:
             raise CommandError(str(exc)) from exc
+        # raftconnect.file.allowed.paths: the flag (or the variable) becomes this process's variable, made
+        # absolute, so the Herder here and the agent (which inherits the environment) read the same roots
+        allowed = file_access.normalize(o["file_allowed_paths"])
+        if allowed:
+            os.environ[file_access.ENV] = allowed
+        else:
+            os.environ.pop(file_access.ENV, None)
         options = NodeOptions(
             node_id=o["node_id"], roles=o["roles"],
             rest_address=with_default_port(o["rest_address"], 8083),
@@ -112,7 +120,8 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGINT, shutdown)
-        log.warning("node %s: REST on http://%s%s, Raft on %s, roles %s, data dir %s", options.node_id,
-                    options.rest_address, f" (bound to {options.rest_listen})" if options.rest_listen else "",
-                    options.raft_address, ",".join(options.roles), data_dir)
+        log.warning("node %s: REST on http://%s%s, Raft on %s, roles %s, data dir %s, file connectors may use %s",
+                    options.node_id, options.rest_address,
+                    f" (bound to {options.rest_listen})" if options.rest_listen else "",
+                    options.raft_address, ",".join(options.roles), data_dir, ", ".join(file_access.policy().roots))
         server.run()
