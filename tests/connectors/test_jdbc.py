@@ -14,9 +14,11 @@ import json
 import uuid
 
 import psycopg
+import pyarrow as pa
 import pymysql
 import pytest
 
+from webapp.connectors import jdbc_io
 from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.jdbc import (
     JdbcSinkConnector,
@@ -476,3 +478,33 @@ def test_types_round_trip_postgres_mariadb_postgres(spark, kafka_broker, tmp_pat
     assert len(back) == len(original)
     for want, got in zip(original, back):
         assert want == got
+
+
+_HOSTILE = ["it's", "back\\slash", "\\'; DROP TABLE victims; --", "nul\x00byte", "\\", "'", "\"dq\"", "%s %% ?",
+            "end\\"]
+
+
+@pytest.mark.parametrize("server_mode", ["", "NO_BACKSLASH_ESCAPES"])
+def test_hostile_values_stay_values_whatever_the_servers_sql_mode(my_db, server_mode):
+    """The sink's string literals use backslash escapes; a session that starts with NO_BACKSLASH_ESCAPES (a
+    server's sql_mode) is pinned without it, so no record value can end its literal early."""
+    params = {"dialect": "mysql", "host": "127.0.0.1", "port": 3306, "database": my_db, "user": "root",
+              "password": "", "options": {"sql_mode": server_mode}}
+    conn = jdbc_io.connect(params, autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@SESSION.sql_mode")
+            assert "NO_BACKSLASH_ESCAPES" not in cur.fetchone()[0]
+            table = unique("hostile")
+            cur.execute(f"CREATE TABLE `{table}` (id INT PRIMARY KEY, v TEXT)")
+            cur.execute("CREATE TABLE IF NOT EXISTS victims (id INT)")
+            literals = jdbc_io._literals(pa.array(_HOSTILE, pa.string()), "string", "mysql").to_pylist()
+            values = ", ".join(f"({i}, {lit})" for i, lit in enumerate(literals))
+            cur.execute(f"INSERT INTO `{table}` (id, v) VALUES {values}")
+            cur.execute(f"SELECT v FROM `{table}` ORDER BY id")
+            assert [r[0] for r in cur.fetchall()] == _HOSTILE
+            cur.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() "
+                        "AND table_name = 'victims'")
+            assert cur.fetchone()[0] == 1
+    finally:
+        conn.close()

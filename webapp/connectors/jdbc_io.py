@@ -52,7 +52,8 @@ def connect(params: Mapping[str, Any], autocommit: bool = False):
     """A DB-API connection for ``params`` (``dialect``, ``host``, ``port``, ``database``, ``user``, ``password``).
 
     PostgreSQL sessions run with ``TimeZone=UTC`` and load uuid/json/jsonb as text;
-    MySQL/MariaDB sessions with ``time_zone='+00:00'``, utf8mb4 and READ COMMITTED.
+    MySQL/MariaDB sessions with ``time_zone='+00:00'``, utf8mb4, READ COMMITTED and a
+    ``sql_mode`` without ``NO_BACKSLASH_ESCAPES`` (the sink's literals escape with backslashes).
     """
     if params["dialect"] == "postgresql":
         import psycopg
@@ -73,6 +74,13 @@ def connect(params: Mapping[str, Any], autocommit: bool = False):
                            init_command="SET time_zone='+00:00'", **dict(params.get("options") or {}))
     with conn.cursor() as cur:  # no gap locks: concurrent partitions insert their offset rows without deadlocks
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        # the sink renders string literals with backslash escapes (_literals): a server whose sql_mode
+        # has NO_BACKSLASH_ESCAPES would read a record's backslash as a plain character and its quote as
+        # the end of the literal. Pin the session's mode without it (keeping the server's other modes).
+        cur.execute("SELECT @@SESSION.sql_mode")
+        modes = [m for m in (cur.fetchone()[0] or "").split(",") if m]
+        if "NO_BACKSLASH_ESCAPES" in modes:
+            cur.execute("SET SESSION sql_mode = %s", (",".join(m for m in modes if m != "NO_BACKSLASH_ESCAPES"),))
     return conn
 
 
