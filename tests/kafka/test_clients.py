@@ -198,3 +198,21 @@ def test_a_sink_parks_only_after_a_read_found_nothing_and_until_an_end_offset_mo
         watcher.stop()
     assert "sink-0" not in watcher._watches
     assert not SinkParking(None, "x", None).nothing_new(tps)  # outside a worker: never parks
+
+
+def test_a_record_over_a_megabyte_needs_and_gets_connects_max_request_size(kafka_broker):
+    """``producer.override.max.request.size`` (Connect's name) raises librdkafka's message.max.bytes."""
+    import pyarrow as pa
+    import pytest
+
+    from webapp.kafka.spark_io import _client_config
+
+    cfg = kafka_broker.client_config()
+    topic = f"big-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 1)
+    big = pa.record_batch([pa.array([b"x" * 2_000_000], pa.binary())], names=["value"])
+    with pytest.raises(RuntimeError, match="max.request.size"):  # librdkafka's default limit: 1,000,000 bytes
+        list(produce_function(topic, cfg)(iter([big])))
+    raised = {"max.request.size": "4000000"}
+    assert _client_config(cfg, {}, (), raised)["message.max.bytes"] == "4000000"
+    assert [b.column(0)[0].as_py() for b in produce_function(topic, cfg, producer_config=raised)(iter([big]))] == [1]

@@ -74,7 +74,11 @@ _PRODUCER_ONLY_PREFIXES = ("enable.idempotence", "acks", "request.required.acks"
                            "batch.", "compression.", "message.timeout.ms", "delivery.timeout.ms", "retries",
                            "message.send.max.retries", "retry.backoff.", "transactional.", "partitioner",
                            "sticky.partitioning.", "max.in.flight", "enable.gapless.guarantee", "delivery.report.",
-                           "on_delivery")
+                           "on_delivery", "max.request.size")
+
+#: Java client names of settings librdkafka calls otherwise, so Connect configs keep working
+#: (``producer.override.max.request.size`` raises the largest record a source task can produce)
+_JAVA_NAMES = {"max.request.size": "message.max.bytes"}
 
 
 class KafkaIOError(RuntimeError):
@@ -97,6 +101,9 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
     conf.update({k: v for k, v in base.items() if not k.startswith(drop) and not k.startswith(_CLIENT_PREFIXES)})
     conf.update({k[len(prefix):]: v for k, v in base.items() if k.startswith(prefix)})
     conf.update(overrides or {})
+    for java, native in _JAVA_NAMES.items():
+        if java in conf:
+            conf[native] = conf.pop(java)
     if "bootstrap.servers" not in conf:
         raise KafkaIOError("kafka config has no bootstrap.servers")
     return conf
@@ -132,7 +139,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
         import sys
 
         import pyarrow as pa
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaError, KafkaException, Producer
 
         # Producers are kept per Python worker process (Spark reuses workers), so an
         # idempotent producer's id and connections survive across tasks and batches:
@@ -272,6 +279,18 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                                    f"within {flush_timeout}s")
             if state["failed"]:
                 raise RuntimeError(f"[kafka] topic {topic!r}: {state['failed']} of {sent} records not acknowledged")
+        except KafkaException as e:  # refused locally, e.g. a record over message.max.bytes
+            try:
+                producer.purge()
+            except Exception:
+                pass
+            err = e.args[0] if e.args else None
+            hint = ""
+            if getattr(err, "code", lambda: None)() == KafkaError.MSG_SIZE_TOO_LARGE:
+                hint = (f" (a record is larger than the producer allows: {conf.get('message.max.bytes', 1000000)} "
+                        "bytes; raise producer.override.max.request.size and the topic's max.message.bytes)")
+            raise RuntimeError(f"[kafka] cannot produce to topic {topic!r}: "
+                               f"{err.str() if hasattr(err, 'str') else e}{hint}") from None
         except BaseException:
             try:
                 producer.purge()
