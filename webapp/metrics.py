@@ -96,6 +96,14 @@ class NodeCollector(Collector):
         store = GaugeMetricFamily("raftconnect_metadata_store_active", "The active metadata store", labels=["store"])
         store.add_metric([state.active_store], 1.0)
         yield store
+        if "worker" in node.options.roles:
+            agent = node.agent
+            yield gauge("raftconnect_agent_up", "1 while this node's worker agent process runs",
+                        1.0 if agent is not None and agent.poll() is None else 0.0)
+            restarts = CounterMetricFamily("raftconnect_agent_restarts", "Times this node started its worker agent "
+                                           "again after it exited")
+            restarts.add_metric([], getattr(node, "agent_restarts", 0))
+            yield restarts
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

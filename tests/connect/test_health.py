@@ -41,8 +41,10 @@ def health_when(url: str, condition, timeout: float, what: str) -> tuple[int, di
 
 @pytest.mark.integration
 def test_live_node_with_embedded_kafka_reports_every_check_ok(kafka_broker, tmp_path):
+    # the node starts a dead agent again (tests/integration/test_agent_watchdog.py): not within this test
     node = NodeProcess(node_id="healthy", rest_port=free_port(), raft_port=free_port(),
-                       data_dir=str(tmp_path / "n"), bootstrap_servers=kafka_broker.bootstrap_servers)
+                       data_dir=str(tmp_path / "n"), bootstrap_servers=kafka_broker.bootstrap_servers,
+                       env={"RAFTCONNECT_AGENT_RESTART_BACKOFF_MS": "600000"})
     node.start(timeout=120)
     try:
         # the agent (a Celery worker) joins a few seconds after REST answers: until then it is "starting"

@@ -278,7 +278,17 @@ class NodeHealth:
         return self._spark(*self._agent())
 
     def _agent(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """:meth:`agent_check`'s answer and the agent's status file (``None`` when absent or stale)."""
+        """:meth:`agent_check`'s answer and the agent's status file (``None`` when absent or stale).
+
+        ``restarts`` (when not 0): how often the node started its agent again after it exited.
+        """
+        check, status = self._agent_state()
+        restarts = getattr(self.node, "agent_restarts", 0)
+        if restarts and check["state"] != "not_applicable":
+            check["restarts"] = restarts
+        return check, status
+
+    def _agent_state(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
         node = self.node
         if "worker" not in node.options.roles:
             return {"state": "not_applicable", "reason": "raft-only node: runs no agent"}, None
@@ -288,7 +298,8 @@ class NodeHealth:
         code = proc.poll()
         if code is not None:
             return {"state": "down", "pid": proc.pid, "exit_code": code,
-                    "error": f"the agent process exited with code {code} (see agent.log in the node's data dir)"}, None
+                    "error": f"the agent process exited with code {code} (see agent.log in the node's data dir); "
+                             "the node starts it again"}, None
         now = time.time()
         status = read_agent_status(node.options.data_dir)
         if status is None or status.get("pid") != proc.pid:  # the Celery worker is still booting

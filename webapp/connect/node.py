@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,8 @@ class ConnectNode:
         self.coordinator: GroupCoordinator | None = None
         self.herder: Herder | None = None
         self.agent: subprocess.Popen | None = None
+        #: how many times the watchdog started the agent again after it exited
+        self.agent_restarts = 0
         #: the checks of GET /health (webapp.connect.health)
         self.health = NodeHealth(self)
         celery_app.conf.update(**configure_broker(options.celery_broker, options.data_dir))
@@ -281,10 +284,51 @@ class ConnectNode:
             env["RAFTCONNECT_CELERY_BROKER"] = o.celery_broker
         return env
 
+    #: seconds between agent restarts after it exits: doubling from the first
+    #: (``RAFTCONNECT_AGENT_RESTART_BACKOFF_MS``, default 1000) to the last, back to the first once an
+    #: agent has run for AGENT_STABLE_SECONDS
+    AGENT_BACKOFF = (float(os.environ.get("RAFTCONNECT_AGENT_RESTART_BACKOFF_MS", "1000")) / 1000.0, 30.0)
+    AGENT_STABLE_SECONDS = 60.0
+
     def start_agent(self) -> None:
-        """Start the Celery worker agent as a child process (dies with this process)."""
+        """Start the Celery worker agent as a child process (dies with this process), and keep it running.
+
+        A watchdog thread starts the agent again when it exits (crash, OOM kill, ``kill -9``)
+        until :meth:`stop_agent`, with a backoff of :data:`AGENT_BACKOFF` seconds; its tasks
+        come back when the new agent's heartbeats rejoin the group (``agent_restarts`` counts
+        the restarts, ``/health`` shows the agent ``down`` in between).
+        """
         if "worker" not in self.options.roles:
             return
+        self._spawn_agent()
+        if getattr(self, "_agent_watchdog", None) is None:
+            self._agent_stopping = threading.Event()
+            self._agent_watchdog = threading.Thread(target=self._watch_agent, name="agent-watchdog", daemon=True)
+            self._agent_watchdog.start()
+
+    def _watch_agent(self) -> None:
+        delay = self.AGENT_BACKOFF[0]
+        started = time.monotonic()
+        while not self._agent_stopping.wait(0.5):
+            proc = self.agent
+            if proc is None or proc.poll() is None:
+                continue
+            ran = time.monotonic() - started
+            if ran >= self.AGENT_STABLE_SECONDS:
+                delay = self.AGENT_BACKOFF[0]
+            log.warning("agent (pid %s) exited with code %s after %.0f s; starting it again in %.0f s",
+                        proc.pid, proc.returncode, ran, delay)
+            if self._agent_stopping.wait(delay):
+                return
+            try:
+                self._spawn_agent()
+                self.agent_restarts += 1
+            except OSError:
+                log.exception("could not start the agent again")
+            started = time.monotonic()
+            delay = min(max(self.AGENT_BACKOFF), delay * 2)
+
+    def _spawn_agent(self) -> None:
         cmd = [sys.executable, "-m", "celery", "-A", "webapp", "worker",
                "-Q", worker_queue(self.options.node_id), "-P", "threads",
                "-c", str(self.options.agent_concurrency), "-n", f"{self.options.node_id}@raftconnect",
@@ -300,6 +344,9 @@ class ConnectNode:
 
     def stop_agent(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent: SIGTERM (its tasks stop and it leaves the group), SIGKILL after ``graceful_timeout`` s."""
+        stopping = getattr(self, "_agent_stopping", None)
+        if stopping is not None:
+            stopping.set()  # the watchdog must not start it again
         if self.agent and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
             try:
