@@ -198,8 +198,11 @@ def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_w
     wait_for(lambda: c.all_running("pipe", tasks=1), 180, what="the pipeline RUNNING after the heal")
     committed = wait_for(lambda: c.offsets("pipe")["offsets"], 180, what="the pipeline to commit offsets")
     print(f"[{time.monotonic() - T0:.0f} s] pipeline RUNNING and committing")
-    # the pipeline goes on from there: its committed positions only move forward
+    # the pipeline goes on from there: its committed positions only move forward. Rows are appended
+    # (the source follows its file): the task may have read all 200,000 rows by now
     before = {json.dumps(o["partition"], sort_keys=True): _position(o) for o in committed}
+    with open(data, "a") as fh:
+        fh.writelines(f"{i},row {i}\n" for i in range(200_000, 201_000))
 
     def advanced():
         now = {json.dumps(o["partition"], sort_keys=True): _position(o) for o in c.offsets("pipe")["offsets"]}
