@@ -81,7 +81,7 @@ soak: setup
 # Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
 # Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
 # CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first runs the fault tests marked `chaos`
-# (left out of `make test`), then repeats the leader partition test (`make test` runs it once)
+# (left out of `make test`), then repeats the leader partition test
 # CHAOS_PARTITION_RUNS times.
 CHAOS_ARGS ?=
 CHAOS_PARTITION_RUNS ?= 10

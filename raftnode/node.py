@@ -155,6 +155,9 @@ class RaftNode:
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        self._stopped = threading.Event()
+        if config.peers:
+            threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
 
     # ------------------------------------------------------------------ status
     @property
@@ -316,7 +319,55 @@ class RaftNode:
 
     def destroy(self) -> None:
         """Stop the Raft thread and close the journal; returns when both are done."""
+        self._stopped.set()
         self.syncobj.destroy_synchronous()
+
+    #: a connected follower this many entries behind the commit index whose match index has not
+    #: moved for LAG_SECONDS is sent a snapshot (see :meth:`_catch_up_loop`)
+    LAG_ENTRIES = 200
+    LAG_SECONDS = 5.0
+
+    def _catch_up_loop(self) -> None:
+        """On the leader: give a follower that log replication cannot bring back a snapshot instead.
+
+        Found by ``tests/integration/test_partition.py``: a leader cut off under load appends
+        entries of its own term that are never committed; after the heal, pysyncobj's
+        replication walks the new leader's next index back one entry per reply while replies to
+        the batches already in flight set it forward again to the follower's log end, so a
+        follower far behind with a divergent tail can stay stuck (and serve stale reads) until
+        the next log compaction, minutes later. A compaction forced now moves the leader's log
+        start past the follower's next index, and pysyncobj then sends it the snapshot, which
+        replaces its log. Reads only ``getStatus()``; acts at most every 30 s.
+        """
+        stuck: dict[str, tuple[float, int]] = {}
+        last_forced = 0.0
+        while not self._stopped.wait(1.0):
+            try:
+                s = self.syncobj.getStatus()
+            except Exception:  # stopping
+                continue
+            if s.get("state") != 2:
+                stuck.clear()
+                continue
+            now, commit = time.monotonic(), int(s.get("commit_idx") or 0)
+            for key, match in list(s.items()):
+                if not key.startswith("match_idx_server_"):
+                    continue
+                node = key[len("match_idx_server_"):]
+                if s.get("partner_node_status_server_" + node) != 2 or commit - int(match) < self.LAG_ENTRIES:
+                    stuck.pop(node, None)
+                    continue
+                since, seen = stuck.get(node, (now, int(match)))
+                if int(match) > seen:  # moving: replication works
+                    stuck[node] = (now, int(match))
+                elif now - since >= self.LAG_SECONDS and now - last_forced >= 30.0:
+                    log.warning("raft: follower %s is stuck %d entries behind (match index %s); sending it a "
+                                "snapshot (forced log compaction)", node, commit - int(match), match)
+                    self.syncobj.forceLogCompaction()
+                    last_forced = now
+                    stuck.pop(node, None)
+                else:
+                    stuck.setdefault(node, (since, seen))
 
     def _state_changed(self, old: int, new: int) -> None:
         is_leader = new == 2
