@@ -525,7 +525,6 @@ class FileSourceTask(Task):
         self._splits: list[_Split] = []
         self._positions: list[int] = []
         self._infos: dict[str, _FileInfo] = {}
-        self._batches_planned = 0  # text chunks planned by this task (the first one is kept small)
         self._parked = False  # waiting on the worker's FileChangeWatcher
         self._partial_left = False  # the last look left a line to its writer
 
@@ -797,11 +796,7 @@ class FileSourceTask(Task):
         limit = end - pos
         want = min(limit, int(self.batch_rows * info.avg_row_bytes * 1.1) + (64 << 10))
         header = pos == 0 and info.header
-        # the task's first batch is small: its records reach Kafka (and the sinks start) sooner,
-        # instead of after a whole batch.max.rows chunk has been parsed and encoded
-        rows = self.batch_rows if self._batches_planned else min(self.batch_rows, FIRST_BATCH_MAX_ROWS)
-        self._batches_planned += 1
-        max_lines = rows + (1 if header else 0)
+        max_lines = self.batch_rows + (1 if header else 0)
         with open(split.filename, "rb") as f:
             f.seek(pos)
             buf = f.read(want)
@@ -864,9 +859,6 @@ class FileSourceTask(Task):
         pieces = [{"path": split.filename, "start": a, "end": b} for a, b in zip(cuts, cuts[1:]) if b > a]
         return pieces, stop
 
-
-#: rows of a file source task's first CSV/JSON batch at most (then batch.max.rows): the pipeline fills sooner
-FIRST_BATCH_MAX_ROWS = 10_000
 
 #: seconds since its last modification after which an unterminated last line of a followed file is read
 #: (a file that does not end in a newline still has all its rows read; a live writer is waited for)
