@@ -279,11 +279,14 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                                    f"within {flush_timeout}s")
             if state["failed"]:
                 raise RuntimeError(f"[kafka] topic {topic!r}: {state['failed']} of {sent} records not acknowledged")
-        except KafkaException as e:  # refused locally, e.g. a record over message.max.bytes
+        except BaseException as e:
             try:
                 producer.purge()
             except Exception:
                 pass
+            if not isinstance(e, KafkaException):
+                raise
+            # refused locally, e.g. a record over message.max.bytes: say which keys raise the limit
             err = e.args[0] if e.args else None
             hint = ""
             if getattr(err, "code", lambda: None)() == KafkaError.MSG_SIZE_TOO_LARGE:
@@ -291,12 +294,6 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                         "bytes; raise producer.override.max.request.size and the topic's max.message.bytes)")
             raise RuntimeError(f"[kafka] cannot produce to topic {topic!r}: "
                                f"{err.str() if hasattr(err, 'str') else e}{hint}") from None
-        except BaseException:
-            try:
-                producer.purge()
-            except Exception:
-                pass
-            raise
         while len(cache) > 4:  # bound: a few distinct configs per worker, a few idle producers each
             for old in cache.pop(next(iter(cache))):
                 old["producer"].flush(1)
