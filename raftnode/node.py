@@ -357,7 +357,7 @@ class RaftNode:
                 if s.get("partner_node_status_server_" + node) != 2 or commit - int(match) < self.LAG_ENTRIES:
                     stuck.pop(node, None)
                     continue
-                since, seen = stuck.get(node, (now, int(match)))
+                since, seen = stuck.setdefault(node, (now, int(match)))
                 if int(match) > seen:  # moving: replication works
                     stuck[node] = (now, int(match))
                 elif now - since >= self.LAG_SECONDS and now - last_forced >= 30.0:
@@ -365,9 +365,7 @@ class RaftNode:
                                 "snapshot (forced log compaction)", node, commit - int(match), match)
                     self.syncobj.forceLogCompaction()
                     last_forced = now
-                    stuck.pop(node, None)
-                else:
-                    stuck.setdefault(node, (since, seen))
+                    stuck.pop(node)
 
     def _state_changed(self, old: int, new: int) -> None:
         is_leader = new == 2
