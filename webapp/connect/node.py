@@ -156,6 +156,8 @@ class ConnectNode:
         self.agent: subprocess.Popen | None = None
         #: how many times the watchdog started the agent again after it exited
         self.agent_restarts = 0
+        self._agent_stopping = threading.Event()  # set by stop_agent: the watchdog must not start it again
+        self._agent_watchdog: threading.Thread | None = None
         #: the checks of GET /health (webapp.connect.health)
         self.health = NodeHealth(self)
         celery_app.conf.update(**configure_broker(options.celery_broker, options.data_dir))
@@ -301,8 +303,7 @@ class ConnectNode:
         if "worker" not in self.options.roles:
             return
         self._spawn_agent()
-        if getattr(self, "_agent_watchdog", None) is None:
-            self._agent_stopping = threading.Event()
+        if self._agent_watchdog is None:
             self._agent_watchdog = threading.Thread(target=self._watch_agent, name="agent-watchdog", daemon=True)
             self._agent_watchdog.start()
 
@@ -344,9 +345,7 @@ class ConnectNode:
 
     def stop_agent(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent: SIGTERM (its tasks stop and it leaves the group), SIGKILL after ``graceful_timeout`` s."""
-        stopping = getattr(self, "_agent_stopping", None)
-        if stopping is not None:
-            stopping.set()  # the watchdog must not start it again
+        self._agent_stopping.set()
         if self.agent and self.agent.poll() is None:
             self.agent.send_signal(signal.SIGTERM)
             try:
