@@ -226,15 +226,6 @@ def _print_offsets(data: dict[str, Any], output: str) -> None:
                                       json.dumps(o.get("offset"), sort_keys=True)) for o in data.get("offsets", [])])
 
 
-@get.command("offsets")
-@click.argument("connector")
-@output_option
-@click.pass_context
-def get_offsets(ctx: click.Context, connector: str, output: str) -> None:
-    """Committed offsets of CONNECTOR (GET /connectors/{name}/offsets)."""
-    _print_offsets(_client(ctx).get(_connector_path(connector, "/offsets")), output)
-
-
 # ------------------------------------------------------------------ describe
 @cli.group()
 def describe() -> None:
@@ -361,8 +352,11 @@ def offsets() -> None:
 @output_option
 @click.pass_context
 def offsets_get(ctx: click.Context, connector: str, output: str) -> None:
-    """Committed offsets of CONNECTOR."""
+    """Committed offsets of CONNECTOR (GET /connectors/{name}/offsets)."""
     _print_offsets(_client(ctx).get(_connector_path(connector, "/offsets")), output)
+
+
+get.add_command(offsets_get, "offsets")  # `get offsets NAME`, kubectl-style, is the same command
 
 
 @offsets.command("alter")
