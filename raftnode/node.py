@@ -17,14 +17,14 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import SyncObjException
 
 from .state import ClusterStateMachine
 
-__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "without_leader_wait"]
+__all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "SingleAttempt", "without_leader_wait"]
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +36,54 @@ _NOT_APPENDED = frozenset({FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, F
                            FAIL_REASON.DISCARDED})
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
 _RETRY_PAUSE_S = 0.02
-_wait_for_leader: contextvars.ContextVar[bool] = contextvars.ContextVar("raftnode_wait_for_leader", default=True)
+class SingleAttempt:
+    """What one forwarded write is allowed, and what became of it (see :func:`without_leader_wait`).
+
+    Attributes:
+        deadline: ``time.monotonic()`` after which no command of the request may
+            be proposed any more, or ``None`` for no limit beyond each
+            proposal's own timeout.
+        committed: commands of the request committed so far.
+        not_leader: set when a command was refused because this member is not
+            (or no longer) the leader, before anything of it reached a log: the
+            forwarding member may then send the whole request to the leader.
+    """
+
+    def __init__(self, budget_s: float | None = None):
+        self.deadline = None if budget_s is None else time.monotonic() + max(0.0, budget_s)
+        self.committed = 0
+        self.not_leader = False
+
+
+_single_attempt: contextvars.ContextVar[SingleAttempt | None] = contextvars.ContextVar(
+    "raftnode_single_attempt", default=None)
 
 
 @contextlib.contextmanager
-def without_leader_wait():
+def without_leader_wait(budget_s: float | None = None) -> Iterator[SingleAttempt]:
     """Within this block (this thread or task), :meth:`RaftNode.propose` makes one attempt only.
 
     For work done on behalf of a caller that will retry elsewhere by itself, such
-    as a write forwarded from another member: if this member has lost the
-    leadership meanwhile, the write fails at once (503) instead of waiting here
-    for a leader and landing after the caller has moved on to newer writes.
+    as a write forwarded from another member:
+
+    * only the leader proposes: a follower does not hand the command on to the
+      leader (as pysyncobj would), because a forwarded request that arrives late
+      (held in a TCP retransmit queue during a partition, say) must not land
+      after the client's newer writes. It fails at once, with
+      :attr:`SingleAttempt.not_leader` set, and the forwarding member (which is
+      still waiting, or has given up and answered its client) decides;
+    * ``budget_s`` (seconds, from the forwarding member's own deadline) bounds
+      every proposal's timeout, so nothing is proposed after the forwarding
+      member has given up.
+
+    Yields the :class:`SingleAttempt` that records the outcome.
     """
-    token = _wait_for_leader.set(False)
+    attempt = SingleAttempt(budget_s)
+    token = _single_attempt.set(attempt)
     try:
-        yield
+        yield attempt
     finally:
-        _wait_for_leader.reset(token)
+        _single_attempt.reset(token)
 
 
 class RaftUnavailable(Exception):
@@ -239,13 +270,24 @@ class RaftNode:
         ``commandsWaitLeader`` is off, so a command cannot apply long after its
         caller gave up. A command the leader did append may still commit after a
         timeout (the usual unknown outcome of a timed-out write). Inside
-        :func:`without_leader_wait` there is a single attempt.
+        :func:`without_leader_wait` there is a single attempt, made only on the
+        leader and within the block's time budget.
 
         Errors: :class:`CommandRejected` (apply refused; has ``code``),
         :class:`RaftUnavailable` (not committed within ``timeout`` seconds, or
         its outcome became unknown when the leader changed).
         """
         method = getattr(self.state, name)
+        attempt = _single_attempt.get()
+        if attempt is not None:
+            if attempt.deadline is not None:
+                timeout = min(timeout, attempt.deadline - time.monotonic())
+                if timeout <= 0:
+                    raise RaftUnavailable(f"Raft command {name} not proposed: the forwarding member's time budget "
+                                          "ran out")
+            if not self.is_leader:
+                attempt.not_leader = attempt.committed == 0
+                raise RaftUnavailable(f"Raft command {name} not proposed: this member is not the Raft leader")
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -258,12 +300,16 @@ class RaftNode:
             except SyncObjException as exc:
                 code = exc.errorCode
                 reason = _FAIL_NAMES.get(code, code) if isinstance(code, int) else code
-                if code not in _NOT_APPENDED or not _wait_for_leader.get():
+                if code not in _NOT_APPENDED or attempt is not None:
+                    if attempt is not None and code in _NOT_APPENDED:
+                        attempt.not_leader = attempt.committed == 0
                     raise RaftUnavailable(f"Raft command {name} not committed: {reason}") from exc
                 if time.monotonic() + _RETRY_PAUSE_S >= deadline:
                     raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
                                           f"{timeout:g} s (last answer: {reason})") from exc
                 time.sleep(_RETRY_PAUSE_S)
+        if attempt is not None:
+            attempt.committed += 1
         if isinstance(result, dict) and "rejected" in result:
             raise CommandRejected(result["rejected"], int(result.get("code", 409)))
         return result

@@ -1,15 +1,19 @@
 """Multi-node clusters as real processes: roles, forwarding, failover, membership, faults."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
 
 import pytest
+import requests
 
+from webapp.connect.api.forwarding import BUDGET_HEADER, FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER
 from webapp.connect.demo import SOURCE_CLASS
 from webapp.connect.launcher import LocalCluster, NodeProcess, wait_for
+from webapp.coordinator.signing import signed_headers
 from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
 
@@ -75,6 +79,20 @@ def test_roles_forwarding_and_cluster_view(cluster_factory, small_csv):
     assert states == ["FOLLOWER", "FOLLOWER", "LEADER"]
     assert next(n for n in view["nodes"] if n["id"] == worker_only.node_id)["raft"] is None
     assert all(n["raft"]["term"] >= 1 and n["raft"]["applied_index"] >= 1 for n in view["nodes"] if n["raft"])
+
+    # A forwarded write that reaches a member that is not the leader (one delayed in the network while
+    # leadership moved) is refused before anything reaches a log, and says so: the forwarding member
+    # sends it to the leader if it is still waiting. pysyncobj alone would hand it on and commit it late.
+    path, body = "/connectors/via-follower/config", json.dumps(source(small_csv, "late")).encode()
+    headers = {**signed_headers(cluster.secret, "PUT", path, body), FORWARDED_HEADER: "1",
+               FORWARDED_USER_HEADER: "admin;role=admin", BUDGET_HEADER: "10000", "Content-Type": "application/json"}
+    late = requests.put(follower.url + path, data=body, headers=headers, timeout=30)
+    assert late.status_code == 503 and late.headers.get(NOT_LEADER_HEADER) == "1", (late.status_code, late.text)
+    assert "not the Raft leader" in late.json()["message"]
+    leader.client().request("PUT", "/connectors/marker/config", json=source(small_csv, "m"))  # after the refusal
+    for node in cluster.nodes:
+        wait_for(lambda: "marker" in node.client().connectors(), 10, what=f"{node.node_id} to see the marker")
+        assert node.client().request("GET", "/connectors/via-follower/config")["topic"] == "t1"
 
 
 def test_leader_kill_9_under_load_loses_no_acknowledged_write(cluster_factory, tmp_path):

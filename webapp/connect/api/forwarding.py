@@ -3,8 +3,17 @@
 Owns the one rule of where a request is served:
 
 * writes (POST/PUT/PATCH/DELETE) on a Raft follower go to the leader, one hop;
-  during an election they wait (``RAFTCONNECT_FORWARD_WAIT_S``, default 10 s) for a
-  leader instead of failing;
+  during an election they wait for a leader instead of failing. A write has one
+  time budget from its arrival (``RAFTCONNECT_FORWARD_WAIT_S``, default 10 s) for
+  finding the leader, forwarding (again, if leadership moves) and committing;
+  the remaining budget travels with the forwarded request
+  (``X-RaftConnect-Budget-Ms``) and bounds the leader's proposal, so nothing of
+  the request is proposed after the forwarding member has answered its client;
+* the receiving member proposes a forwarded write only while it is the leader
+  (``raftnode.without_leader_wait``). A member that is not (any more) answers 503
+  with ``X-RaftConnect-Not-Leader: 1`` before anything reached a log, and the
+  forwarding member, if still within the budget, sends it to the leader it
+  knows now. A request delayed in the network cannot land late this way;
 * every request on a worker-only node (it holds no Raft state) goes to a cluster
   node from ``--cluster``;
 * reads on a Raft member are answered locally, except views marked
@@ -29,15 +38,39 @@ from rest_framework.request import Request
 
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, signed_headers, verify
 
-__all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target", "proxy", "FORWARDED_HEADER",
-           "FORWARDED_USER_HEADER"]
+__all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
+           "proxy", "request_budget_s", "forwarded_budget_s", "FORWARDED_HEADER", "FORWARDED_USER_HEADER",
+           "BUDGET_HEADER", "NOT_LEADER_HEADER"]
 
 log = logging.getLogger(__name__)
 
 FORWARDED_HEADER = "X-RaftConnect-Forwarded"
 FORWARDED_USER_HEADER = "X-RaftConnect-Forwarded-User"
+BUDGET_HEADER = "X-RaftConnect-Budget-Ms"
+NOT_LEADER_HEADER = "X-RaftConnect-Not-Leader"
+#: seconds a forwarded read may take (reads propose nothing, so they only need a bound on waiting)
+READ_BUDGET_S = 30.0
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 _session = requests.Session()
+
+
+def request_budget_s(method: str) -> float:
+    """Seconds a REST request arriving now may spend on finding the leader, forwarding and committing.
+
+    Writes: ``RAFTCONNECT_FORWARD_WAIT_S`` (default 10); reads: 30.
+    """
+    if method.upper() in UNSAFE:
+        return float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+    return READ_BUDGET_S
+
+
+def forwarded_budget_s(headers) -> float | None:
+    """The remaining budget (seconds) a forwarded request carries, or ``None`` if it carries none/garbage."""
+    raw = headers.get(BUDGET_HEADER)
+    try:
+        return max(0.0, int(raw) / 1000.0) if raw is not None else None
+    except ValueError:
+        return None
 
 
 class ForwardToLeader(Exception):
@@ -93,7 +126,9 @@ def forward_target(request: Request, node, stale: str | None = None) -> str | No
     """The REST address to proxy ``request`` to, or ``None`` to serve it here.
 
     ``stale`` is a target that just proved unreachable (a worker-only node then
-    asks the cluster for the leader again).
+    asks the cluster for the leader again). A write waits for a leader until
+    ``request.forward_deadline`` (``time.monotonic()``; set by the view when the
+    request arrived).
 
     Raises :class:`~webapp.connect.herder.ConnectRestError` (503) when a write
     finds no leader within the wait.
@@ -106,8 +141,8 @@ def forward_target(request: Request, node, stale: str | None = None) -> str | No
     leader_only = getattr(request, "leader_only", False)
     if (request.method not in UNSAFE and not leader_only) or node.raft.is_leader:
         return None
-    wait = float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
-    deadline = time.monotonic() + wait
+    deadline = getattr(request, "forward_deadline", None) or time.monotonic() + request_budget_s(request.method)
+    wait = max(0.0, deadline - time.monotonic())
     while True:
         if node.raft.is_leader:
             return None
@@ -117,7 +152,7 @@ def forward_target(request: Request, node, stale: str | None = None) -> str | No
         if time.monotonic() >= deadline:
             from webapp.connect.herder import ConnectRestError
 
-            raise ConnectRestError(f"No Raft leader was elected within {wait:.0f} s; retry the request", 503)
+            raise ConnectRestError(f"No Raft leader was elected within {wait:.1f} s; retry the request", 503)
         time.sleep(0.05)
 
 
@@ -125,18 +160,24 @@ class TargetUnreachable(Exception):
     """The forwarding target refused the connection (e.g. a leader that just died)."""
 
 
-def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> HttpResponse:
+def proxy(request: Request, target: str, secret: str, timeout: float = 30.0,
+          budget_s: float | None = None) -> HttpResponse:
     """Send ``request`` to ``target`` (``host:port``) signed, and return its answer as is.
 
-    Raises :class:`TargetUnreachable` when the connection cannot be made (safe to
-    retry elsewhere: nothing was sent) and ``ConnectRestError`` (503) on other
-    transport failures.
+    ``budget_s`` (seconds) is sent as ``X-RaftConnect-Budget-Ms``: the target
+    proposes nothing of the request after it; ``timeout`` bounds the HTTP call.
+
+    Raises :class:`TargetUnreachable` when the connection cannot be made, or the
+    target answers that it is not the leader and wrote nothing (both safe to
+    retry elsewhere), and ``ConnectRestError`` (503) on other transport failures.
     """
     raw = request._request
     body = raw.body
     path = raw.get_full_path()
     headers = signed_headers(secret, raw.method, path, body)
     headers[FORWARDED_HEADER] = "1"
+    if budget_s is not None:
+        headers[BUDGET_HEADER] = str(int(budget_s * 1000))
     from .roles import user_role
 
     user = request.user
@@ -156,6 +197,8 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> 
         from webapp.connect.herder import ConnectRestError
 
         raise ConnectRestError(f"Could not forward the request to {target}: {exc}", 503) from exc
+    if resp.status_code == 503 and resp.headers.get(NOT_LEADER_HEADER) == "1":
+        raise TargetUnreachable(f"{target} is not the Raft leader (it wrote nothing)")
     out = HttpResponse(resp.content, status=resp.status_code,
                        content_type=resp.headers.get("Content-Type", "application/json"))
     if "Location" in resp.headers:
@@ -164,9 +207,11 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0) -> 
 
 
 _pool = None
+#: seconds past a request's budget that the forwarding member waits for the target's answer
+ANSWER_SLACK_S = 2.0
 
 
-def proxy_watching_leader(request: Request, target: str, node, timeout: float = 30.0) -> HttpResponse:
+def proxy_watching_leader(request: Request, target: str, node, deadline: float | None = None) -> HttpResponse:
     """:func:`proxy`, abandoned as soon as this node sees that ``target`` is no longer the leader.
 
     A leader paused by SIGSTOP (or cut off) still completes TCP handshakes, so a
@@ -177,6 +222,11 @@ def proxy_watching_leader(request: Request, target: str, node, timeout: float = 
     caller forwards again. A deposed leader cannot commit without a quorum, so the
     abandoned request does not also take effect (unless it committed just before
     the change, when a retried create then answers 409).
+
+    ``deadline`` (``time.monotonic()``; default: the request's
+    ``forward_deadline``) is the request's budget: the remaining part is sent to
+    the target, and the wait ends a moment after it (to receive the target's
+    answer of a proposal that timed out there) with ``ConnectRestError`` (503).
     """
     global _pool
     from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
@@ -184,8 +234,12 @@ def proxy_watching_leader(request: Request, target: str, node, timeout: float = 
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="forward")
     request._request.body  # read the body in this thread before handing the request over
-    future = _pool.submit(proxy, request, target, node.secret, timeout)
-    deadline = time.monotonic() + timeout
+    if deadline is None:
+        deadline = getattr(request, "forward_deadline", None) or time.monotonic() + request_budget_s(request.method)
+    budget = max(0.0, deadline - time.monotonic())
+    timeout = budget + ANSWER_SLACK_S
+    future = _pool.submit(proxy, request, target, node.secret, timeout, budget)
+    deadline += ANSWER_SLACK_S
     last_remote_check = time.monotonic()
     while True:
         try:
@@ -196,7 +250,7 @@ def proxy_watching_leader(request: Request, target: str, node, timeout: float = 
         if now >= deadline:
             from webapp.connect.herder import ConnectRestError
 
-            raise ConnectRestError(f"The leader at {target} did not answer within {timeout:.0f} s", 503)
+            raise ConnectRestError(f"The leader at {target} did not answer within {timeout:.1f} s", 503)
         if node.raft is not None:
             moved = node.raft.is_leader or node.leader_rest_address() not in (None, target)
         elif now - last_remote_check >= 1.0:

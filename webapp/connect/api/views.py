@@ -8,7 +8,6 @@ authenticated user with the role the path needs (``roles.HasRole``, applied in
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -25,7 +24,8 @@ from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current
 
 from .roles import HasRole
-from .forwarding import FORWARDED_HEADER, ForwardToLeader, TargetUnreachable, forward_target, proxy_watching_leader
+from .forwarding import (FORWARDED_HEADER, NOT_LEADER_HEADER, ForwardToLeader, TargetUnreachable, forward_target,
+                         forwarded_budget_s, proxy_watching_leader, request_budget_s)
 
 __all__ = [
     "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
@@ -59,10 +59,14 @@ class ConnectAPIView(APIView):
 
     def dispatch(self, request, *args: Any, **kwargs: Any):
         if request.headers.get(FORWARDED_HEADER) == "1":
-            # the forwarding member retries elsewhere if this one is no longer the leader: a write here
-            # must not wait for a leader and land after the client's newer writes (raftnode.without_leader_wait)
-            with without_leader_wait():
-                return super().dispatch(request, *args, **kwargs)
+            # The forwarding member retries elsewhere if this one is no longer the leader: a write here
+            # must not wait for a leader, nor outlive the forwarder's budget, and land after the client's
+            # newer writes (raftnode.without_leader_wait). Authentication (signature) is checked inside.
+            with without_leader_wait(forwarded_budget_s(request.headers)) as attempt:
+                response = super().dispatch(request, *args, **kwargs)
+            if attempt.not_leader and response.status_code == 503:
+                response[NOT_LEADER_HEADER] = "1"  # nothing reached a log: safe to send to the leader
+            return response
         return super().dispatch(request, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -72,6 +76,7 @@ class ConnectAPIView(APIView):
             node = current()
         except NodeNotReady as exc:
             raise ConnectRestError(str(exc), 503) from exc
+        request.forward_deadline = time.monotonic() + request_budget_s(request.method)
         target = forward_target(request, node)
         if target:
             raise ForwardToLeader(target)
@@ -87,13 +92,15 @@ class ConnectAPIView(APIView):
     def _forward(self, target: str):
         """Proxy to ``target``; if it is gone (leader died), wait for the next leader or serve here."""
         node = current()
-        deadline = time.monotonic() + float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+        deadline = getattr(self.request, "forward_deadline", None) or (
+            time.monotonic() + request_budget_s(self.request.method))
         while True:
             try:
-                return proxy_watching_leader(self.request, target, node)
+                return proxy_watching_leader(self.request, target, node, deadline)
             except TargetUnreachable:
                 if time.monotonic() >= deadline:
-                    raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found", 503)
+                    raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found "
+                                           "within the request's time budget (RAFTCONNECT_FORWARD_WAIT_S)", 503)
             time.sleep(0.05)
             # the old leader may still be the last known one until the election ends
             if node.raft is not None and node.raft.is_leader:
