@@ -216,3 +216,33 @@ def test_a_record_over_a_megabyte_needs_and_gets_connects_max_request_size(kafka
     raised = {"max.request.size": "4000000"}
     assert _client_config(cfg, {}, (), raised)["message.max.bytes"] == "4000000"
     assert [b.column(0)[0].as_py() for b in produce_function(topic, cfg, producer_config=raised)(iter([big]))] == [1]
+
+
+def test_partition_reader_gives_each_records_own_offset_across_transaction_markers(kafka_broker):
+    """Offsets are taken as a range when a batch is contiguous; commit markers leave gaps that must show."""
+    import pyarrow as pa
+
+    from webapp.kafka.spark_io import TopicPartitionRange, partition_reader
+
+    cfg = kafka_broker.client_config()
+    topic = f"tx-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 1)
+    p = Producer({**cfg, "transactional.id": f"reader-{topic}"})
+    p.init_transactions(30)
+    for j in range(3):  # each commit writes a control record, which consumers never see
+        p.begin_transaction()
+        for i in range(4):
+            p.produce(topic, f"v{j}{i}".encode(), partition=0)
+        p.commit_transaction(30)
+    plain = Producer(cfg)
+    for i in range(3):
+        plain.produce(topic, f"plain{i}".encode(), partition=0)
+    assert plain.flush(30) == 0
+    reader = partition_reader([TopicPartitionRange(topic, 0, 0, 100)], cfg)
+    got = pa.Table.from_batches(list(reader(iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])]))))
+    values = [v.decode() for v in got.column("value").to_pylist()]
+    offsets = got.column("kafka_offset").to_pylist()
+    assert values == [f"v{j}{i}" for j in range(3) for i in range(4)] + ["plain0", "plain1", "plain2"]
+    # 4 records then a marker, three times: 0-3, 5-8, 10-13, then the plain records from 15
+    assert offsets == [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17]
+    assert set(got.column("kafka_topic").to_pylist()) == {topic} and set(got.column("kafka_partition").to_pylist()) == {0}
