@@ -20,7 +20,8 @@ COMMANDS = [[], ["get"], ["get", "connectors"], ["get", "tasks"], ["get", "plugi
             ["delete"], ["offsets"], ["offsets", "get"], ["offsets", "alter"], ["offsets", "reset"], ["cluster"],
             ["config"], ["config", "set-context"], ["config", "use-context"], ["config", "get-contexts"],
             ["config", "current-context"], ["config", "delete-context"], ["store"], ["store", "list"],
-            ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"]]
+            ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"], ["backup"], ["backup", "export"],
+            ["backup", "restore"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "raftconnect")
@@ -168,3 +169,26 @@ def test_store_and_log_levels(context):
     assert run_cli("logs", "level", "raftconnect.cli.test").out.strip() == "raftconnect.cli.test DEBUG"
     listed = json.loads(run_cli("logs", "level", "-o", "json").out)
     assert listed["raftconnect.cli.test"]["level"] == "DEBUG"
+
+
+def test_backup_export_writes_a_private_checked_file_and_restore_refuses_names_that_exist(context, tmp_path):
+    run_cli = context
+    out = tmp_path / "backup.json"
+    result = run_cli("backup", "export", "-o", str(out), "--no-users")
+    assert result.code == 0, result.err
+    assert "written to" in result.err and oct(out.stat().st_mode & 0o777) == "0o600"
+    document = json.loads(out.read_text())
+    assert document["format"] == "raftconnect-backup" and document["users"] == []
+    if document["connectors"]:  # the session's node holds connectors of earlier tests: all of them exist
+        again = run_cli("backup", "restore", str(out))
+        assert again.code == 1 and "error_code 409" in again.err
+    empty = {**document, "connectors": []}
+    from webapp.storage.backup import digest
+
+    empty["sha256"] = digest(empty)
+    (tmp_path / "empty.json").write_text(json.dumps(empty))
+    restored = run_cli("backup", "restore", str(tmp_path / "empty.json"), "-o", "json")
+    assert restored.code == 0, restored.err
+    assert json.loads(restored.out)["connectors"] == 0
+    (tmp_path / "bad.json").write_text("{not json")
+    assert run_cli("backup", "restore", str(tmp_path / "bad.json")).code == 1

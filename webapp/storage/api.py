@@ -6,6 +6,12 @@
 nodes forward them). Store operations need the admin role (``roles.POLICY``). Bodies are
 described on :meth:`webapp.storage.switch.SwitchManager.status`; URLs are shown
 with their passwords redacted.
+
+``GET /raftconnect/v1/backup`` (``?users=false`` leaves the REST users out) and
+``POST /raftconnect/v1/restore`` with a backup document: the cluster's metadata
+as one file and back (:mod:`webapp.storage.backup`); both run on the leader and
+need the admin role. Users are per node: they are read from, and restored
+into, the leader's user database.
 """
 from __future__ import annotations
 
@@ -18,9 +24,11 @@ from webapp.connect.api.views import ConnectAPIView
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import current
 
+from .backup import BackupError, export_backup, restore_backup
 from .switch import SwitchError, SwitchManager
 
-__all__ = ["MetadataStoreView", "MetadataStoreSwitchView", "MetadataStoreRollbackView"]
+__all__ = ["MetadataStoreView", "MetadataStoreSwitchView", "MetadataStoreRollbackView", "BackupView", "RestoreView",
+           "export_users", "import_users"]
 
 
 def _switches() -> SwitchManager:
@@ -63,3 +71,89 @@ class MetadataStoreRollbackView(ConnectAPIView):
 
     def post(self, request: Request) -> Response:
         return _run(_switches().rollback)
+
+
+def export_users() -> list[dict[str, Any]]:
+    """This node's REST users: ``[{"username", "password" (Django hash), "is_active", "is_superuser", "groups"}]``."""
+    from django.contrib.auth import get_user_model
+
+    model = get_user_model()
+    return [{"username": u.get_username(), "password": u.password, "is_active": u.is_active,
+             "is_superuser": u.is_superuser, "groups": sorted(g.name for g in u.groups.all())}
+            for u in model._default_manager.order_by("username").prefetch_related("groups")]
+
+
+def import_users(users: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Create the backup's users that this node does not have; existing users are left as they are.
+
+    Only role groups that exist here are joined. Returns ``{"created": [...], "kept": [...]}``.
+    """
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.db import transaction
+
+    model = get_user_model()
+    created, kept = [], []
+    with transaction.atomic():
+        groups = {g.name: g for g in Group.objects.all()}
+        for u in users:
+            name = u["username"]
+            if model._default_manager.filter(username=name).exists():
+                kept.append(name)
+                continue
+            user = model(username=name, is_active=bool(u.get("is_active", True)),
+                         is_superuser=bool(u.get("is_superuser", False)), is_staff=bool(u.get("is_superuser", False)))
+            user.password = str(u.get("password") or "!")  # a Django hash; "!" = unusable
+            user.save()
+            user.groups.set([groups[g] for g in u.get("groups") or [] if g in groups])
+            created.append(name)
+    return {"created": created, "kept": kept}
+
+
+def _router():
+    node = current()
+    if node.raft is None:
+        raise ConnectRestError("This node is not a Raft member (roles: worker)", 404)
+    if not node.raft.is_leader:
+        raise ConnectRestError("This node is not the Raft leader; retry the request", 503)
+    return node.store
+
+
+class BackupView(ConnectAPIView):
+    """``GET /raftconnect/v1/backup``: the cluster's metadata as one backup document (200).
+
+    ``?users=false`` leaves the REST users out. Served by the leader (others
+    forward it), with writes held back while it reads. Errors: 409 while a
+    store switch runs, 503 no leader.
+    """
+
+    leader_only = True
+
+    def get(self, request: Request) -> Response:
+        users = (request.query_params.get("users") or "true").lower() != "false"
+        try:
+            document = export_backup(_router(), users=export_users() if users else None)
+        except BackupError as exc:
+            raise ConnectRestError(str(exc), exc.status) from exc
+        stamp = document["created_at"].replace(":", "").replace("-", "").split(".")[0]
+        return Response(document, headers={"Content-Disposition": f'attachment; filename="raftconnect-backup-{stamp}.json"'})
+
+
+class RestoreView(ConnectAPIView):
+    """``POST /raftconnect/v1/restore`` with a backup document: write its connectors, offsets and users (200).
+
+    Answers ``{"connectors", "offsets", "names", "users": {"created", "kept"}}``.
+    Errors: 400 not a valid backup (the message says why), 409 the cluster
+    already holds some of its names or a store switch runs, 503 no leader.
+    """
+
+    def post(self, request: Request) -> Response:
+        try:
+            summary = restore_backup(_router(), request.data)
+        except BackupError as exc:
+            raise ConnectRestError(str(exc), exc.status) from exc
+        summary["users"] = import_users(request.data.get("users") or [])
+        herder = current().herder
+        if herder.poke:  # the coordinator assigns the restored connectors now, not at its next round
+            herder.poke()
+        return Response(summary)

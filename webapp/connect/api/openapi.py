@@ -194,6 +194,11 @@ def _declare() -> None:
         "additionalProperties": False}},
                                           responses={202: _ANY_OBJECT}))(store_api.MetadataStoreSwitchView)
     extend_schema_view(post=extend_schema(request=None, responses={202: _ANY_OBJECT}))(store_api.MetadataStoreRollbackView)
+    extend_schema_view(get=extend_schema(parameters=[
+        OpenApiParameter("users", bool, description="include the leader's REST users (default true)")],
+        responses={200: _ANY_OBJECT}))(store_api.BackupView)
+    extend_schema_view(post=extend_schema(request={"application/json": _ANY_OBJECT},
+                                          responses={200: _ANY_OBJECT}))(store_api.RestoreView)
     extend_schema_view(get=extend_schema(responses={(200, "text/plain"): OpenApiResponse(
         description="Prometheus text format")}))(views.MetricsView)
     _declare_lifecycle()

@@ -9,7 +9,8 @@ Roles are ordered, each including the ones before it:
 * ``operator`` — plus connector writes (create, config, pause/resume/stop,
   restart, offsets, delete, plugin validation);
 * ``admin``    — plus cluster operations: Raft membership, metadata-store
-  switch/rollback, logger levels (``/admin/loggers*``, reads too).
+  switch/rollback, logger levels (``/admin/loggers*``, reads too), backup and
+  restore (reads too).
 
 A user's role is the highest of the Django groups named like the roles
 (created by migration ``connect.0001_roles``); a superuser is an admin; a user
@@ -46,6 +47,7 @@ POLICY: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = tuple(
         (r"^/admin/loggers(/|$)", ANY, ADMIN),
         (r"^/raftconnect/v1/raft(/|$)", WRITES, ADMIN),
         (r"^/raftconnect/v1/metadata-store(/|$)", WRITES, ADMIN),
+        (r"^/raftconnect/v1/(backup|restore)$", ANY, ADMIN),  # the backup holds every config and password hash
         (r"^/raftconnect/v1/tokens$", ANY, VIEWER),  # anyone with a role may manage their own token
         (r".*", SAFE, VIEWER),
         (r".*", WRITES, OPERATOR),

@@ -46,6 +46,8 @@ urlpatterns = [
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
     path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
+    path("raftconnect/v1/backup", store_api.BackupView.as_view()),
+    path("raftconnect/v1/restore", store_api.RestoreView.as_view()),
     path("raftconnect/v1/whoami", console_api.WhoAmIView.as_view()),
     path("raftconnect/v1/session", console_api.SessionView.as_view()),
     path("raftconnect/v1/task-metrics", console_api.TaskMetricsView.as_view()),
