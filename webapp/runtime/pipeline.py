@@ -263,8 +263,22 @@ class SinkPipeline:
             with ``schemas.enable=false`` (the struct type is then inferred, and the
             transforms see schemaless maps).
         decode_schema: the Connect struct schema used for ``from_json``.
-        out: the chain's output for no records.
+        out: the chain's output for no records (``out.key_schema``/``out.value_schema``:
+            the transformed schemas, which decide a JDBC sink's columns).
+
+    :meth:`transform` also runs without Spark: a connector that reads Kafka in its
+    own Python stage (the JDBC sink) builds the :meth:`decoded` columns itself
+    (``kafka_topic, kafka_partition, kafka_offset, key, value, timestamp, headers``,
+    the payload struct of :meth:`payload_type` as ``__rc_payload`` and a converter
+    error message or null as ``__rc_conv_error``) and calls it per batch.
     """
+
+    #: columns of :meth:`transform`'s output a connector reads directly: the transformed value,
+    #: the (possibly routed) topic, the transformed key (only when the chain sets keys), the
+    #: error stage (null for good rows) and the DLQ headers of error rows
+    VALUE, TOPIC, KEY, ERROR_STAGE, DLQ_HEADERS = _V, _T, _K, _ERR[0], _DLQ_H
+    #: input columns of :meth:`transform`: the decoded payload and the converter error message
+    PAYLOAD, CONV_ERROR = _PAYLOAD, _CONV_ERR
 
     chain: TransformationChain
     value_schema: dict | None
@@ -301,12 +315,22 @@ class SinkPipeline:
                   pa.field("key", pa.binary()), pa.field("value", pa.binary()),
                   pa.field("headers", headers_type())]
         fields += [pa.field(n, pa.string()) for n in _ERR] + [pa.field(_DLQ_H, headers_type())]
+        if not pa.types.is_null(out.table.schema.field("key").type):  # the chain sets keys (e.g. ValueToKey)
+            fields.append(pa.field(_K, out.table.schema.field("key").type))
         arrow_out, spark_out = _spark_safe(pa.schema(fields))
         schemas_enable = str(config.get("value.converter.schemas.enable", "true")).lower() == "true"
         key_schemas = str(config.get("key.converter.schemas.enable", "true")).lower() == "true"
         decode_keys = chain.reads_key and (config.get("key.converter") or JSON_CONVERTER) == JSON_CONVERTER
         return cls(chain, value_schema, dict(decode_schema), schemas_enable, key_schemas, decode_keys, out,
                    arrow_out, spark_out, _Policy(errors, task_id.connector, task_id.task))
+
+    def payload_type(self):
+        """Arrow struct type of the decoded payload :meth:`transform` takes (``__rc_payload``)."""
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        from .converters import connect_to_spark_schema
+
+        return to_arrow_type(connect_to_spark_schema(self.decode_schema), timezone="UTC")
 
     # -- JVM: decode --------------------------------------------------------------------
     def decoded(self, raw):
@@ -368,6 +392,8 @@ class SinkPipeline:
                 else []
             hdrs.append((orig or []) + [{"key": k, "value": v} for k, v in extra])
         cols[_DLQ_H] = pa.array(hdrs, headers_type())
+        if self.arrow_out.get_field_index(_K) >= 0:
+            cols[_K] = pa.nulls(n, self.arrow_out.field(_K).type)
         return pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out)
 
     def _report(self, errors: list[tuple[int, ProcessingError]]) -> None:
@@ -447,6 +473,8 @@ class SinkPipeline:
             for name in _ERR:
                 cols[name] = pa.nulls(m, pa.string())
             cols[_DLQ_H] = pa.nulls(m, headers_type())
+            if self.arrow_out.get_field_index(_K) >= 0:
+                cols[_K] = _conform(out.column("key"), self.arrow_out.field(_K).type)
             parts_out.append(pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out))
         err_table = self._error_rows(table, errors)
         if err_table is not None:
