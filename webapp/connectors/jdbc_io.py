@@ -222,6 +222,7 @@ def wire_to_logical(arr, kind: str):
         return arr.cast(pa.int32()).view(pa.date32())
     if kind.startswith("decimal:"):
         p, s = _decimal_ps(kind)
+        p = p or 38  # no precision parameter: Connect's default
         if not 0 < p <= 38:
             raise ValueError(f"[jdbc] Decimal precision {p} cannot be transformed (1..38 only)")
         return pa.array(from_wire_array(arr, kind, ""), pa.decimal128(p, s))
@@ -252,7 +253,7 @@ def logical_to_wire(arr, kind: str):
     if kind.startswith("decimal:"):
         if pa.types.is_decimal(t):
             p, s = _decimal_ps(kind)
-            return _decimal_array_to_wire(arr.cast(pa.decimal128(max(p, 1), s)))
+            return _decimal_array_to_wire(arr.cast(pa.decimal128(p or 38, s)))
         return arr.cast(pa.binary())
     return arr.cast(arrow_wire_type(kind))
 
@@ -864,7 +865,8 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
             for key, b in groups:
                 w = writers.get(key)
                 if w is None:
-                    w = writers[key] = _TableWriter(cur, plans[key], topic, partition)
+                    w = writers[key] = _TableWriter(cur, plans[key], plans[key].get("record_topic", topic),
+                                                    partition)
                 w.write(b)
             if last_offset is not None:
                 if first is None:
