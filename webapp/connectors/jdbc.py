@@ -30,6 +30,14 @@ database. The transaction first locks that row and checks that it still holds
 the offset the batch started from, so a replayed or concurrent (zombie) batch
 rolls back. On start the task resumes from the maximum of the metadata store's
 and the target's offsets. Delivery: exactly once into the target table.
+
+Transforms, ``errors.tolerance=all`` and (sink) a dead letter queue run through
+:mod:`webapp.runtime.pipeline`: the source hands its rows to ``SourcePipeline`` in
+their logical Arrow types; the sink decodes, transforms (``SinkPipeline.transform``)
+and writes each partition in one Python stage (:class:`_TransformSpec`,
+``jdbc_io.write_routed_partition``), so records a filter drops or the DLQ takes
+still advance the offset stored in the target transaction. Without them both keep
+the paths above.
 """
 from __future__ import annotations
 

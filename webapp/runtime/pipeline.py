@@ -19,6 +19,9 @@ DataFrame read ``with_metadata=True`` and the Connect schema it planned::
     good = out.where(pipeline.is_good()).select(*pipeline.value_columns())   # write these
     pipeline.report_errors(out, kafka_config)   # DLQ + counts, after the write
 
+A sink that reads Kafka in its own Python stage (the JDBC sink) skips ``apply``: it
+builds :meth:`SinkPipeline.transform`'s input columns itself and calls it per batch.
+
 Tolerance: with ``errors.tolerance=none`` the first bad record fails the Spark
 job ("Tolerance exceeded in error handler"), so the task fails with that trace.
 With ``all`` a bad record becomes an *error row* (stage, class, exception,
