@@ -96,6 +96,21 @@ def _json_expr(col, dtype, schema: Mapping[str, Any] | None, schemas_enable: boo
     return F.when(col.isNull(), F.lit(None).cast("string")).otherwise(payload)
 
 
+def _known_type(t) -> bool:
+    """False when ``t`` is or holds Arrow's null type (a type only the records themselves will tell)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return False
+    if pa.types.is_struct(t):
+        return all(_known_type(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _known_type(t.value_type)
+    if pa.types.is_map(t):
+        return _known_type(t.key_type) and _known_type(t.item_type)
+    return True
+
+
 def _raise_intolerable(policy: "_Policy", err: ProcessingError, prefix: str) -> None:
     try:
         RetryWithToleranceOperator(policy.errors).tolerate(err)
@@ -241,8 +256,18 @@ class SourcePipeline:
         """
         from webapp.kafka.spark_io import produce_dataframe
 
+        from .transforms import DropHeaders, InsertHeader, RegexRouter, TimestampRouter
+
         enc = self.encoded(df, config)
-        return produce_dataframe(enc, topic, kafka_config, key_col="key" if "key" in enc.columns else None,
+        key_col = "key" if "key" in enc.columns else None
+        steps = [st.transform for st in self.chain.steps]
+        if not any(isinstance(t, (RegexRouter, TimestampRouter, InsertHeader, DropHeaders)) for t in steps):
+            # one topic, no headers: the producer's bulk loop (per-record topic/headers/timestamp
+            # arguments cost about as much as the rest of the job); the record's timestamp is then
+            # the producer's, a few milliseconds after the read time the chain saw
+            return produce_dataframe(enc.select("value", *([key_col] if key_col else [])), topic, kafka_config,
+                                     key_col=key_col, producer_config=producer_config)
+        return produce_dataframe(enc, topic, kafka_config, key_col=key_col,
                                  topic_col="topic", headers_col="headers", timestamp_col="timestamp",
                                  producer_config=producer_config,
                                  create_topics={"partitions": partitions, "replication_factor": replication_factor})
@@ -318,7 +343,7 @@ class SinkPipeline:
                   pa.field("key", pa.binary()), pa.field("value", pa.binary()),
                   pa.field("headers", headers_type())]
         fields += [pa.field(n, pa.string()) for n in _ERR] + [pa.field(_DLQ_H, headers_type())]
-        if not pa.types.is_null(out.table.schema.field("key").type):  # the chain sets keys (e.g. ValueToKey)
+        if _known_type(out.table.schema.field("key").type):  # the chain sets keys of a known type (ValueToKey)
             fields.append(pa.field(_K, out.table.schema.field("key").type))
         arrow_out, spark_out = _spark_safe(pa.schema(fields))
         schemas_enable = str(config.get("value.converter.schemas.enable", "true")).lower() == "true"
@@ -412,8 +437,17 @@ class SinkPipeline:
 
         errors: list[tuple[int, ProcessingError]] = []
         conv = table.column(_CONV_ERR).combine_chunks()
-        topics, parts, offs = (table.column(c).to_pylist() for c in ("kafka_topic", "kafka_partition",
-                                                                      "kafka_offset"))
+
+        class _Lazy:  # the record coordinates as Python lists, built only when a record failed
+            def __init__(self, name):
+                self.name, self.values = name, None
+
+            def __getitem__(self, i):
+                if self.values is None:
+                    self.values = table.column(self.name).to_pylist()
+                return self.values[i]
+
+        topics, parts, offs = _Lazy("kafka_topic"), _Lazy("kafka_partition"), _Lazy("kafka_offset")
         for i in pc.indices_nonzero(pc.is_valid(conv)).to_pylist():
             where = {"topic": topics[i], "partition": parts[i], "offset": offs[i]}
             errors.append((i, ProcessingError(Stage.VALUE_CONVERTER, JSON_CONVERTER,
@@ -453,7 +487,7 @@ class SinkPipeline:
                                    "partition": good.column("kafka_partition"),
                                    "offset": good.column("kafka_offset"), "timestamp": good.column("timestamp"),
                                    "headers": good.column("headers").cast(headers_type()),
-                                   "__rc_src": pa.array(ok_idx.to_pylist(), pa.int64())}),
+                                   "__rc_src": ok_idx.cast(pa.int64())}),
                          key_schema, self.value_schema, sink=True)
         out, terrs = self.chain.apply_tolerant(rb)  # whole batch; per record only if something failed
         t_errors = []
