@@ -1634,21 +1634,21 @@ class _TransformSpec:
         """
         import pyarrow as pa
 
+        import pyarrow.compute as pc
+
         P = type(self.pipeline)
         values = raw.column("value")
-        heads = tuple(p.encode("utf-8") for p in self.value_prefixes)
         n = raw.num_rows
-        mask, errors, stop = [False] * n, [None] * n, n
-        for i, v in enumerate(values.to_pylist()):
-            if v is None:
-                continue
-            if heads and v.startswith(heads):
-                mask[i] = True
-            elif _envelope_schema(v.decode("utf-8", "replace")) is not None:
+        planned = pa.array([False] * n, pa.bool_())
+        for p in self.value_prefixes:  # in Arrow: only the other records are looked at in Python
+            planned = pc.or_(planned, pc.fill_null(pc.starts_with(values, pattern=p), False))
+        mask, errors, stop = planned.to_pylist(), [None] * n, n
+        others = pc.indices_nonzero(pc.and_(pc.invert(planned), pc.is_valid(values))).to_pylist()
+        for i in others:
+            if _envelope_schema(values[i].as_py().decode("utf-8", "replace")) is not None:
                 stop = i
                 break
-            else:
-                errors[i] = _NOT_ENVELOPE
+            errors[i] = _NOT_ENVELOPE
         if stop < n:
             raw, values, mask, errors = raw.slice(0, stop), values.slice(0, stop), mask[:stop], errors[:stop]
         if self.value_fields and any(mask):

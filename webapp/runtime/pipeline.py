@@ -455,7 +455,7 @@ class SinkPipeline:
                                               "", **where)))
         self._report(errors)
         ok_idx = pc.indices_nonzero(pc.is_null(conv))
-        good = table.take(ok_idx)
+        good = table if len(ok_idx) == table.num_rows else table.take(ok_idx)  # no copy when none failed
         n = good.num_rows
         key_col, key_schema = pa.nulls(n), None
         if self.decode_keys and n:
@@ -501,7 +501,7 @@ class SinkPipeline:
         parts_out = []
         if out.num_rows:
             m = out.num_rows
-            src = table.take(out.table.column("__rc_src"))
+            src = table.select(["kafka_topic", "kafka_partition", "kafka_offset"]).take(out.table.column("__rc_src"))
             cols = {_V: _conform(out.column("value"), self.arrow_out.field(_V).type), _T: out.column("topic"),
                     "kafka_topic": src.column("kafka_topic"), "kafka_partition": src.column("kafka_partition"),
                     "kafka_offset": src.column("kafka_offset"), "timestamp": out.column("timestamp"),
