@@ -1521,7 +1521,7 @@ class JdbcSinkTask(Task):
 
             dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, None)
         reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
-                                  timeout=self.batch_ms / 1000.0, with_metadata=True)
+                                  timeout=self.batch_ms / 1000.0, with_metadata=bool(dlq) or _reads_metadata(pipeline))
         engine = self.context.engine
         t_plan = time.monotonic() - t0
         if engine is not None and not engine.use_spark(self.config, None):
@@ -1659,9 +1659,13 @@ class _TransformSpec:
                                                  mask=pa.array([not m for m in mask], pa.bool_()))
         else:
             payload = pa.nulls(stop, self.payload_type)
+        from webapp.runtime.transforms import headers_type
+
+        read_meta = "headers" in raw.schema.names  # read without metadata when no step or DLQ needs it
         table = pa.table({"kafka_topic": raw.column("kafka_topic"), "kafka_partition": raw.column("kafka_partition"),
                           "kafka_offset": raw.column("kafka_offset"), "key": raw.column("key"), "value": values,
-                          "timestamp": raw.column("timestamp"), "headers": raw.column("headers"),
+                          "timestamp": raw.column("timestamp") if read_meta else pa.nulls(stop, pa.int64()),
+                          "headers": raw.column("headers") if read_meta else pa.nulls(stop, headers_type()),
                           P.PAYLOAD: payload, P.CONV_ERROR: pa.array(errors, pa.string())})
         return self.pipeline.transform(table), stop
 
@@ -1755,6 +1759,19 @@ class _TransformSpec:
         primitive = len(self.key_fields) == 1 and self.key_fields[0][1] is None
         cols = jdbc_io._decode_side(picked, mask, self.key_prefixes, self.key_fields, primitive, "key")
         return {col: arr for (col, _, _), arr in zip(self.key_fields, cols)}
+
+
+def _reads_metadata(pipeline) -> bool:
+    """Whether a step of the chain looks at record timestamps or headers (else the sink reads neither)."""
+    from webapp.runtime.transforms import DropHeaders, HasHeaderKey, InsertField, InsertHeader, TimestampRouter
+
+    for st in pipeline.chain.steps:
+        t = st.transform
+        if isinstance(t, (InsertHeader, DropHeaders, TimestampRouter)) or isinstance(st.predicate, HasHeaderKey):
+            return True
+        if isinstance(t, InsertField) and t.specs.get("timestamp"):
+            return True
+    return False
 
 
 def _produce_dlq(rows: list, topic: str, conf: Mapping[str, Any]) -> None:
