@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from webapp.connectors.api import ConnectException
-from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector, JdbcSourceTask
+from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector
 from webapp.kafka.topics import ensure_topic
 from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by name
     context,

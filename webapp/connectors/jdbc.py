@@ -1049,7 +1049,8 @@ class JdbcSinkTask(Task):
             ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
             if not ranges:
                 continue
-            done = self._operator.execute(lambda: self._sink_topic(topic, ranges), "TASK_PUT", type(self).__name__)
+            done = self._operator.execute(lambda t=topic, r=ranges: self._sink_topic(t, r), "TASK_PUT",
+                                          type(self).__name__)
             for p, first, last, count, nxt in done:
                 records += count
                 if nxt is not None:
