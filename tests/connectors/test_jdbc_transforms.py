@@ -260,3 +260,51 @@ def test_filter_and_dead_letter_queue_with_context_headers(spark, kafka_broker, 
     assert bad["__connect.errors.stage"] == b"VALUE_CONVERTER"
     assert b"DataException" in bad["__connect.errors.exception.class.name"]
     assert dict(dead[1][4])["__connect.errors.offset"] == b"4"
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mariadb"])
+def test_a_record_the_table_cannot_hold_is_skipped_with_tolerance_or_named_without(spark, kafka_broker, tmp_path,
+                                                                                   pg_db, my_db, server):
+    topic, dlq = unique("narrow"), unique("narrow_dlq")
+    too_long = order(2, name="far too long for five")
+    too_big = order(3, qty=100_000)  # over SMALLINT
+    produce(kafka_broker, topic, [(0, order(1), None), (0, too_long, None), (0, too_big, None), (0, order(4), None)])
+    table = f"{topic}_t"
+    pgsql = server == "postgresql"
+    with (pg(pg_db) if pgsql else my(my_db)) as c:
+        q = '"' if pgsql else "`"
+        for t in (table, f"{topic}_s"):
+            c.cursor().execute(f"CREATE TABLE {q}{t}{q} (id BIGINT PRIMARY KEY, name VARCHAR(5), qty SMALLINT, "
+                               f"placed {'TIMESTAMP' if pgsql else 'DATETIME(3)'})")
+    cfg = {"connection.url": pg_url(pg_db) if pgsql else my_url(my_db),
+           "connection.user": "postgres" if pgsql else "root", "topics": topic, "table.name.format": "${topic}_t",
+           "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+           "errors.deadletterqueue.topic.replication.factor": "1",
+           "errors.deadletterqueue.context.headers.enable": "true"}
+    offsets: dict = {}
+    assert drain(sink_task(spark, kafka_broker, tmp_path, "narrow-sink", cfg, offsets), offsets) == 4
+    with (pg(pg_db) if pgsql else my(my_db)) as c:
+        assert rows(c, f"SELECT id, name FROM {q}{table}{q} ORDER BY id") == [(1, "n1"), (4, "n4")]
+        assert target_offsets(c, "narrow-sink", topic) == {(topic, 0): 4}
+    dead = read_all(kafka_broker, dlq)
+    assert [m[3] for m in dead] == [too_long, too_big]
+    headers = [dict(m[4]) for m in dead]
+    assert [h["__connect.errors.offset"] for h in headers] == [b"1", b"2"]
+    assert all(h["__connect.errors.stage"] == b"TASK_PUT" for h in headers)
+    assert all(b"DataError" in h["__connect.errors.exception.class.name"] or
+               b"OutOfRange" in h["__connect.errors.exception.class.name"] or
+               b"Truncation" in h["__connect.errors.exception.class.name"] for h in headers), headers
+
+    # without tolerance (transforming path) the task fails naming the record instead of an opaque driver error
+    strict = {**cfg, "errors.tolerance": "none", "errors.deadletterqueue.topic.name": "",
+              "table.name.format": "${topic}_s",
+              "transforms": "keep", "transforms.keep.type": "org.apache.kafka.connect.transforms.Filter",
+              "transforms.keep.predicate": "none", "predicates": "none",
+              "predicates.none.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+              "predicates.none.pattern": "no-such-topic"}
+    task = sink_task(spark, kafka_broker, tmp_path, "narrow-strict", strict)
+    with pytest.raises(ConnectException, match=r"Tolerance exceeded.*TASK_PUT.*offset=1"):
+        task.run_batch()
+    with (pg(pg_db) if pgsql else my(my_db)) as c:
+        assert target_offsets(c, "narrow-strict", topic) == {}
+        assert rows(c, f"SELECT COUNT(*) FROM {q}{topic}_s{q}") == [(0,)]  # the good record 0 rolled back too

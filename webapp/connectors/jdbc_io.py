@@ -830,9 +830,39 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
     yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
 
 
+def _is_data_error(e: BaseException) -> bool:
+    """A database's refusal of the data itself (DB-API ``DataError``/``IntegrityError``), not of the connection."""
+    return any(c.__name__ in ("DataError", "IntegrityError") for c in type(e).__mro__)
+
+
+def _write_isolating(cur, writer: "_TableWriter", b, key: str, on_row_error) -> None:
+    """``writer.write(b)``; if the database refuses the data, write record by record (one savepoint each)
+    and report each refused record to ``on_row_error(key, offset, error)``, which skips it or raises."""
+    cur.execute("SAVEPOINT raftconnect_batch")
+    try:
+        writer.write(b)
+    except Exception as e:
+        if not _is_data_error(e):
+            raise
+        cur.execute("ROLLBACK TO SAVEPOINT raftconnect_batch")
+        offsets = b.column("__offset").to_pylist()
+        for i in range(b.num_rows):
+            cur.execute("SAVEPOINT raftconnect_row")
+            try:
+                writer.write(b.slice(i, 1))
+            except Exception as row_error:
+                if not _is_data_error(row_error):
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT raftconnect_row")
+                on_row_error(key, offsets[i], row_error)
+            else:
+                cur.execute("RELEASE SAVEPOINT raftconnect_row")
+    cur.execute("RELEASE SAVEPOINT raftconnect_batch")
+
+
 def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]],
                            connector: str, ranges: Sequence[Any], partition_index: int,
-                           before_commit=None) -> Iterator[Any]:
+                           before_commit=None, on_row_error=None) -> Iterator[Any]:
     """Write one Kafka partition's *transformed* records to one or more tables, in one transaction.
 
     ``units`` yields, per consumed batch, ``(groups, first_offset, last_offset, consumed, replan)``:
@@ -843,6 +873,11 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
     of records; ``replan`` true when the partition stops before a record the driver
     did not plan for. ``before_commit()`` (e.g. flushing the dead letter queue
     producer) runs before the commit; an exception from it rolls the batch back.
+    With ``on_row_error(plan key, offset, error)``, a batch the database refuses
+    (``DataError``/``IntegrityError``: a value out of a column's range, too long, a
+    constraint) is written again record by record, each behind a savepoint, and
+    every refused record is handed to it: it returns to skip the record (which
+    still counts as consumed) or raises to fail the batch.
 
     The offset check and storage are those of :func:`write_partition`: the stored
     next offset is ``last_offset + 1`` even when no row was written, so a filtered
@@ -867,7 +902,10 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
                 if w is None:
                     w = writers[key] = _TableWriter(cur, plans[key], plans[key].get("record_topic", topic),
                                                     partition)
-                w.write(b)
+                if on_row_error is None:
+                    w.write(b)
+                else:
+                    _write_isolating(cur, w, b, key, on_row_error)
             if last_offset is not None:
                 if first is None:
                     first = first_offset
