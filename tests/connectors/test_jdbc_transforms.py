@@ -273,7 +273,7 @@ def test_a_record_the_table_cannot_hold_is_skipped_with_tolerance_or_named_witho
     pgsql = server == "postgresql"
     with (pg(pg_db) if pgsql else my(my_db)) as c:
         q = '"' if pgsql else "`"
-        for t in (table, f"{topic}_s"):
+        for t in (table, f"{topic}_s", f"{topic}_f"):
             c.cursor().execute(f"CREATE TABLE {q}{t}{q} (id BIGINT PRIMARY KEY, name VARCHAR(5), qty SMALLINT, "
                                f"placed {'TIMESTAMP' if pgsql else 'DATETIME(3)'})")
     cfg = {"connection.url": pg_url(pg_db) if pgsql else my_url(my_db),
@@ -308,3 +308,10 @@ def test_a_record_the_table_cannot_hold_is_skipped_with_tolerance_or_named_witho
     with (pg(pg_db) if pgsql else my(my_db)) as c:
         assert target_offsets(c, "narrow-strict", topic) == {}
         assert rows(c, f"SELECT COUNT(*) FROM {q}{topic}_s{q}") == [(0,)]  # the good record 0 rolled back too
+    # and on the fast path (no transforms, no tolerance): the same clear failure, nothing committed
+    fast = {k: v for k, v in cfg.items() if not k.startswith("errors.")}
+    task = sink_task(spark, kafka_broker, tmp_path, "narrow-fast", {**fast, "table.name.format": "${topic}_f"})
+    with pytest.raises(ConnectException, match=r"cannot hold the record at .*\[0\] offset 1 \(errors.tolerance=all"):
+        task.run_batch()
+    with (pg(pg_db) if pgsql else my(my_db)) as c:
+        assert target_offsets(c, "narrow-fast", topic) == {}

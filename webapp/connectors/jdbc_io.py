@@ -808,7 +808,7 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                 replan = True
             if stop > 0:
                 b = batch.slice(0, stop)
-                writer.write(b)
+                _write_isolating(cur, writer, b, plan["table"], _refused(topic, partition))
                 offsets = b.column("__offset")
                 if first is None:
                     first = offsets[0].as_py()
@@ -858,6 +858,19 @@ def _write_isolating(cur, writer: "_TableWriter", b, key: str, on_row_error) -> 
             else:
                 cur.execute("RELEASE SAVEPOINT raftconnect_row")
     cur.execute("RELEASE SAVEPOINT raftconnect_batch")
+
+
+def _refused(topic: str, partition: int):
+    """``on_row_error`` of the fast path: fail the batch naming the record the table cannot hold."""
+    def fail(table: str, offset: int, error: BaseException) -> None:
+        # the marker is not on the raise line: Spark's trace shows that line before the message
+        text = " ".join(str(error).split())
+        message = (f"[jdbc] {table} cannot hold the record at {topic}[{partition}] offset {offset} "
+                   "(errors.tolerance=all skips such records, to the dead letter queue if one is set): "
+                   f"{type(error).__module__}.{type(error).__name__}: {text}")
+        raise RuntimeError(message) from None
+
+    return fail
 
 
 def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]],
