@@ -17,6 +17,8 @@ from webapp.connectors.api import ConnectException
 from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector
 from webapp.kafka.topics import ensure_topic
 from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by name
+    _kv,
+    _produce,
     context,
     drain,
     engine,
@@ -99,7 +101,7 @@ def target_offsets(conn, connector: str, topic: str) -> dict:
 # --------------------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------------------
-def test_transforms_tolerance_and_dlq_are_accepted_and_delete_with_transforms_is_refused():
+def test_transforms_tolerance_and_dlq_are_accepted():
     base = {"connection.url": "jdbc:postgresql://127.0.0.1:5432/x", "topics": "t", "table.whitelist": "t",
             "mode": "bulk", "topic.prefix": "p-"}
     smt = {"transforms": "ins", "transforms.ins.type": INSERT_FIELD, "transforms.ins.static.field": "f",
@@ -107,8 +109,8 @@ def test_transforms_tolerance_and_dlq_are_accepted_and_delete_with_transforms_is
     assert not any(JdbcSourceConnector().validate({**base, **smt}).values())
     assert not any(JdbcSinkConnector().validate({**base, **smt, "errors.deadletterqueue.topic.name": "dlq",
                                                  "errors.deadletterqueue.context.headers.enable": "true"}).values())
-    errors = JdbcSinkConnector().validate({**base, **smt, "pk.mode": "record_key", "delete.enabled": "true"})
-    assert "cannot be combined with transforms" in " ".join(errors["delete.enabled"])
+    assert not any(JdbcSinkConnector().validate({**base, **smt, "pk.mode": "record_key",
+                                                 "delete.enabled": "true"}).values())
 
 
 # --------------------------------------------------------------------------------------
@@ -315,3 +317,22 @@ def test_a_record_the_table_cannot_hold_is_skipped_with_tolerance_or_named_witho
         task.run_batch()
     with (pg(pg_db) if pgsql else my(my_db)) as c:
         assert target_offsets(c, "narrow-fast", topic) == {}
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mariadb"])
+def test_tombstones_delete_through_the_transforms(spark, kafka_broker, tmp_path, pg_db, my_db, server):
+    topic = unique("kvt")
+    records = [_kv(i, f"v{i}") for i in range(8)] + [_kv(1, "updated"), _kv(2, None), _kv(5, None), _kv(5, "back")]
+    _produce(kafka_broker, topic, records)
+    pgsql = server == "postgresql"
+    cfg = {"connection.url": pg_url(pg_db) if pgsql else my_url(my_db),
+           "connection.user": "postgres" if pgsql else "root", "topics": topic, "auto.create": "true",
+           "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true",
+           "transforms": "rename", "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+           "transforms.rename.renames": "name:label"}
+    offsets: dict = {}
+    assert drain(sink_task(spark, kafka_broker, tmp_path, "kvt-sink", cfg, offsets), offsets) == len(records)
+    with (pg(pg_db) if pgsql else my(my_db)) as c:
+        q = '"' if pgsql else "`"
+        assert rows(c, f"SELECT id, label FROM {q}{topic}{q} ORDER BY id") == [
+            (0, "v0"), (1, "updated"), (3, "v3"), (4, "v4"), (5, "back"), (6, "v6"), (7, "v7")]

@@ -892,9 +892,6 @@ class JdbcSinkConnector(SinkConnector):
                                      "(pk.mode other than none)")
         if pk_mode == "record_value" and not _list(config.get("pk.fields")):
             pass  # all value fields form the key, as in Confluent's connector
-        if _bool(cd.get(config, "delete.enabled")) and str(config.get("transforms") or "").strip():
-            errors["delete.enabled"].append("delete.enabled=true cannot be combined with transforms yet: "
-                                            "tombstones are not turned into deletes on the transformed path")
         for key in ("tasks.max", "batch.max.rows", "batch.size"):
             raw = config.get(key)
             if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
@@ -1390,12 +1387,14 @@ class JdbcSinkTask(Task):
         return raw.select(*base).select(*out)
 
     # -- transforms / error tolerance / DLQ ------------------------------------------------
-    def _value_plan(self, topic: str, values: list[bytes]) -> tuple[dict, list[str]]:
-        """(merged value schema, schema prefixes) of the peeked values whose envelope names a struct schema.
+    def _value_plan(self, topic: str, values: list[bytes]) -> tuple[dict, list[str], list[dict]]:
+        """(merged value schema, compact schema prefixes, every schema) of the peeked values whose
+        envelope names a struct schema.
 
         Values that are not such envelopes are left to the workers, where they fail
         in the converter stage (and ``errors.tolerance`` decides); the payloads are
-        not parsed here for the same reason.
+        not parsed here for the same reason. Envelopes not in JsonConverter's compact
+        schema-first layout are parsed whole (here and in the workers).
         """
         from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
 
@@ -1404,17 +1403,21 @@ class JdbcSinkTask(Task):
         for b in values:
             text = b.decode("utf-8", "replace")
             schema = _envelope_schema(text)
-            if schema is None:
-                continue
-            prefix = text[:text.find(',"payload":')]
-            if prefix not in prefixes:
+            if schema is not None:
+                prefix = text[:text.find(',"payload":')]
+                if prefix in prefixes:
+                    continue
                 prefixes.append(prefix)
-                if schema not in schemas:
-                    schemas.append(schema)
+            else:
+                schema = _whole_envelope_schema(text)
+                if schema is None:
+                    continue
+            if schema not in schemas:
+                schemas.append(schema)
         if not schemas:
-            return {"type": "struct", "fields": [], "optional": True}, []
+            return {"type": "struct", "fields": [], "optional": True}, [], []
         try:
-            return merge_connect_schemas(schemas), prefixes
+            return merge_connect_schemas(schemas), prefixes, schemas
         except SchemaConversionError as e:
             raise ConnectException(f"Topic {topic}: incompatible value schemas: {e}") from e
 
@@ -1448,7 +1451,7 @@ class JdbcSinkTask(Task):
         if not peeked:
             return []
         values = [m[3] for m in peeked if m[3] is not None]
-        decode_schema, prefixes = self._value_plan(topic, values)
+        decode_schema, prefixes, schemas = self._value_plan(topic, values)
         vfields = decode_schema.get("fields", [])
         nested = ("struct", "array", "map")
         if any(f.get("type") in nested for f in vfields):
@@ -1499,9 +1502,10 @@ class JdbcSinkTask(Task):
         spec = _TransformSpec(
             pipeline=pipeline, payload_type=pipeline.payload_type(),
             value_fields=[(f"v{i}", f["field"], _schema_kind(f)) for i, f in enumerate(vfields)],
-            value_prefixes=list(prefixes), out_fields=[(f"v{i}", f["field"], _schema_kind(f))
+            value_prefixes=list(prefixes), value_schemas=frozenset(_canonical(x) for x in schemas), out_fields=[(f"v{i}", f["field"], _schema_kind(f))
                                                        for i, f in enumerate(ofields)],
-            key_mode=key_mode, key_fields=key_fields, key_prefixes=key_prefixes, routes=frozenset())
+            key_mode=key_mode, key_fields=key_fields, key_prefixes=key_prefixes, routes=frozenset(),
+            deletes=self.delete_enabled and self.pk_mode == "record_key")
         routed = spec.routes_of(_peeked_batch(topic, peeked))
         optional = {f["field"]: f.get("optional", True) for f in ofields}
         plans: dict[str, dict[str, Any]] = {}
@@ -1511,7 +1515,7 @@ class JdbcSinkTask(Task):
                 self._ensure_table(table, cols, pk, optional)
             plans[r] = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
                         "topic": topic, "record_topic": r, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                        "delete_enabled": False, "batch_size": self.batch_size}
+                        "delete_enabled": spec.deletes, "batch_size": self.batch_size}
         spec = dataclasses.replace(spec, routes=frozenset(plans))
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
@@ -1575,6 +1579,22 @@ def _envelope_schema(text: str) -> dict | None:
     return schema if isinstance(schema, dict) and schema.get("type") == "struct" else None
 
 
+def _whole_envelope_schema(text: str) -> dict | None:
+    """The struct schema of an envelope in any JSON layout (parsed whole), or None."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or set(obj) != {"schema", "payload"}:
+        return None
+    schema = obj["schema"]
+    return schema if isinstance(schema, dict) and schema.get("type") == "struct" else None
+
+
+def _canonical(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
 def _peeked_batch(topic: str, peeked: list[tuple]):
     """The driver's peeked records as a batch of ``READ_SCHEMA_WITH_METADATA`` (what the workers read)."""
     import pyarrow as pa
@@ -1595,27 +1615,35 @@ class _TransformSpec:
     """What a worker needs to run a sink batch through the converter, the SMTs and the error handling.
 
     ``value_fields`` / ``out_fields``: ``[(column, field, kind)]`` of the decoded and
-    of the transformed value; ``value_prefixes``: the planned envelope schema parts;
+    of the transformed value; ``value_prefixes``: the planned envelope schema parts
+    (compact layout); ``value_schemas``: every planned value schema (canonical JSON),
+    for envelopes in another layout;
     ``key_mode``: None (no key columns), ``"transformed"`` (the chain's key),
     ``"decoded"`` (the record's JsonConverter key, ``key_fields``/``key_prefixes``) or
     ``"string"`` (StringConverter keys); ``routes``: the routed topics that have a
-    table plan.
+    table plan; ``deletes``: a null value after the chain deletes its key's row
+    (``delete.enabled``).
     """
 
     pipeline: Any
     payload_type: Any
     value_fields: list
     value_prefixes: list
+    value_schemas: frozenset
     out_fields: list
     key_mode: str | None
     key_fields: list
     key_prefixes: list | None
     routes: frozenset
+    deletes: bool = False
 
-    def _decode(self, values, mask: list[bool], errors: list):
-        """Wire-form value columns for the rows of ``mask``; a row that does not decode becomes an error."""
+    def _decode(self, values, mask: list[bool], errors: list, prefixes):
+        """Wire-form value columns for the rows of ``mask``; a row that does not decode becomes an error.
+
+        ``prefixes``: the schema parts the envelopes are cut at, or None to parse them whole.
+        """
         def run(arr, m):
-            return jdbc_io._decode_side(arr, m, self.value_prefixes, self.value_fields, False, "value")
+            return jdbc_io._decode_side(arr, m, prefixes, self.value_fields, False, "value")
 
         try:
             return run(values, mask)
@@ -1646,16 +1674,28 @@ class _TransformSpec:
         for p in self.value_prefixes:  # in Arrow: only the other records are looked at in Python
             planned = pc.or_(planned, pc.fill_null(pc.starts_with(values, pattern=p), False))
         mask, errors, stop = planned.to_pylist(), [None] * n, n
+        whole = [False] * n  # planned schema, other layout: parsed whole
         others = pc.indices_nonzero(pc.and_(pc.invert(planned), pc.is_valid(values))).to_pylist()
         for i in others:
-            if _envelope_schema(values[i].as_py().decode("utf-8", "replace")) is not None:
+            text = values[i].as_py().decode("utf-8", "replace")
+            schema = _envelope_schema(text) or _whole_envelope_schema(text)
+            if schema is None:
+                errors[i] = _NOT_ENVELOPE
+            elif _canonical(schema) in self.value_schemas:
+                whole[i] = True
+            else:
                 stop = i
                 break
-            errors[i] = _NOT_ENVELOPE
         if stop < n:
             raw, values, mask, errors = raw.slice(0, stop), values.slice(0, stop), mask[:stop], errors[:stop]
-        if self.value_fields and any(mask):
-            cols = self._decode(values, mask, errors)
+            whole = whole[:stop]
+        if self.value_fields and (any(mask) or any(whole)):
+            cols = self._decode(values, mask, errors, self.value_prefixes) if any(mask) else None
+            if any(whole):
+                slow = self._decode(values, whole, errors, None)
+                pick = pa.array(whole, pa.bool_())
+                cols = slow if cols is None else [pc.if_else(pick, b, a) for a, b in zip(cols, slow)]
+                mask = [a or b for a, b in zip(mask, whole)]
             children = [jdbc_io.wire_to_logical(c, k).cast(self.payload_type.field(j).type)
                         for j, (c, (_, _, k)) in enumerate(zip(cols, self.value_fields))]
             payload = pa.StructArray.from_arrays(children, fields=list(self.payload_type),
@@ -1681,8 +1721,10 @@ class _TransformSpec:
             policy, errors=dataclasses.replace(policy.errors, tolerance="all", log_enable=False)))
         out, _ = dataclasses.replace(self, pipeline=quiet).transformed(raw)
         P = type(self.pipeline)
-        good = out.filter(pc.and_(pc.is_null(out.column(P.ERROR_STAGE)), pc.is_valid(out.column(P.VALUE))))
-        return {t for t in good.column(P.TOPIC).to_pylist() if t is not None}
+        keep = pc.is_null(out.column(P.ERROR_STAGE))
+        if not self.deletes:
+            keep = pc.and_(keep, pc.is_valid(out.column(P.VALUE)))
+        return {t for t in out.filter(keep).column(P.TOPIC).to_pylist() if t is not None}
 
     def unit(self, raw, dlq_rows: list | None):
         """One read batch → ``(groups, first offset, last offset, records consumed, replan)`` (see
@@ -1704,7 +1746,9 @@ class _TransformSpec:
         replan = consumed < n
         offsets_in = raw.column("kafka_offset").slice(0, consumed)
         is_err = pc.is_valid(out.column(P.ERROR_STAGE))
-        good = out.filter(pc.and_(pc.invert(is_err), pc.is_valid(out.column(P.VALUE))))
+        # a null value after the chain is a delete with delete.enabled, else skipped (as a tombstone)
+        keep = pc.invert(is_err) if self.deletes else pc.and_(pc.invert(is_err), pc.is_valid(out.column(P.VALUE)))
+        good = out.filter(keep)
         errs = out.filter(is_err)
         if good.num_rows:
             known = pc.fill_null(pc.is_in(good.column(P.TOPIC), value_set=pa.array(sorted(self.routes), pa.string())),
@@ -1730,7 +1774,7 @@ class _TransformSpec:
                 sub = good.filter(sel)
                 value = sub.column(P.VALUE).combine_chunks()
                 names = ["__offset", "__tombstone"]
-                arrays = [sub.column("kafka_offset").combine_chunks(), pa.array([False] * sub.num_rows, pa.bool_())]
+                arrays = [sub.column("kafka_offset").combine_chunks(), pc.is_null(value)]
                 for col, name, kind in self.out_fields:
                     names.append(col)
                     arrays.append(jdbc_io.logical_to_wire(value.field(name), kind))
