@@ -836,28 +836,36 @@ def _is_data_error(e: BaseException) -> bool:
 
 
 def _write_isolating(cur, writer: "_TableWriter", b, key: str, on_row_error) -> None:
-    """``writer.write(b)``; if the database refuses the data, write record by record (one savepoint each)
-    and report each refused record to ``on_row_error(key, offset, error)``, which skips it or raises."""
-    cur.execute("SAVEPOINT raftconnect_batch")
-    try:
-        writer.write(b)
-    except Exception as e:
-        if not _is_data_error(e):
-            raise
-        cur.execute("ROLLBACK TO SAVEPOINT raftconnect_batch")
-        offsets = b.column("__offset").to_pylist()
-        for i in range(b.num_rows):
-            cur.execute("SAVEPOINT raftconnect_row")
-            try:
-                writer.write(b.slice(i, 1))
-            except Exception as row_error:
-                if not _is_data_error(row_error):
-                    raise
-                cur.execute("ROLLBACK TO SAVEPOINT raftconnect_row")
-                on_row_error(key, offsets[i], row_error)
-            else:
-                cur.execute("RELEASE SAVEPOINT raftconnect_row")
-    cur.execute("RELEASE SAVEPOINT raftconnect_batch")
+    """``writer.write(b)``; if the database refuses the data, find the refused records by halving the batch
+    (each attempt behind a savepoint, left half first so records stay in offset order) and report each to
+    ``on_row_error(key, offset, error)``, which skips it or raises. ``k`` refused records of ``n`` cost
+    about ``2 k log2(n)`` attempts; other errors (connection, ...) propagate at once."""
+    def attempt(part):
+        cur.execute("SAVEPOINT raftconnect_part")
+        try:
+            writer.write(part)
+        except Exception as e:
+            if not _is_data_error(e):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT raftconnect_part")
+            cur.execute("RELEASE SAVEPOINT raftconnect_part")
+            return e
+        cur.execute("RELEASE SAVEPOINT raftconnect_part")
+        return None
+
+    def isolate(part) -> None:
+        error = attempt(part)
+        if error is None:
+            return
+        if part.num_rows == 1:
+            on_row_error(key, part.column("__offset")[0].as_py(), error)
+            return
+        half = part.num_rows // 2
+        isolate(part.slice(0, half))
+        isolate(part.slice(half))
+
+    if b.num_rows:
+        isolate(b)
 
 
 def _refused(topic: str, partition: int):
@@ -888,8 +896,8 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
     producer) runs before the commit; an exception from it rolls the batch back.
     With ``on_row_error(plan key, offset, error)``, a batch the database refuses
     (``DataError``/``IntegrityError``: a value out of a column's range, too long, a
-    constraint) is written again record by record, each behind a savepoint, and
-    every refused record is handed to it: it returns to skip the record (which
+    constraint) is split in halves behind savepoints until the refused records are
+    found, and each is handed to it: it returns to skip the record (which
     still counts as consumed) or raises to fail the batch.
 
     The offset check and storage are those of :func:`write_partition`: the stored
