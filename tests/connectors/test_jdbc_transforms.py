@@ -336,3 +336,24 @@ def test_tombstones_delete_through_the_transforms(spark, kafka_broker, tmp_path,
         q = '"' if pgsql else "`"
         assert rows(c, f"SELECT id, label FROM {q}{topic}{q} ORDER BY id") == [
             (0, "v0"), (1, "updated"), (3, "v3"), (4, "v4"), (5, "back"), (6, "v6"), (7, "v7")]
+
+
+def test_source_tolerance_skips_a_row_a_transformation_rejects(spark, kafka_broker, tmp_path, pg_db):
+    table = unique("codes")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, code TEXT)')
+        c.execute(f"INSERT INTO \"{table}\" VALUES (1, '10'), (2, '20'), (3, 'x30'), (4, '40')")
+    prefix = unique("tol") + "-"
+    src = {"connection.url": pg_url(pg_db), "connection.user": "postgres", "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": table, "topic.prefix": prefix,
+           "poll.interval.ms": "0", "topic.creation.default.partitions": "1",
+           "transforms": "cast", "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+           "transforms.cast.spec": "code:int32"}
+    with pytest.raises(ConnectException, match="Tolerance exceeded"):  # errors.tolerance=none: the task fails
+        run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "tol-src-strict", {})
+    offsets: dict = {}
+    tolerant = {**src, "errors.tolerance": "all", "errors.log.enable": "true"}
+    run_connector(JdbcSourceConnector, spark, kafka_broker, tolerant, tmp_path, "tol-src", offsets)
+    assert next(iter(offsets.values())).offset == {"incrementing": 4}  # the rejected row is passed, not retried
+    values = [json.loads(m[3])["payload"] for m in read_all(kafka_broker, prefix + table)]
+    assert sorted((v["id"], v["code"]) for v in values) == [(1, 10), (2, 20), (4, 40)]
