@@ -20,6 +20,14 @@ PostgreSQL table into MariaDB through a fresh embedded Kafka, in the same run:
 Reported: rows/s of both, the ratio, and the ratio per core (RaftConnect's rows/s
 per Spark core / the baseline's rows/s on its one core). Appends to RESULTS.md.
 Usage: ``python benchmarks/jdbc/run.py [--rows N] [--runs N] [--cores N] [--batch-rows N]``.
+
+``--smt`` measures the cost of single message transforms instead (issue 15): the
+same RaftConnect pipeline without SMTs (the baseline of this mode, same run) and
+with a chain of 3 SMTs on the source *and* a chain of 3 on the sink
+(:data:`SOURCE_CHAIN`, :data:`SINK_CHAIN`: rename, cast, insert a static field),
+runs alternated, best of ``--runs`` each. Reported: rows/s of both and the ratio
+with/without (goal >= 0.9), for the whole pipeline and per side. Appends to the
+SMT table of RESULTS.md.
 """
 from __future__ import annotations
 
@@ -127,8 +135,34 @@ def baseline(pg_params, my_params, bootstrap: str, rows: int) -> float:
     return seconds
 
 
-def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_rows: int) -> tuple[float, float]:
-    """Source task then sink task in-process; returns (source seconds, sink seconds)."""
+#: issue 15's benchmark chain on the source: rename a field, cast one, add a static field
+SOURCE_CHAIN = {
+    "transforms": "rename,cast,tag",
+    "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+    "transforms.rename.renames": "dep_delay:departure_delay",
+    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+    "transforms.cast.spec": "distance:float64",
+    "transforms.tag.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.tag.static.field": "origin_system", "transforms.tag.static.value": "postgres",
+}
+#: and on the sink (the columns of the table follow the transformed schema)
+SINK_CHAIN = {
+    "transforms": "rename,cast,tag",
+    "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+    "transforms.rename.renames": "arr_delay:arrival_delay",
+    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+    "transforms.cast.spec": "air_time:float64",
+    "transforms.tag.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.tag.static.field": "copied_by", "transforms.tag.static.value": "raftconnect",
+}
+
+
+def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_rows: int,
+                source_extra: dict | None = None, sink_extra: dict | None = None) -> tuple[float, float]:
+    """Source task then sink task in-process; returns (source seconds, sink seconds).
+
+    ``source_extra`` / ``sink_extra``: keys added to the tasks' configs (the SMT chains).
+    """
     import pymysql
 
     from webapp.connectors.api import ConnectorTaskId, TaskContext
@@ -158,12 +192,13 @@ def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_
     produced = drain(JdbcSourceTask(ctx(f"src-{run}"), {
         "connection.url": PG_URL, "connection.user": "postgres", "mode": "incrementing",
         "incrementing.column.name": "id", "table.whitelist": "flights", "topic.prefix": prefix,
-        "batch.max.rows": str(batch_rows), "poll.interval.ms": "0", "topic.creation.default.partitions": "2"}))
+        "batch.max.rows": str(batch_rows), "poll.interval.ms": "0", "topic.creation.default.partitions": "2",
+        **(source_extra or {})}))
     t1 = time.perf_counter()
     written = drain(JdbcSinkTask(ctx(f"sink-{run}"), {
         "connection.url": MY_URL, "connection.user": "root", "topics": prefix + "flights",
         "table.name.format": f"flights_{run}", "auto.create": "true", "pk.mode": "record_value",
-        "pk.fields": "id", "batch.max.rows": str(batch_rows), "batch.size": "5000"}))
+        "pk.fields": "id", "batch.max.rows": str(batch_rows), "batch.size": "5000", **(sink_extra or {})}))
     t2 = time.perf_counter()
     cur = my.cursor()
     cur.execute(f"SELECT COUNT(*) FROM `flights_{run}`")
@@ -173,6 +208,44 @@ def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_
     if produced != rows or written != rows or got != rows:
         raise RuntimeError(f"RaftConnect lost rows: produced {produced}, written {written}, table {got} of {rows}")
     return t1 - t0, t2 - t1
+
+
+def smt_comparison(spark, pg_params, my_params, kafka, rows: int, tmp: Path, args, cores: int) -> None:
+    """``--smt``: alternate runs without and with the chains; print and record best-of-N and the ratios."""
+    plain, chained = [], []
+    raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows, SOURCE_CHAIN, SINK_CHAIN)  # warm-up
+    for i in range(args.runs):
+        plain.append(raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows))
+        chained.append(raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows,
+                                   SOURCE_CHAIN, SINK_CHAIN))
+        for name, (src, snk) in (("without SMTs", plain[-1]), ("3+3 SMTs", chained[-1])):
+            print(f"run {i + 1} {name}: {rows / (src + snk):,.0f} rows/s (source {src:.1f} s + sink {snk:.1f} s)")
+    best = lambda runs, f: min(f(r) for r in runs)  # noqa: E731
+    total = (best(plain, sum), best(chained, sum))
+    source = (best(plain, lambda r: r[0]), best(chained, lambda r: r[0]))
+    sink = (best(plain, lambda r: r[1]), best(chained, lambda r: r[1]))
+    ratio = total[0] / total[1]  # rows/s with / rows/s without
+    line = (f"| {datetime.now(timezone.utc):%Y-%m-%d %H:%M} | {rows:,} | {rows / total[0]:,.0f} | "
+            f"{rows / total[1]:,.0f} | **{ratio:.2f}** | {source[0] / source[1]:.2f} | {sink[0] / sink[1]:.2f} | "
+            f"{cores} | best of {args.runs} | {machine()} |")
+    header = ("| date (UTC) | rows | without SMTs rows/s | 3+3 SMTs rows/s | ratio | source ratio | sink ratio | "
+              "cores | runs | machine |")
+    print("\n" + header)
+    print(line)
+    results_md = Path(__file__).with_name("RESULTS.md")
+    text = results_md.read_text()
+    marker = "## SMT chain (issue 15)"
+    if marker not in text:
+        text = text.rstrip("\n") + (f"\n\n{marker}\n\n`run.py --smt`: the same pipeline without SMTs and with "
+                                    "a chain of 3 SMTs on the source and 3 on the sink (rename, cast, static "
+                                    "field), in the same run; ratio = rows/s with / rows/s without (goal >= 0.9). "
+                                    "Both on Spark (`local[N]`), the JDBC sink's transforming path vs its fast "
+                                    "path.\n\n" + header + "\n|---|---|---|---|---|---|---|---|---|---|\n")
+    lines = text.split("\n")
+    at = max(i for i, t in enumerate(lines) if t.startswith("|---|---|---|---|---|---|---|---|---|---|"))
+    rows_at = [i for i, t in enumerate(lines) if i > at and t.startswith("| 20")]
+    at = rows_at[-1] if rows_at else at
+    results_md.write_text("\n".join(lines[:at + 1] + [line] + lines[at + 1:]))
 
 
 def machine() -> str:
@@ -195,6 +268,8 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2, help="Spark cores (local[N]); default 2")
     ap.add_argument("--batch-rows", type=int, default=200_000,
                     help="batch.max.rows of both tasks: rows per Spark job (default 200,000)")
+    ap.add_argument("--smt", action="store_true",
+                    help="compare RaftConnect with and without a chain of 3 SMTs on each side (issue 15)")
     args = ap.parse_args()
 
     import django
@@ -225,6 +300,8 @@ def main() -> None:
         try:
             with EmbeddedKafka(log_dir=tmp / "kafka") as kafka:
                 raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows)  # warm-up (JVM, Python workers)
+                if args.smt:
+                    return smt_comparison(spark, pg_params, my_params, kafka, rows, tmp, args, cores)
                 for i in range(args.runs):
                     b = baseline(pg_params, my_params, kafka.bootstrap_servers, rows)
                     src, snk = raftconnect(spark, pg_params, my_params, kafka, rows, tmp, args.batch_rows)

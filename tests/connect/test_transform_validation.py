@@ -38,3 +38,41 @@ def test_valid_transforms_and_dlq_are_accepted(api, tmp_path):
     assert post(api, "/connectors", {"name": "sink", "config": config}).status_code == 201
     bad = post(api, "/connectors", {"name": "sink2", "config": {**config, "predicates.tomb.type": "Nope"}})
     assert bad.status_code == 400 and "Class Nope could not be found" in bad.json()["message"]
+
+
+JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
+JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
+
+
+def test_jdbc_connectors_accept_transforms_tolerance_and_dlq(api):
+    smt = {"transforms": "key,route", "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
+           "transforms.key.fields": "id", "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+           "transforms.route.regex": "(.*)", "transforms.route.replacement": "t_$1",
+           "errors.tolerance": "all", "errors.log.enable": "true"}
+    sink = {"connector.class": JDBC_SINK, "connection.url": "jdbc:postgresql://127.0.0.1:5432/x", "topics": "orders",
+            "errors.deadletterqueue.topic.name": "orders-dlq",
+            "errors.deadletterqueue.context.headers.enable": "true", **smt}
+    source = {"connector.class": JDBC_SOURCE, "connection.url": "jdbc:mariadb://127.0.0.1:3306/x", "mode": "bulk",
+              "table.whitelist": "t", "topic.prefix": "p-", **smt}
+    for name, cfg in (("JdbcSinkConnector", sink), ("JdbcSourceConnector", source)):
+        resp = api.put(f"/connector-plugins/{name}/config/validate", data=json.dumps({**cfg, "name": "v"}),
+                       content_type="application/json")
+        assert resp.status_code == 200 and resp.json()["error_count"] == 0, resp.json()
+    assert post(api, "/connectors", {"name": "jdbc-sink", "config": sink}).status_code == 201
+
+
+def test_jdbc_connectors_refuse_wrong_transform_and_error_keys_with_connects_error_body(api):
+    sink = {"connector.class": JDBC_SINK, "connection.url": "jdbc:postgresql://127.0.0.1:5432/x", "topics": "orders",
+            "transforms": "c", "transforms.c.type": "Cast$Value", "transforms.c.spec": "x:int128",
+            "errors.tolerance": "most", "errors.deadletterqueue.topic.name": "orders"}
+    resp = post(api, "/connectors", {"name": "bad-jdbc", "config": sink})
+    assert resp.status_code == 400 and resp.json()["error_code"] == 400
+    message = resp.json()["message"]
+    assert "Invalid type found in casting spec: int128" in message
+    assert "errors.tolerance" in message
+    assert "may not be included in the list of topics" in message
+    source = {"connector.class": JDBC_SOURCE, "connection.url": "jdbc:postgresql://127.0.0.1:5432/x",
+              "mode": "bulk", "topic.prefix": "p-", "errors.deadletterqueue.topic.name": "dlq"}
+    resp = post(api, "/connectors", {"name": "bad-src", "config": source})
+    assert resp.status_code == 400 and "only available to sink connectors" in resp.json()["message"]
+    assert api.get("/connectors").json() == []

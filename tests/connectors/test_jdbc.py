@@ -173,17 +173,6 @@ def test_validation_reports_per_key_errors():
     assert JdbcSourceConnector.config_def.keys[2].type == "PASSWORD"
 
 
-def test_transforms_and_error_tolerance_are_refused_not_ignored():
-    base = {"connection.url": "jdbc:postgresql://127.0.0.1:5432/x", "topics": "t", "table.whitelist": "t"}
-    for cls in (JdbcSourceConnector, JdbcSinkConnector):
-        errors = cls().validate({**base, "transforms": "ins", "transforms.ins.type":
-                                 "org.apache.kafka.connect.transforms.InsertField$Value",
-                                 "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq"})
-        assert "single message transforms" in " ".join(errors["transforms"])
-        assert errors["errors.tolerance"] and errors["errors.deadletterqueue.topic.name"]
-        assert not cls().validate({**base, "errors.tolerance": "none"}).get("errors.tolerance")
-
-
 # --------------------------------------------------------------------------------------
 # end to end
 # --------------------------------------------------------------------------------------

@@ -101,3 +101,33 @@ def test_every_column_kind_is_decodable_in_the_worker():
     assert jdbc_io.decodable(["int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string", "bytes",
                               "decimal:10:2", "date", "time", "timestamp"])
     assert not jdbc_io.decodable(["json-text"])  # anything else goes through the JVM's from_json
+
+
+def test_wire_and_logical_forms_round_trip_for_the_transforms():
+    """The sink/source transforming paths hand the SMTs logical types and write wire forms back, exactly."""
+    import datetime as dt
+    import decimal
+
+    cases = {
+        "timestamp": pa.array([-1, -62135596800000, 253402300799999, 1700000000123, None], pa.int64()),
+        "date": pa.array([-719162, 0, 2932896, None], pa.int32()),
+        "time": pa.array([0, 86399999, None], pa.int32()),
+        "decimal:38:10": jdbc_io.to_wire_array([decimal.Decimal("-9999999999999999999999999999.9999999999"),
+                                                 decimal.Decimal("0.0000000001"), None], "decimal:38:10"),
+        "int16": pa.array([-32768, 32767, None], pa.int16()),
+        "float32": pa.array([3.4028234663852886e38, 1e-45, None], pa.float32()),
+    }
+    for kind, wire in cases.items():
+        logical = jdbc_io.wire_to_logical(wire, kind)
+        back = jdbc_io.logical_to_wire(logical, kind)
+        assert back.to_pylist() == wire.cast(back.type).to_pylist(), kind
+    ts = jdbc_io.wire_to_logical(cases["timestamp"], "timestamp")
+    assert ts.type == pa.timestamp("ms", tz="UTC")
+    assert ts[0].as_py() == dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)
+    assert jdbc_io.wire_to_logical(cases["date"], "date")[0].as_py() == dt.date(1, 1, 1)
+    assert jdbc_io.wire_to_logical(cases["decimal:38:10"], "decimal:38:10")[1].as_py() == decimal.Decimal("1E-10")
+    # a transformation giving microseconds (Spark's unit) is floored to Connect's milliseconds
+    us = pa.array([-1, 1_500], pa.timestamp("us", tz="UTC"))
+    assert jdbc_io.logical_to_wire(us, "timestamp").to_pylist() == [-1, 1]
+    with pytest.raises(ValueError, match="precision"):
+        jdbc_io.wire_to_logical(pa.array([b"\x01"], pa.binary()), "decimal:60:0")

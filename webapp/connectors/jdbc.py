@@ -30,9 +30,18 @@ database. The transaction first locks that row and checks that it still holds
 the offset the batch started from, so a replayed or concurrent (zombie) batch
 rolls back. On start the task resumes from the maximum of the metadata store's
 and the target's offsets. Delivery: exactly once into the target table.
+
+Transforms, ``errors.tolerance=all`` and (sink) a dead letter queue run through
+:mod:`webapp.runtime.pipeline`: the source hands its rows to ``SourcePipeline`` in
+their logical Arrow types; the sink decodes, transforms (``SinkPipeline.transform``)
+and writes each partition in one Python stage (:class:`_TransformSpec`,
+``jdbc_io.write_routed_partition``), so records a filter drops or the DLQ takes
+still advance the offset stored in the target transaction. Without them both keep
+the paths above.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import fnmatch
 import json
@@ -223,7 +232,7 @@ def _register_by_value() -> None:
 
 def _spark_error(e: BaseException) -> str:
     text = str(e)
-    for marker in ("[jdbc] ", "[source] ", "[kafka] ", "StaleOffsetError", "SparkException: "):
+    for marker in ("[jdbc] ", "[source] ", "[sink] ", "[kafka] ", "StaleOffsetError", "SparkException: "):
         idx = text.find(marker)
         if idx >= 0:
             return text[idx:].splitlines()[0][:2000]
@@ -407,18 +416,6 @@ def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     if str(config.get("value.converter.schemas.enable", "true")).strip().lower() != "true":
         errors.setdefault("value.converter.schemas.enable", []).append(
             "The JDBC connectors need record schemas: value.converter.schemas.enable must be true")
-    # Refused rather than ignored: a migrated config must not lose its transforms or its dead letter queue silently.
-    if str(config.get("transforms") or "").strip():
-        errors.setdefault("transforms", []).append(
-            "The JDBC connectors do not apply single message transforms yet (the file connectors do); "
-            "remove 'transforms' or transform the rows in the table or query")
-    if str(config.get("errors.tolerance") or "none").strip().lower() != "none":
-        errors.setdefault("errors.tolerance", []).append(
-            "The JDBC connectors support only errors.tolerance=none yet: a record that cannot be written fails "
-            "the task with its trace in the status")
-    if str(config.get("errors.deadletterqueue.topic.name") or "").strip():
-        errors.setdefault("errors.deadletterqueue.topic.name", []).append(
-            "The JDBC connectors have no dead letter queue yet")
     return errors
 
 
@@ -428,6 +425,25 @@ def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
         for k, v in d.items():
             out.setdefault(k, []).extend(x for x in v if x not in out[k])
     return out
+
+
+def _error_handling(config: Mapping[str, str], sink: bool):
+    """(run the SMT/tolerance pipeline?, RetryWithToleranceOperator) for a task config (as the file connectors).
+
+    A source's records can only fail in a transformation, so only ``transforms``
+    takes a source off its fast path; a sink also leaves it for
+    ``errors.tolerance=all`` or a dead letter queue. Raises ConnectException listing
+    invalid ``transforms``/``predicates``/``errors.*`` keys.
+    """
+    from webapp.runtime.errors import ErrorHandlingConfig, RetryWithToleranceOperator, validate_error_config
+    from webapp.runtime.pipeline import needs_pipeline
+    from webapp.runtime.transforms import validate_transforms
+
+    _raise_if_errors(_merge(validate_transforms(config), validate_error_config(config, sink=sink)),
+                     "transforms / errors")
+    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
+    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
+    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
 
 
 # --------------------------------------------------------------------------------------
@@ -538,6 +554,8 @@ class JdbcSourceTask(Task):
         self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
         self.producer_overrides = {k[len("producer.override."):]: v for k, v in cfg.items()
                                    if k.startswith("producer.override.")}
+        self._transforming, self._operator = _error_handling(cfg, sink=False)
+        self._pipelines: dict[Any, Any] = {}
         prefix = cfg.get("topic.prefix") or ""
         q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
         self.sources: list[_Source] = []
@@ -726,7 +744,8 @@ class JdbcSourceTask(Task):
         if planned is None:
             return None
         pieces, new_offset = planned
-        records = self._produce(s, names, kinds, pieces)
+        records = self._operator.execute(lambda: self._produce(s, names, kinds, pieces), "KAFKA_PRODUCE",
+                                         type(self).__name__)
         if new_offset is None:  # bulk: nothing to resume from
             return BatchResult(records, ())
         s.offset = dict(new_offset)
@@ -753,6 +772,8 @@ class JdbcSourceTask(Task):
         n = len(sqls)
         engine = self.context.engine
         full, self._batch_full = getattr(self, "_batch_full", False), False
+        if self._transforming:
+            return self._produce_transformed(s, names, kinds, fn, n, connect_schema)
         if engine is not None and not engine.use_spark(self.config, self.batch_rows if full else len(pieces)):
             from webapp.runtime.engine import encode_values
 
@@ -772,6 +793,60 @@ class JdbcSourceTask(Task):
                                      producer_config=self.producer_overrides)
         except KafkaIOError as e:
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
+
+
+    def _produce_transformed(self, s: _Source, names: list[str], kinds: list[str], read_fn, n: int,
+                             connect_schema: dict) -> int:
+        """Like the Spark path of :meth:`_produce`, with the SMT chain applied to the rows in the same job.
+
+        The rows are handed to the chain in the transforms' logical Arrow types
+        (Timestamp, Date, Decimal), so every SMT sees what it would see in Connect.
+        Returns the records produced (a filter's dropped rows are not counted).
+        """
+        import pyarrow as pa
+
+        from webapp.kafka.spark_io import KafkaIOError
+        from webapp.runtime.pipeline import SourcePipeline
+
+        key = (s.name, tuple(names), tuple(kinds))
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            logical = pa.schema([pa.field(nm, _logical_type(k)) for nm, k in zip(names, kinds)])
+            pipeline = SourcePipeline.plan(self.config, logical, connect_schema, self.context.task_id)
+            self._pipelines = {key: pipeline}  # one table's schema at a time is enough to reuse
+        now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read
+        df = self.context.spark.range(0, n, 1, n).mapInArrow(
+            pipeline.wrap(_make_logical_read_fn(read_fn, kinds), s.topic, now_ms), pipeline.spark_schema())
+        cd, cfg = self.config_def, self.config
+        try:
+            return pipeline.produce(df, s.topic, self.context.kafka_config, cfg,
+                                    producer_config=self.producer_overrides,
+                                    partitions=_int(cd, cfg, "topic.creation.default.partitions"),
+                                    replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
+        except KafkaIOError as e:
+            raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
+
+
+def _logical_type(kind: str):
+    """Arrow type the transforms see for a column kind (see :func:`jdbc_io.wire_to_logical`)."""
+    import pyarrow as pa
+
+    return jdbc_io.wire_to_logical(pa.array([], jdbc_io.arrow_wire_type(kind)), kind).type
+
+
+def _make_logical_read_fn(read_fn, kinds: list[str]):
+    """``read_fn``'s wire-form batches with each column in its logical Arrow type."""
+    wire_to_logical = jdbc_io.wire_to_logical
+    kinds = list(kinds)
+
+    def read(batches):
+        import pyarrow as pa
+
+        for b in read_fn(batches):
+            yield pa.RecordBatch.from_arrays([wire_to_logical(c, k) for c, k in zip(b.columns, kinds)],
+                                             names=b.schema.names)
+
+    return read
 
 
 def _make_read_fn(params: Mapping[str, Any], sqls: list, names: list[str], kinds: list[str]):
@@ -877,6 +952,16 @@ class JdbcSinkTask(Task):
         self.consumer_overrides = {k[len("consumer.override."):]: v for k, v in cfg.items()
                                    if k.startswith("consumer.override.")}
         self.connector = self.context.task_id.connector
+        self._transforming, self._operator = _error_handling(cfg, sink=True)
+        self._pipelines: dict[str, Any] = {}
+        dlq = self._operator.config.dlq_topic
+        if dlq:
+            from webapp.kafka.topics import TopicError, ensure_topic
+
+            try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
+                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
+            except TopicError as e:
+                raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
         self._next: dict[tuple[str, int], int] = {}
         for entry in self.context.offsets.values():
@@ -961,7 +1046,9 @@ class JdbcSinkTask(Task):
             ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
             if not ranges:
                 continue
-            for p, first, last, count, nxt in self._sink_topic(topic, ranges):
+            done = self._operator.execute(lambda t=topic, r=ranges: self._sink_topic(t, r), "TASK_PUT",
+                                          type(self).__name__)
+            for p, first, last, count, nxt in done:
                 records += count
                 if nxt is not None:
                     self._next[(topic, p)] = nxt
@@ -972,8 +1059,12 @@ class JdbcSinkTask(Task):
         self._parking.moved()
         return BatchResult(records, tuple(offsets))
 
-    def _peek(self, ranges) -> list[tuple[bytes | None, bytes | None]]:
-        """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver."""
+    def _peek(self, ranges, full: bool = False) -> list[tuple]:
+        """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver.
+
+        With ``full`` each entry is ``(partition, offset, key, value, timestamp ms, headers)``
+        (headers as ``[{"key", "value"}]``), what the transforms see of a record.
+        """
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         from webapp.kafka.spark_io import CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, _client_config
@@ -996,7 +1087,12 @@ class JdbcSinkTask(Task):
                             eof.add(m.partition())
                             continue
                         raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
-                    out.append((m.key(), m.value()))
+                    if full:
+                        ts_type, ts = m.timestamp()
+                        out.append((m.partition(), m.offset(), m.key(), m.value(), ts if ts_type else None,
+                                    [{"key": k, "value": v} for k, v in (m.headers() or [])]))
+                    else:
+                        out.append((m.key(), m.value()))
         finally:
             consumer.close()
         return out
@@ -1158,6 +1254,8 @@ class JdbcSinkTask(Task):
         """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
         from webapp.kafka.spark_io import partition_reader
 
+        if self._transforming:
+            return self._sink_topic_transformed(topic, ranges)
         t0 = time.monotonic()
         peeked = self._peek(ranges)
         if not peeked:
@@ -1288,12 +1386,518 @@ class JdbcSinkTask(Task):
                 out.append(F.col("__k").alias("k0"))
         return raw.select(*base).select(*out)
 
+    # -- transforms / error tolerance / DLQ ------------------------------------------------
+    def _value_plan(self, topic: str, values: list[bytes]) -> tuple[dict, list[str], list[dict]]:
+        """(merged value schema, compact schema prefixes, every schema) of the peeked values whose
+        envelope names a struct schema.
+
+        Values that are not such envelopes are left to the workers, where they fail
+        in the converter stage (and ``errors.tolerance`` decides); the payloads are
+        not parsed here for the same reason. Envelopes not in JsonConverter's compact
+        schema-first layout are parsed whole (here and in the workers).
+        """
+        from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
+
+        prefixes: list[str] = []
+        schemas: list[dict] = []
+        for b in values:
+            text = b.decode("utf-8", "replace")
+            schema = _envelope_schema(text)
+            if schema is not None:
+                prefix = text[:text.find(',"payload":')]
+                if prefix in prefixes:
+                    continue
+                prefixes.append(prefix)
+            else:
+                schema = _whole_envelope_schema(text)
+                if schema is None:
+                    continue
+            if schema not in schemas:
+                schemas.append(schema)
+        if not schemas:
+            return {"type": "struct", "fields": [], "optional": True}, [], []
+        try:
+            return merge_connect_schemas(schemas), prefixes, schemas
+        except SchemaConversionError as e:
+            raise ConnectException(f"Topic {topic}: incompatible value schemas: {e}") from e
+
+    def _sink_pipeline(self, decode_schema: dict):
+        from webapp.runtime.pipeline import SinkPipeline
+
+        key = json.dumps(decode_schema, sort_keys=True)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            pipeline = SinkPipeline.plan(self.config, decode_schema, self.context.task_id, schemaless=False)
+            self._pipelines = {key: pipeline}
+        return pipeline
+
+    def _sink_topic_transformed(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
+        """One Spark job (or in-process pieces): read → decode → SMTs → write each partition with its offset.
+
+        The driver plans from a peek: the value schema to decode with, the chain's
+        output schemas (which decide the columns), and the tables the peeked records
+        are routed to (``table.name.format`` applied to each routed topic). Each
+        partition then runs :meth:`_TransformSpec.unit` on its batches and
+        :func:`jdbc_io.write_routed_partition`: one transaction with every routed
+        table's rows and the partition's next offset, which counts records dropped
+        by a filter or sent to the dead letter queue (produced, and flushed, before
+        the commit). A record routed to a table or carrying a schema the driver did
+        not plan ends the partition's batch there; the next batch plans again.
+        """
+        from webapp.kafka.spark_io import partition_reader
+
+        t0 = time.monotonic()
+        peeked = self._peek(ranges, full=True)
+        if not peeked:
+            return []
+        values = [m[3] for m in peeked if m[3] is not None]
+        decode_schema, prefixes, schemas = self._value_plan(topic, values)
+        vfields = decode_schema.get("fields", [])
+        nested = ("struct", "array", "map")
+        if any(f.get("type") in nested for f in vfields):
+            raise ConnectException(f"Topic {topic}: with transforms, errors.tolerance=all or a dead letter queue "
+                                   "the JDBC sink does not decode nested struct/array/map fields yet")
+        pipeline = self._sink_pipeline(decode_schema)
+        out_value = pipeline.out.value_schema
+        if not out_value or out_value.get("type") != "struct":
+            raise ConnectException(f"Topic {topic}: the transformations must give struct values with a schema "
+                                   f"to be written to a table, got {out_value and out_value.get('type')}")
+        if any(f.get("type") in nested for f in out_value.get("fields", [])):
+            raise ConnectException(f"Topic {topic}: transformed values with nested struct/array/map fields cannot "
+                                   "be written yet")
+        transformed_key = pipeline.arrow_out.get_field_index(pipeline.KEY) >= 0
+        key_schema = key_prefixes = None
+        key_mode = None
+        if self.pk_mode == "record_key":
+            if transformed_key:
+                key_schema, key_mode = pipeline.out.key_schema, "transformed"
+                if key_schema is None:
+                    raise ConnectException(f"Topic {topic}: pk.mode=record_key needs keys with a schema")
+            elif self.key_converter == STRING_CONVERTER:
+                key_schema, key_mode = {"type": "string", "optional": False}, "string"
+            else:
+                keys = [m[2] for m in peeked if m[2] is not None]
+                if not keys:
+                    raise ConnectException(f"Topic {topic}: pk.mode=record_key but the records have no keys")
+                if not self.key_schemas:
+                    raise ConnectException("pk.mode=record_key with JsonConverter keys needs "
+                                           "key.converter.schemas.enable=true")
+                key_schema, key_prefixes = self._schemas(keys, "key", topic)
+                key_mode = "decoded"
+            if any(f.get("type") in nested for f in (key_schema or {}).get("fields", [])) or \
+                    (key_schema or {}).get("type") in nested[1:]:
+                raise ConnectException(f"Topic {topic}: record keys with nested fields cannot be written yet")
+        plan = _TopicPlan(out_value, None, key_schema, key_prefixes)
+        cols, pk = self._columns(topic, plan)
+        ofields = out_value.get("fields", [])
+        ks = key_schema or {}
+        if key_mode == "string":
+            key_fields = [("k0", None, "string")]
+        elif ks.get("type") == "struct":
+            key_fields = [(f"k{i}", f["field"], _schema_kind(f)) for i, f in enumerate(ks.get("fields", []))]
+        elif key_mode:
+            key_fields = [("k0", None, _schema_kind(ks))]
+        else:
+            key_fields = []
+        spec = _TransformSpec(
+            pipeline=pipeline, payload_type=pipeline.payload_type(),
+            value_fields=[(f"v{i}", f["field"], _schema_kind(f)) for i, f in enumerate(vfields)],
+            value_prefixes=list(prefixes), value_schemas=frozenset(_canonical(x) for x in schemas), out_fields=[(f"v{i}", f["field"], _schema_kind(f))
+                                                       for i, f in enumerate(ofields)],
+            key_mode=key_mode, key_fields=key_fields, key_prefixes=key_prefixes, routes=frozenset(),
+            deletes=self.delete_enabled and self.pk_mode == "record_key")
+        routed = spec.routes_of(_peeked_batch(topic, peeked))
+        optional = {f["field"]: f.get("optional", True) for f in ofields}
+        plans: dict[str, dict[str, Any]] = {}
+        for r in sorted(routed):
+            table = self._table(r)
+            if cols:
+                self._ensure_table(table, cols, pk, optional)
+            plans[r] = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
+                        "topic": topic, "record_topic": r, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
+                        "delete_enabled": spec.deletes, "batch_size": self.batch_size}
+        spec = dataclasses.replace(spec, routes=frozenset(plans))
+        spans = [(r.topic, r.partition, r.start) for r in ranges]
+        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+        dlq = self._operator.config.dlq_topic
+        dlq_conf = None
+        if dlq:
+            from webapp.kafka.spark_io import _CONSUMER_ONLY_PREFIXES, PRODUCER_DEFAULTS, _client_config
+
+            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, None)
+        reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
+                                  timeout=self.batch_ms / 1000.0, with_metadata=bool(dlq) or _reads_metadata(pipeline))
+        engine = self.context.engine
+        t_plan = time.monotonic() - t0
+        if engine is not None and not engine.use_spark(self.config, None):
+            from webapp.runtime.engine import timed
+
+            fn = _make_transform_write_fn(self.params, plans, self.connector, spans,
+                                          lambda batches: timed(reader(batches), "consume"), spec, dlq, dlq_conf)
+            job = _LocalJob(engine, lambda batches: timed(fn(batches), "_sink"), len(ranges))
+        else:
+            job = self.context.spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
+                _make_transform_write_fn(self.params, plans, self.connector, spans, reader, spec, dlq, dlq_conf),
+                schema)
+        try:
+            rows = job.collect()
+        except Exception as e:
+            msg = _spark_error(e)
+            if "StaleOffsetError" in msg or "the target holds offset" in msg:
+                self._resync(topic, ranges)
+                return []
+            raise ConnectException(f"Topic {topic} -> tables {sorted(plans) or '(none yet)'}: {msg}") from e
+        log.info("sink %s: topic %s, %d records through the transforms: plan %.2f s, job %.2f s",
+                 self.context.task_id, topic, sum(r["count"] for r in rows), t_plan, time.monotonic() - t0 - t_plan)
+        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+
     def _resync(self, topic: str, ranges) -> None:
         """Another writer moved a partition's offset in the target: continue from the target's offsets."""
         for r in ranges:
             stored = self._target_offset(topic, r.partition)
             if stored is not None:
                 self._next[(topic, r.partition)] = stored
+
+
+#: the class Connect names for a write the database refused (stage TASK_PUT)
+SINK_TASK_CLASS = "io.confluent.connect.jdbc.sink.JdbcSinkTask"
+_SCHEMA_HEAD = '{"schema":'
+_NOT_ENVELOPE = ('Converting byte[] to Kafka Connect data failed due to serialization error: the JDBC sink needs '
+                 'JsonConverter envelopes {"schema":...,"payload":...} whose schema is a struct')
+_BAD_PAYLOAD = "Converting byte[] to Kafka Connect data failed due to serialization error"
+
+
+def _envelope_schema(text: str) -> dict | None:
+    """The struct schema a JsonConverter envelope starts with, or None (not such an envelope)."""
+    cut = text.find(',"payload":')
+    if not text.startswith(_SCHEMA_HEAD) or cut < 0:
+        return None
+    try:
+        schema = json.loads(text[len(_SCHEMA_HEAD):cut])
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) and schema.get("type") == "struct" else None
+
+
+def _whole_envelope_schema(text: str) -> dict | None:
+    """The struct schema of an envelope in any JSON layout (parsed whole), or None."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or set(obj) != {"schema", "payload"}:
+        return None
+    schema = obj["schema"]
+    return schema if isinstance(schema, dict) and schema.get("type") == "struct" else None
+
+
+def _canonical(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+def _peeked_batch(topic: str, peeked: list[tuple]):
+    """The driver's peeked records as a batch of ``READ_SCHEMA_WITH_METADATA`` (what the workers read)."""
+    import pyarrow as pa
+
+    from webapp.runtime.transforms import headers_type
+
+    n = len(peeked)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([topic] * n, pa.string()), pa.array([m[0] for m in peeked], pa.int32()),
+         pa.array([m[1] for m in peeked], pa.int64()), pa.array([m[2] for m in peeked], pa.binary()),
+         pa.array([m[3] for m in peeked], pa.binary()), pa.array([m[4] for m in peeked], pa.int64()),
+         pa.array([m[5] for m in peeked], headers_type())],
+        names=["kafka_topic", "kafka_partition", "kafka_offset", "key", "value", "timestamp", "headers"])
+
+
+@dataclass(frozen=True)
+class _TransformSpec:
+    """What a worker needs to run a sink batch through the converter, the SMTs and the error handling.
+
+    ``value_fields`` / ``out_fields``: ``[(column, field, kind)]`` of the decoded and
+    of the transformed value; ``value_prefixes``: the planned envelope schema parts
+    (compact layout); ``value_schemas``: every planned value schema (canonical JSON),
+    for envelopes in another layout;
+    ``key_mode``: None (no key columns), ``"transformed"`` (the chain's key),
+    ``"decoded"`` (the record's JsonConverter key, ``key_fields``/``key_prefixes``) or
+    ``"string"`` (StringConverter keys); ``routes``: the routed topics that have a
+    table plan; ``deletes``: a null value after the chain deletes its key's row
+    (``delete.enabled``).
+    """
+
+    pipeline: Any
+    payload_type: Any
+    value_fields: list
+    value_prefixes: list
+    value_schemas: frozenset
+    out_fields: list
+    key_mode: str | None
+    key_fields: list
+    key_prefixes: list | None
+    routes: frozenset
+    deletes: bool = False
+
+    def _decode(self, values, mask: list[bool], errors: list, prefixes):
+        """Wire-form value columns for the rows of ``mask``; a row that does not decode becomes an error.
+
+        ``prefixes``: the schema parts the envelopes are cut at, or None to parse them whole.
+        """
+        def run(arr, m):
+            return jdbc_io._decode_side(arr, m, prefixes, self.value_fields, False, "value")
+
+        try:
+            return run(values, mask)
+        except ValueError:  # isolate the bad records (the batch is decoded in one go otherwise)
+            for i, m in enumerate(mask):
+                if m:
+                    try:
+                        run(values.slice(i, 1), [True])
+                    except ValueError as e:
+                        errors[i] = f"{_BAD_PAYLOAD}: {str(e).replace('[jdbc] ', '')}"
+                        mask[i] = False
+            return run(values, mask)
+
+    def transformed(self, raw):
+        """(the pipeline's output table, rows of ``raw`` it covers): decode, convert and transform ``raw``.
+
+        Processing stops before the first record whose envelope names a struct schema
+        that was not planned (the driver plans again from there).
+        """
+        import pyarrow as pa
+
+        import pyarrow.compute as pc
+
+        P = type(self.pipeline)
+        values = raw.column("value")
+        n = raw.num_rows
+        planned = pa.array([False] * n, pa.bool_())
+        for p in self.value_prefixes:  # in Arrow: only the other records are looked at in Python
+            planned = pc.or_(planned, pc.fill_null(pc.starts_with(values, pattern=p), False))
+        mask, errors, stop = planned.to_pylist(), [None] * n, n
+        whole = [False] * n  # planned schema, other layout: parsed whole
+        others = pc.indices_nonzero(pc.and_(pc.invert(planned), pc.is_valid(values))).to_pylist()
+        for i in others:
+            text = values[i].as_py().decode("utf-8", "replace")
+            schema = _envelope_schema(text) or _whole_envelope_schema(text)
+            if schema is None:
+                errors[i] = _NOT_ENVELOPE
+            elif _canonical(schema) in self.value_schemas:
+                whole[i] = True
+            else:
+                stop = i
+                break
+        if stop < n:
+            raw, values, mask, errors = raw.slice(0, stop), values.slice(0, stop), mask[:stop], errors[:stop]
+            whole = whole[:stop]
+        if self.value_fields and (any(mask) or any(whole)):
+            cols = self._decode(values, mask, errors, self.value_prefixes) if any(mask) else None
+            if any(whole):
+                slow = self._decode(values, whole, errors, None)
+                pick = pa.array(whole, pa.bool_())
+                cols = slow if cols is None else [pc.if_else(pick, b, a) for a, b in zip(cols, slow)]
+                mask = [a or b for a, b in zip(mask, whole)]
+            children = [jdbc_io.wire_to_logical(c, k).cast(self.payload_type.field(j).type)
+                        for j, (c, (_, _, k)) in enumerate(zip(cols, self.value_fields))]
+            payload = pa.StructArray.from_arrays(children, fields=list(self.payload_type),
+                                                 mask=pa.array([not m for m in mask], pa.bool_()))
+        else:
+            payload = pa.nulls(stop, self.payload_type)
+        from webapp.runtime.transforms import headers_type
+
+        read_meta = "headers" in raw.schema.names  # read without metadata when no step or DLQ needs it
+        table = pa.table({"kafka_topic": raw.column("kafka_topic"), "kafka_partition": raw.column("kafka_partition"),
+                          "kafka_offset": raw.column("kafka_offset"), "key": raw.column("key"), "value": values,
+                          "timestamp": raw.column("timestamp") if read_meta else pa.nulls(stop, pa.int64()),
+                          "headers": raw.column("headers") if read_meta else pa.nulls(stop, headers_type()),
+                          P.PAYLOAD: payload, P.CONV_ERROR: pa.array(errors, pa.string())})
+        return self.pipeline.transform(table), stop
+
+    def routes_of(self, raw) -> set[str]:
+        """Topics the good records of ``raw`` are routed to (tolerant and silent: a planning probe)."""
+        import pyarrow.compute as pc
+
+        policy = self.pipeline.policy
+        quiet = dataclasses.replace(self.pipeline, policy=dataclasses.replace(
+            policy, errors=dataclasses.replace(policy.errors, tolerance="all", log_enable=False)))
+        out, _ = dataclasses.replace(self, pipeline=quiet).transformed(raw)
+        P = type(self.pipeline)
+        keep = pc.is_null(out.column(P.ERROR_STAGE))
+        if not self.deletes:
+            keep = pc.and_(keep, pc.is_valid(out.column(P.VALUE)))
+        return {t for t in out.filter(keep).column(P.TOPIC).to_pylist() if t is not None}
+
+    def unit(self, raw, dlq_rows: list | None):
+        """One read batch → ``(groups, first offset, last offset, records consumed, replan)`` (see
+        :func:`jdbc_io.write_routed_partition`); error rows are appended to ``dlq_rows`` (original key,
+        value and timestamp, headers plus the error context) unless it is None.
+
+        Raises:
+            RuntimeError: ``[sink] Tolerance exceeded in error handler: ...`` (``errors.tolerance=none``).
+            ValueError: ``[jdbc] ...`` a record key that does not decode (``pk.mode=record_key``).
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        P = type(self.pipeline)
+        n = raw.num_rows
+        if n == 0:
+            return [], None, None, 0, False
+        out, consumed = self.transformed(raw)
+        replan = consumed < n
+        offsets_in = raw.column("kafka_offset").slice(0, consumed)
+        is_err = pc.is_valid(out.column(P.ERROR_STAGE))
+        # a null value after the chain is a delete with delete.enabled, else skipped (as a tombstone)
+        keep = pc.invert(is_err) if self.deletes else pc.and_(pc.invert(is_err), pc.is_valid(out.column(P.VALUE)))
+        good = out.filter(keep)
+        errs = out.filter(is_err)
+        if good.num_rows:
+            known = pc.fill_null(pc.is_in(good.column(P.TOPIC), value_set=pa.array(sorted(self.routes), pa.string())),
+                                 False)
+            if not pc.all(known).as_py():  # routed to a table not planned: stop before that record
+                cutoff = pc.min(good.filter(pc.invert(known)).column("kafka_offset")).as_py()
+                good = good.filter(pc.less(good.column("kafka_offset"), cutoff))
+                errs = errs.filter(pc.less(errs.column("kafka_offset"), cutoff))
+                consumed = pc.sum(pc.less(offsets_in, cutoff)).as_py() or 0
+                offsets_in = offsets_in.slice(0, consumed)
+                replan = True
+        if dlq_rows is not None and errs.num_rows:
+            dlq_rows.append(pa.table({"key": errs.column("key"), "value": errs.column("value"),
+                                      "headers": errs.column(P.DLQ_HEADERS), "timestamp": errs.column("timestamp")}))
+        if consumed == 0:
+            return [], None, None, 0, replan
+        groups = []
+        if good.num_rows:
+            keys = self._keys(raw.slice(0, consumed), good) if self.key_mode else {}
+            routes = good.column(P.TOPIC).combine_chunks()
+            for r in sorted(set(routes.to_pylist())):
+                sel = pc.equal(routes, r)
+                sub = good.filter(sel)
+                value = sub.column(P.VALUE).combine_chunks()
+                names = ["__offset", "__tombstone"]
+                arrays = [sub.column("kafka_offset").combine_chunks(), pc.is_null(value)]
+                for col, name, kind in self.out_fields:
+                    names.append(col)
+                    arrays.append(jdbc_io.logical_to_wire(value.field(name), kind))
+                for col, arr in keys.items():
+                    names.append(col)
+                    arrays.append(arr.combine_chunks().filter(sel) if isinstance(arr, pa.ChunkedArray)
+                                  else arr.filter(sel))
+                groups.append((r, pa.RecordBatch.from_arrays(arrays, names=names)))
+        return groups, offsets_in[0].as_py(), offsets_in[consumed - 1].as_py(), consumed, replan
+
+    def refused(self, raw, span, offset: int, error: BaseException, dlq_rows: list | None) -> None:
+        """The target refused the record at ``offset`` of ``raw``: skip it (``errors.tolerance=all``: logged,
+        sent to the dead letter queue with stage ``TASK_PUT``) or raise.
+
+        Raises:
+            RuntimeError: ``[jdbc] Tolerance exceeded in error handler: ...`` naming the record and the
+                database's message (``errors.tolerance=none``).
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from webapp.runtime.errors import ProcessingError, Stage, dlq_headers
+        from webapp.runtime.transforms import headers_type
+
+        topic, partition, _ = span
+        policy = self.pipeline.policy
+        err = ProcessingError.from_exception(error, Stage.TASK_PUT, SINK_TASK_CLASS, topic=topic,
+                                             partition=partition, offset=offset)
+        if not policy.errors.tolerate_all:
+            # the marker is not on the raise line: Spark's trace shows that line before the message
+            message = "[jdbc] Tolerance exceeded in error handler: " + err.describe(True)
+            raise RuntimeError(message) from None
+        if policy.errors.log_enable:
+            log.error(err.describe(policy.errors.log_include_messages))
+        if dlq_rows is None:
+            return
+        row = raw.filter(pc.equal(raw.column("kafka_offset"), offset)).slice(0, 1).to_pylist()[0]
+        extra = dlq_headers(err, policy.connector, policy.task) if policy.errors.dlq_context_headers else []
+        headers = (row.get("headers") or []) + [{"key": k, "value": v} for k, v in extra]
+        dlq_rows.append(pa.table({"key": pa.array([row["key"]], pa.binary()),
+                                  "value": pa.array([row["value"]], pa.binary()),
+                                  "headers": pa.array([headers], headers_type()),
+                                  "timestamp": pa.array([row.get("timestamp")], pa.int64())}))
+
+    def _keys(self, raw, good) -> dict[str, Any]:
+        """Wire-form key columns (``k<i>``) for the rows of ``good``."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        P = type(self.pipeline)
+        if self.key_mode == "transformed":
+            key = good.column(P.KEY).combine_chunks()
+            if pa.types.is_struct(key.type):
+                return {col: jdbc_io.logical_to_wire(key.field(name), kind) for col, name, kind in self.key_fields}
+            col, _, kind = self.key_fields[0]
+            return {col: jdbc_io.logical_to_wire(key, kind)}
+        idx = pc.index_in(good.column("kafka_offset"), value_set=raw.column("kafka_offset"))
+        keys = raw.column("key")
+        if self.key_mode == "string":
+            return {"k0": keys.take(idx).cast(pa.string())}
+        picked = keys.take(idx)
+        mask = [v is not None for v in picked.to_pylist()]
+        primitive = len(self.key_fields) == 1 and self.key_fields[0][1] is None
+        cols = jdbc_io._decode_side(picked, mask, self.key_prefixes, self.key_fields, primitive, "key")
+        return {col: arr for (col, _, _), arr in zip(self.key_fields, cols)}
+
+
+def _reads_metadata(pipeline) -> bool:
+    """Whether a step of the chain looks at record timestamps or headers (else the sink reads neither)."""
+    from webapp.runtime.transforms import DropHeaders, HasHeaderKey, InsertField, InsertHeader, TimestampRouter
+
+    for st in pipeline.chain.steps:
+        t = st.transform
+        if isinstance(t, (InsertHeader, DropHeaders, TimestampRouter)) or isinstance(st.predicate, HasHeaderKey):
+            return True
+        if isinstance(t, InsertField) and t.specs.get("timestamp"):
+            return True
+    return False
+
+
+def _produce_dlq(rows: list, topic: str, conf: Mapping[str, Any]) -> None:
+    """Produce the collected error rows to the dead letter queue and wait for every acknowledgement.
+
+    Raises:
+        RuntimeError: ``[kafka] ...`` when a record is not delivered.
+    """
+    import pyarrow as pa
+
+    from webapp.kafka.spark_io import _make_produce_fn
+
+    if not rows:
+        return
+    fn = _make_produce_fn(topic, dict(conf), "value", "key", None, 120.0, None, "headers", "timestamp")
+    for _ in fn(iter(pa.concat_tables(rows).to_batches())):
+        pass
+
+
+def _make_transform_write_fn(params: Mapping[str, Any], plans: Mapping[str, Any], connector: str, spans: list,
+                             reader, spec: _TransformSpec, dlq_topic: str, dlq_conf: Mapping[str, Any] | None):
+    """mapInArrow function: partition ``i`` reads ``spans[i]``, transforms and writes it with its offset."""
+    write_routed = jdbc_io.write_routed_partition
+    params, plans = dict(params), {k: dict(v) for k, v in plans.items()}
+
+    def run(batches):
+        from webapp.runtime.engine import partition_index
+
+        index = partition_index()
+        dlq_rows: list | None = [] if dlq_topic else None
+        current: dict[str, Any] = {}
+
+        def units():
+            for b in reader(batches):
+                current["raw"] = b  # the batch whose rows are being written (for on_row_error)
+                yield spec.unit(b, dlq_rows)
+
+        def on_row_error(route: str, offset: int, error: BaseException) -> None:
+            spec.refused(current["raw"], spans[index], offset, error, dlq_rows)
+
+        before = (lambda: _produce_dlq(dlq_rows, dlq_topic, dlq_conf)) if dlq_topic else None
+        yield from write_routed(units(), params=params, plans=plans, connector=connector, ranges=spans,
+                                partition_index=index, before_commit=before, on_row_error=on_row_error)
+
+    return run
 
 
 class _LocalJob:

@@ -32,6 +32,9 @@ __all__ = [
     "from_wire_array",
     "read_rows",
     "write_partition",
+    "write_routed_partition",
+    "wire_to_logical",
+    "logical_to_wire",
     "decode_batch",
     "StaleOffsetError",
 ]
@@ -199,6 +202,60 @@ def from_wire_array(arr, kind: str, dialect: str) -> list:
         tz = "UTC" if dialect == "postgresql" else None
         return arr.cast(pa.int64()).view(pa.timestamp("ms", tz=tz)).to_pylist()
     return arr.to_pylist()
+
+
+def wire_to_logical(arr, kind: str):
+    """A wire-form Arrow array as the transforms' logical Arrow type (see :mod:`webapp.runtime.transforms`).
+
+    Timestamp int64 ms → ``timestamp[ms, UTC]``, Date int32 days → ``date32``,
+    Decimal big-endian bytes → ``decimal128(p, s)`` (precision 1..38); every other
+    kind is returned as is (Time stays int32 milliseconds).
+
+    Raises:
+        ValueError: a Decimal whose precision is outside 1..38 (no ``decimal128``).
+    """
+    import pyarrow as pa
+
+    if kind == "timestamp":
+        return arr.cast(pa.int64()).view(pa.timestamp("ms", tz="UTC"))
+    if kind == "date":
+        return arr.cast(pa.int32()).view(pa.date32())
+    if kind.startswith("decimal:"):
+        p, s = _decimal_ps(kind)
+        p = p or 38  # no precision parameter: Connect's default
+        if not 0 < p <= 38:
+            raise ValueError(f"[jdbc] Decimal precision {p} cannot be transformed (1..38 only)")
+        return pa.array(from_wire_array(arr, kind, ""), pa.decimal128(p, s))
+    return arr
+
+
+def logical_to_wire(arr, kind: str):
+    """The inverse of :func:`wire_to_logical`, for a column of kind ``kind`` (casts to the kind's wire type).
+
+    Raises:
+        pyarrow.ArrowInvalid: a value does not fit the kind (e.g. an int64 into int32).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if kind == "timestamp":
+        if pa.types.is_timestamp(t):
+            ms = pc.floor_temporal(arr, unit="millisecond").cast(pa.timestamp("ms", tz=t.tz), safe=False)
+            return ms.view(pa.int64())
+        return arr.cast(pa.int64())
+    if kind == "date":
+        return arr.cast(pa.date32()).view(pa.int32()) if pa.types.is_date(t) else arr.cast(pa.int32())
+    if kind == "time":
+        if pa.types.is_time(t):
+            return arr.cast(pa.time32("ms"), safe=False).view(pa.int32())
+        return arr.cast(pa.int32())
+    if kind.startswith("decimal:"):
+        if pa.types.is_decimal(t):
+            p, s = _decimal_ps(kind)
+            return _decimal_array_to_wire(arr.cast(pa.decimal128(p or 38, s)))
+        return arr.cast(pa.binary())
+    return arr.cast(arrow_wire_type(kind))
 
 
 # --------------------------------------------------------------------------------------
@@ -555,6 +612,156 @@ def decode_batch(batch, plan: Mapping[str, Any]):
     return pa.RecordBatch.from_arrays(cols, names=names)
 
 
+class _TableWriter:
+    """Writes wire-form batches of one table plan with an open cursor (inside the caller's transaction).
+
+    ``plan``: ``dialect``, ``table`` (quoted), ``insert_mode``, ``columns``
+    (``[[name, kind, source]]``), ``pk``, ``delete_enabled``, ``batch_size`` (see
+    :func:`write_partition`); ``topic``/``partition`` fill the ``kafka_*`` sources.
+    """
+
+    def __init__(self, cur, plan: Mapping[str, Any], topic: str, partition: int):
+        dialect = self.dialect = plan["dialect"]
+        self.cur, self.plan, self.topic, self.partition = cur, plan, topic, partition
+        cols = self.cols = plan["columns"]
+        pk = list(plan["pk"])
+        mode = plan["insert_mode"]
+        names = [c[0] for c in cols]
+        q = lambda n: quote(dialect, n)  # noqa: E731
+        table = self.table = plan["table"]
+        col_sql = self.col_sql = ", ".join(q(n) for n in names)
+        marks = ", ".join(["%s"] * len(names))
+        non_pk = [n for n in names if n not in pk]
+        if mode == "insert" or not pk:
+            write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks})"
+            order = names
+        elif mode == "upsert":
+            if dialect == "postgresql":
+                action = ("DO UPDATE SET " + ", ".join(f"{q(n)} = EXCLUDED.{q(n)}" for n in non_pk)) if non_pk \
+                    else "DO NOTHING"
+                write_sql = (f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) "
+                             f"ON CONFLICT ({', '.join(q(n) for n in pk)}) {action}")
+            else:
+                upd = ", ".join(f"{q(n)} = VALUES({q(n)})" for n in (non_pk or pk[:1]))
+                write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) ON DUPLICATE KEY UPDATE {upd}"
+            order = names
+        else:  # update
+            write_sql = (f"UPDATE {table} SET " + ", ".join(f"{q(n)} = %s" for n in non_pk) + " WHERE "
+                         + " AND ".join(f"{q(n)} = %s" for n in pk))
+            order = non_pk + pk
+        self.write_sql = write_sql
+        self.delete_sql = f"DELETE FROM {table} WHERE " + " AND ".join(f"{q(n)} = %s" for n in pk) if pk else None
+        pos = {n: i for i, n in enumerate(names)}
+        self.order_idx = [pos[n] for n in order]
+        self.identity = self.order_idx == list(range(len(names)))
+        self.pk_idx = [pos[n] for n in pk]
+        self.batch_size = max(1, int(plan.get("batch_size") or 3000))
+        self.use_copy = dialect == "postgresql" and (mode == "insert" or not pk)
+        # Fast path: SQL text rendered in Arrow, no per-row Python (MySQL INSERT/upsert, PostgreSQL COPY)
+        self.rendered = self.use_copy or (dialect != "postgresql" and mode in ("insert", "upsert"))
+        self.mysql_suffix = write_sql[write_sql.index(" ON DUPLICATE KEY UPDATE"):] \
+            if " ON DUPLICATE KEY UPDATE" in write_sql else ""
+
+    def _flush(self, kind: str | None, rows: list) -> None:
+        cur, bs = self.cur, self.batch_size
+        if not rows:
+            return
+        if kind == "delete":
+            for i in range(0, len(rows), bs):
+                cur.executemany(self.delete_sql, [[r[j] for j in self.pk_idx] for r in rows[i:i + bs]])
+        elif self.use_copy:
+            with cur.copy(f"COPY {self.table} ({self.col_sql}) FROM STDIN") as cp:
+                for r in rows:
+                    cp.write_row(r)
+        else:
+            for i in range(0, len(rows), bs):
+                part = rows[i:i + bs]
+                cur.executemany(self.write_sql, part if self.identity else [[r[j] for j in self.order_idx]
+                                                                            for r in part])
+
+    def _rows(self, b, offsets) -> list:
+        n = b.num_rows
+        values = []
+        for name, kind, src in self.cols:
+            if src == "kafka_topic":
+                values.append([self.topic] * n)
+            elif src == "kafka_partition":
+                values.append([self.partition] * n)
+            elif src == "kafka_offset":
+                values.append(offsets.to_pylist())
+            else:
+                values.append(from_wire_array(b.column(src), kind, self.dialect))
+        return list(zip(*values)) if values else [()] * n
+
+    def _write_rendered(self, b, offsets) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        style = "copy" if self.use_copy else "mysql"
+        parts = []
+        for name, kind, src in self.cols:
+            if src == "kafka_topic":
+                arr, kind = pa.array([self.topic] * b.num_rows, pa.string()), "string"
+            elif src == "kafka_partition":
+                arr, kind = pa.array([self.partition] * b.num_rows, pa.int32()), "int32"
+            elif src == "kafka_offset":
+                arr, kind = offsets, "int64"
+            else:
+                arr = b.column(src)
+            parts.append(_literals(arr, kind, style))
+        if self.use_copy:
+            text = _joined(parts, "\t", "", "\n")
+            with self.cur.copy(f"COPY {self.table} ({self.col_sql}) FROM STDIN") as cp:
+                for piece in _chunks(text, 4 << 20):
+                    cp.write(pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()),
+                                                                    piece), "")[0].as_py().encode("utf-8"))
+            return
+        text = _joined(parts, ",", "(", ")")
+        for piece in _chunks(text, 4 << 20):
+            values_sql = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()), piece),
+                                        ",")[0].as_py()
+            self.cur.execute(f"INSERT INTO {self.table} ({self.col_sql}) VALUES {values_sql}{self.mysql_suffix}")
+
+    def write(self, b) -> None:
+        """Apply the records of ``b`` (``__offset``, ``__tombstone``, source columns) in offset order."""
+        if b.num_rows == 0:
+            return
+        offsets = b.column("__offset")
+        tomb = b.column("__tombstone").to_pylist()
+        if self.rendered and not any(tomb):
+            self._write_rendered(b, offsets)
+        elif not any(tomb):
+            self._flush("write", self._rows(b, offsets))
+        else:
+            run_kind, run = None, []
+            for r, t in zip(self._rows(b, offsets), tomb):
+                k = "delete" if t else "write"
+                if t and not (self.plan.get("delete_enabled") and self.delete_sql):
+                    continue  # tombstones are skipped unless delete.enabled
+                if k != run_kind:
+                    self._flush(run_kind, run)
+                    run_kind, run = k, []
+                run.append(r)
+            self._flush(run_kind, run)
+
+
+def _stats(partition: int, first, last, count: int, next_offset, replan: bool):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict({
+        "kafka_partition": pa.array([partition], pa.int32()), "first": pa.array([first], pa.int64()),
+        "last": pa.array([last], pa.int64()), "count": pa.array([count], pa.int64()),
+        "next_offset": pa.array([next_offset], pa.int64()), "replan": pa.array([replan], pa.bool_())})
+
+
+def _checked_offset(cur, dialect: str, connector: str, topic: str, partition: int, start):
+    stored = _offset_row(cur, dialect, connector, topic, partition)
+    if stored != start and not (stored is None and start is None):
+        raise StaleOffsetError(f"[jdbc] {topic}[{partition}]: the target holds offset {stored}, the batch "
+                               f"started at {start}")
+    return stored
+
+
 def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, Any], ranges: Sequence[Any],
                     partition_index: int) -> Iterator[Any]:
     """Write one Kafka partition's records (the Arrow ``batches``) in one transaction; yield one stats batch.
@@ -579,114 +786,18 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
         next_offset long, replan bool)``; ``first``/``last``/``next_offset`` are null
         when nothing was processed.
     """
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     dialect = plan["dialect"]
     topic, partition, start = ranges[partition_index]
-    cols = plan["columns"]
-    pk = list(plan["pk"])
-    mode = plan["insert_mode"]
-    names = [c[0] for c in cols]
-    q = lambda n: quote(dialect, n)  # noqa: E731
-    table = plan["table"]
-    col_sql = ", ".join(q(n) for n in names)
-    marks = ", ".join(["%s"] * len(names))
-    non_pk = [n for n in names if n not in pk]
-    if mode == "insert" or not pk:
-        write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks})"
-        order = names
-    elif mode == "upsert":
-        if dialect == "postgresql":
-            action = ("DO UPDATE SET " + ", ".join(f"{q(n)} = EXCLUDED.{q(n)}" for n in non_pk)) if non_pk \
-                else "DO NOTHING"
-            write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) ON CONFLICT ({', '.join(q(n) for n in pk)}) {action}"
-        else:
-            upd = ", ".join(f"{q(n)} = VALUES({q(n)})" for n in (non_pk or pk[:1]))
-            write_sql = f"INSERT INTO {table} ({col_sql}) VALUES ({marks}) ON DUPLICATE KEY UPDATE {upd}"
-        order = names
-    else:  # update
-        write_sql = (f"UPDATE {table} SET " + ", ".join(f"{q(n)} = %s" for n in non_pk) + " WHERE "
-                     + " AND ".join(f"{q(n)} = %s" for n in pk))
-        order = non_pk + pk
-    delete_sql = f"DELETE FROM {table} WHERE " + " AND ".join(f"{q(n)} = %s" for n in pk) if pk else None
-    pos = {n: i for i, n in enumerate(names)}
-    order_idx = [pos[n] for n in order]
-    pk_idx = [pos[n] for n in pk]
-    batch_size = max(1, int(plan.get("batch_size") or 3000))
-    use_copy = dialect == "postgresql" and (mode == "insert" or not pk)
-    # Fast path: SQL text rendered in Arrow, no per-row Python (MySQL INSERT/upsert, PostgreSQL COPY)
-    rendered = use_copy or (dialect != "postgresql" and mode in ("insert", "upsert"))
-    mysql_suffix = write_sql[write_sql.index(" ON DUPLICATE KEY UPDATE"):] if " ON DUPLICATE KEY UPDATE" in write_sql \
-        else ""
-
     first = last = None
     count = 0
     replan = False
     conn = connect(params)
     try:
         cur = conn.cursor()
-        stored = _offset_row(cur, dialect, plan["connector"], topic, partition)
-        if stored != start and not (stored is None and start is None):
-            raise StaleOffsetError(f"[jdbc] {topic}[{partition}]: the target holds offset {stored}, the batch "
-                                   f"started at {start}")
-
-        def flush(kind: str, rows: list) -> None:
-            if not rows:
-                return
-            if kind == "delete":
-                for i in range(0, len(rows), batch_size):
-                    cur.executemany(delete_sql, [[r[j] for j in pk_idx] for r in rows[i:i + batch_size]])
-            elif use_copy:
-                with cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as cp:
-                    for r in rows:
-                        cp.write_row(r)
-            else:
-                for i in range(0, len(rows), batch_size):
-                    part = rows[i:i + batch_size]
-                    cur.executemany(write_sql, part if order_idx == list(range(len(names)))
-                                    else [[r[j] for j in order_idx] for r in part])
-
-        def make_rows(b, offsets) -> list:
-            n = b.num_rows
-            values = []
-            for name, kind, src in cols:
-                if src == "kafka_topic":
-                    values.append([topic] * n)
-                elif src == "kafka_partition":
-                    values.append([partition] * n)
-                elif src == "kafka_offset":
-                    values.append(offsets.to_pylist())
-                else:
-                    values.append(from_wire_array(b.column(src), kind, dialect))
-            return list(zip(*values)) if values else [()] * n
-
-        def write_rendered(b, offsets) -> None:
-            style = "copy" if use_copy else "mysql"
-            parts = []
-            for name, kind, src in cols:
-                if src == "kafka_topic":
-                    arr, kind = pa.array([topic] * b.num_rows, pa.string()), "string"
-                elif src == "kafka_partition":
-                    arr, kind = pa.array([partition] * b.num_rows, pa.int32()), "int32"
-                elif src == "kafka_offset":
-                    arr, kind = offsets, "int64"
-                else:
-                    arr = b.column(src)
-                parts.append(_literals(arr, kind, style))
-            if use_copy:
-                text = _joined(parts, "\t", "", "\n")
-                with cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as cp:
-                    for piece in _chunks(text, 4 << 20):
-                        cp.write(pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()),
-                                                                        piece), "")[0].as_py().encode("utf-8"))
-                return
-            text = _joined(parts, ",", "(", ")")
-            for piece in _chunks(text, 4 << 20):
-                values_sql = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(piece)], pa.int32()), piece),
-                                            ",")[0].as_py()
-                cur.execute(f"INSERT INTO {table} ({col_sql}) VALUES {values_sql}{mysql_suffix}")
-
+        stored = _checked_offset(cur, dialect, plan["connector"], topic, partition, start)
+        writer = _TableWriter(cur, plan, topic, partition)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -697,29 +808,12 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                 replan = True
             if stop > 0:
                 b = batch.slice(0, stop)
+                _write_isolating(cur, writer, b, plan["table"], _refused(topic, partition))
                 offsets = b.column("__offset")
-                tomb = b.column("__tombstone").to_pylist()
-                n = b.num_rows
-                if rendered and not any(tomb):
-                    write_rendered(b, offsets)
-                elif not any(tomb):
-                    flush("write", make_rows(b, offsets))
-                else:
-                    rows = make_rows(b, offsets)
-                    run_kind, run = None, []
-                    for r, t in zip(rows, tomb):
-                        k = "delete" if t else "write"
-                        if t and not (plan.get("delete_enabled") and delete_sql):
-                            continue  # tombstones are skipped unless delete.enabled
-                        if k != run_kind:
-                            flush(run_kind, run)
-                            run_kind, run = k, []
-                        run.append(r)
-                    flush(run_kind, run)
                 if first is None:
                     first = offsets[0].as_py()
-                last = offsets[n - 1].as_py()
-                count += n
+                last = offsets[b.num_rows - 1].as_py()
+                count += b.num_rows
             if replan:
                 break
         if last is not None:
@@ -733,8 +827,125 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
         raise
     finally:
         conn.close()
-    yield pa.RecordBatch.from_pydict({
-        "kafka_partition": pa.array([partition], pa.int32()), "first": pa.array([first], pa.int64()),
-        "last": pa.array([last], pa.int64()), "count": pa.array([count], pa.int64()),
-        "next_offset": pa.array([None if last is None else last + 1], pa.int64()),
-        "replan": pa.array([replan], pa.bool_())})
+    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
+
+
+def _is_data_error(e: BaseException) -> bool:
+    """A database's refusal of the data itself (DB-API ``DataError``/``IntegrityError``), not of the connection."""
+    return any(c.__name__ in ("DataError", "IntegrityError") for c in type(e).__mro__)
+
+
+def _write_isolating(cur, writer: "_TableWriter", b, key: str, on_row_error) -> None:
+    """``writer.write(b)``; if the database refuses the data, find the refused records by halving the batch
+    (each attempt behind a savepoint, left half first so records stay in offset order) and report each to
+    ``on_row_error(key, offset, error)``, which skips it or raises. ``k`` refused records of ``n`` cost
+    about ``2 k log2(n)`` attempts; other errors (connection, ...) propagate at once."""
+    def attempt(part):
+        cur.execute("SAVEPOINT raftconnect_part")
+        try:
+            writer.write(part)
+        except Exception as e:
+            if not _is_data_error(e):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT raftconnect_part")
+            cur.execute("RELEASE SAVEPOINT raftconnect_part")
+            return e
+        cur.execute("RELEASE SAVEPOINT raftconnect_part")
+        return None
+
+    def isolate(part) -> None:
+        error = attempt(part)
+        if error is None:
+            return
+        if part.num_rows == 1:
+            on_row_error(key, part.column("__offset")[0].as_py(), error)
+            return
+        half = part.num_rows // 2
+        isolate(part.slice(0, half))
+        isolate(part.slice(half))
+
+    if b.num_rows:
+        isolate(b)
+
+
+def _refused(topic: str, partition: int):
+    """``on_row_error`` of the fast path: fail the batch naming the record the table cannot hold."""
+    def fail(table: str, offset: int, error: BaseException) -> None:
+        # the marker is not on the raise line: Spark's trace shows that line before the message
+        text = " ".join(str(error).split())
+        message = (f"[jdbc] {table} cannot hold the record at {topic}[{partition}] offset {offset} "
+                   "(errors.tolerance=all skips such records, to the dead letter queue if one is set): "
+                   f"{type(error).__module__}.{type(error).__name__}: {text}")
+        raise RuntimeError(message) from None
+
+    return fail
+
+
+def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]],
+                           connector: str, ranges: Sequence[Any], partition_index: int,
+                           before_commit=None, on_row_error=None) -> Iterator[Any]:
+    """Write one Kafka partition's *transformed* records to one or more tables, in one transaction.
+
+    ``units`` yields, per consumed batch, ``(groups, first_offset, last_offset, consumed, replan)``:
+    ``groups`` a list of ``(plan key, wire batch)`` — the batch in
+    :class:`_TableWriter` input form for ``plans[plan key]``; ``first_offset`` /
+    ``last_offset`` the lowest / highest Kafka offset consumed (records dropped by a filter or sent to the dead
+    letter queue included; None when nothing was consumed); ``consumed`` the number
+    of records; ``replan`` true when the partition stops before a record the driver
+    did not plan for. ``before_commit()`` (e.g. flushing the dead letter queue
+    producer) runs before the commit; an exception from it rolls the batch back.
+    With ``on_row_error(plan key, offset, error)``, a batch the database refuses
+    (``DataError``/``IntegrityError``: a value out of a column's range, too long, a
+    constraint) is split in halves behind savepoints until the refused records are
+    found, and each is handed to it: it returns to skip the record (which
+    still counts as consumed) or raises to fail the batch.
+
+    The offset check and storage are those of :func:`write_partition`: the stored
+    next offset is ``last_offset + 1`` even when no row was written, so a filtered
+    or failed record advances the committed offset in the same transaction.
+
+    Yields:
+        One stats RecordBatch as :func:`write_partition`.
+    """
+    dialect = next(iter(plans.values()))["dialect"] if plans else params["dialect"]
+    topic, partition, start = ranges[partition_index]
+    first = last = None
+    count = 0
+    replan = False
+    conn = connect(params)
+    try:
+        cur = conn.cursor()
+        stored = _checked_offset(cur, dialect, connector, topic, partition, start)
+        writers: dict[str, _TableWriter] = {}
+        for groups, first_offset, last_offset, consumed, stop in units:
+            for key, b in groups:
+                w = writers.get(key)
+                if w is None:
+                    w = writers[key] = _TableWriter(cur, plans[key], plans[key].get("record_topic", topic),
+                                                    partition)
+                if on_row_error is None:
+                    w.write(b)
+                else:
+                    _write_isolating(cur, w, b, key, on_row_error)
+            if last_offset is not None:
+                if first is None:
+                    first = first_offset
+                last = last_offset
+                count += consumed
+            if stop:
+                replan = True
+                break
+        if before_commit is not None:
+            before_commit()
+        if last is not None:
+            _store_offset(cur, dialect, connector, topic, partition, last + 1, stored is not None)
+        conn.commit()
+    except BaseException:
+        try:
+            conn.rollback()
+        except Exception:
+            pass
+        raise
+    finally:
+        conn.close()
+    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)

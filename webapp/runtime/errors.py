@@ -14,10 +14,10 @@ Owns Kafka Connect's error-handling contract (KIP-298) as RaftConnect runs it:
   and the ``__connect.errors.*`` headers of Kafka's ``DeadLetterQueueReporter``.
 
 Where records fail: inside the Spark job (converter and transformation stages,
-``webapp.connectors.file``), where a tolerant task turns a bad record into an
-error row instead of failing the job; the task then produces those rows'
-original bytes to ``errors.deadletterqueue.topic.name`` (sink connectors only,
-as in Connect). This module touches no Kafka client and no metadata store.
+``webapp.connectors.file`` and ``webapp.connectors.jdbc``), where a tolerant task
+turns a bad record into an error row instead of failing the job; the task then
+produces those rows' original bytes to ``errors.deadletterqueue.topic.name`` (sink
+connectors only, as in Connect; the JDBC sink before committing its transaction). This module touches no Kafka client and no metadata store.
 """
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ DataFrame read ``with_metadata=True`` and the Connect schema it planned::
     good = out.where(pipeline.is_good()).select(*pipeline.value_columns())   # write these
     pipeline.report_errors(out, kafka_config)   # DLQ + counts, after the write
 
+A sink that reads Kafka in its own Python stage (the JDBC sink) skips ``apply``: it
+builds :meth:`SinkPipeline.transform`'s input columns itself and calls it per batch.
+
 Tolerance: with ``errors.tolerance=none`` the first bad record fails the Spark
 job ("Tolerance exceeded in error handler"), so the task fails with that trace.
 With ``all`` a bad record becomes an *error row* (stage, class, exception,
@@ -91,6 +94,21 @@ def _json_expr(col, dtype, schema: Mapping[str, Any] | None, schemas_enable: boo
         else:
             payload = F.concat(F.lit(envelope_prefix(schema)), payload, F.lit("}"))
     return F.when(col.isNull(), F.lit(None).cast("string")).otherwise(payload)
+
+
+def _known_type(t) -> bool:
+    """False when ``t`` is or holds Arrow's null type (a type only the records themselves will tell)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return False
+    if pa.types.is_struct(t):
+        return all(_known_type(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _known_type(t.value_type)
+    if pa.types.is_map(t):
+        return _known_type(t.key_type) and _known_type(t.item_type)
+    return True
 
 
 def _raise_intolerable(policy: "_Policy", err: ProcessingError, prefix: str) -> None:
@@ -238,8 +256,18 @@ class SourcePipeline:
         """
         from webapp.kafka.spark_io import produce_dataframe
 
+        from .transforms import DropHeaders, InsertHeader, RegexRouter, TimestampRouter
+
         enc = self.encoded(df, config)
-        return produce_dataframe(enc, topic, kafka_config, key_col="key" if "key" in enc.columns else None,
+        key_col = "key" if "key" in enc.columns else None
+        steps = [st.transform for st in self.chain.steps]
+        if not any(isinstance(t, (RegexRouter, TimestampRouter, InsertHeader, DropHeaders)) for t in steps):
+            # one topic, no headers: the producer's bulk loop (per-record topic/headers/timestamp
+            # arguments cost about as much as the rest of the job); the record's timestamp is then
+            # the producer's, a few milliseconds after the read time the chain saw
+            return produce_dataframe(enc.select("value", *([key_col] if key_col else [])), topic, kafka_config,
+                                     key_col=key_col, producer_config=producer_config)
+        return produce_dataframe(enc, topic, kafka_config, key_col=key_col,
                                  topic_col="topic", headers_col="headers", timestamp_col="timestamp",
                                  producer_config=producer_config,
                                  create_topics={"partitions": partitions, "replication_factor": replication_factor})
@@ -263,8 +291,22 @@ class SinkPipeline:
             with ``schemas.enable=false`` (the struct type is then inferred, and the
             transforms see schemaless maps).
         decode_schema: the Connect struct schema used for ``from_json``.
-        out: the chain's output for no records.
+        out: the chain's output for no records (``out.key_schema``/``out.value_schema``:
+            the transformed schemas, which decide a JDBC sink's columns).
+
+    :meth:`transform` also runs without Spark: a connector that reads Kafka in its
+    own Python stage (the JDBC sink) builds the :meth:`decoded` columns itself
+    (``kafka_topic, kafka_partition, kafka_offset, key, value, timestamp, headers``,
+    the payload struct of :meth:`payload_type` as ``__rc_payload`` and a converter
+    error message or null as ``__rc_conv_error``) and calls it per batch.
     """
+
+    #: columns of :meth:`transform`'s output a connector reads directly: the transformed value,
+    #: the (possibly routed) topic, the transformed key (only when the chain sets keys), the
+    #: error stage (null for good rows) and the DLQ headers of error rows
+    VALUE, TOPIC, KEY, ERROR_STAGE, DLQ_HEADERS = _V, _T, _K, _ERR[0], _DLQ_H
+    #: input columns of :meth:`transform`: the decoded payload and the converter error message
+    PAYLOAD, CONV_ERROR = _PAYLOAD, _CONV_ERR
 
     chain: TransformationChain
     value_schema: dict | None
@@ -301,12 +343,22 @@ class SinkPipeline:
                   pa.field("key", pa.binary()), pa.field("value", pa.binary()),
                   pa.field("headers", headers_type())]
         fields += [pa.field(n, pa.string()) for n in _ERR] + [pa.field(_DLQ_H, headers_type())]
+        if _known_type(out.table.schema.field("key").type):  # the chain sets keys of a known type (ValueToKey)
+            fields.append(pa.field(_K, out.table.schema.field("key").type))
         arrow_out, spark_out = _spark_safe(pa.schema(fields))
         schemas_enable = str(config.get("value.converter.schemas.enable", "true")).lower() == "true"
         key_schemas = str(config.get("key.converter.schemas.enable", "true")).lower() == "true"
         decode_keys = chain.reads_key and (config.get("key.converter") or JSON_CONVERTER) == JSON_CONVERTER
         return cls(chain, value_schema, dict(decode_schema), schemas_enable, key_schemas, decode_keys, out,
                    arrow_out, spark_out, _Policy(errors, task_id.connector, task_id.task))
+
+    def payload_type(self):
+        """Arrow struct type of the decoded payload :meth:`transform` takes (``__rc_payload``)."""
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        from .converters import connect_to_spark_schema
+
+        return to_arrow_type(connect_to_spark_schema(self.decode_schema), timezone="UTC")
 
     # -- JVM: decode --------------------------------------------------------------------
     def decoded(self, raw):
@@ -368,6 +420,8 @@ class SinkPipeline:
                 else []
             hdrs.append((orig or []) + [{"key": k, "value": v} for k, v in extra])
         cols[_DLQ_H] = pa.array(hdrs, headers_type())
+        if self.arrow_out.get_field_index(_K) >= 0:
+            cols[_K] = pa.nulls(n, self.arrow_out.field(_K).type)
         return pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out)
 
     def _report(self, errors: list[tuple[int, ProcessingError]]) -> None:
@@ -383,8 +437,17 @@ class SinkPipeline:
 
         errors: list[tuple[int, ProcessingError]] = []
         conv = table.column(_CONV_ERR).combine_chunks()
-        topics, parts, offs = (table.column(c).to_pylist() for c in ("kafka_topic", "kafka_partition",
-                                                                      "kafka_offset"))
+
+        class _Lazy:  # the record coordinates as Python lists, built only when a record failed
+            def __init__(self, name):
+                self.name, self.values = name, None
+
+            def __getitem__(self, i):
+                if self.values is None:
+                    self.values = table.column(self.name).to_pylist()
+                return self.values[i]
+
+        topics, parts, offs = _Lazy("kafka_topic"), _Lazy("kafka_partition"), _Lazy("kafka_offset")
         for i in pc.indices_nonzero(pc.is_valid(conv)).to_pylist():
             where = {"topic": topics[i], "partition": parts[i], "offset": offs[i]}
             errors.append((i, ProcessingError(Stage.VALUE_CONVERTER, JSON_CONVERTER,
@@ -392,7 +455,7 @@ class SinkPipeline:
                                               "", **where)))
         self._report(errors)
         ok_idx = pc.indices_nonzero(pc.is_null(conv))
-        good = table.take(ok_idx)
+        good = table if len(ok_idx) == table.num_rows else table.take(ok_idx)  # no copy when none failed
         n = good.num_rows
         key_col, key_schema = pa.nulls(n), None
         if self.decode_keys and n:
@@ -424,7 +487,7 @@ class SinkPipeline:
                                    "partition": good.column("kafka_partition"),
                                    "offset": good.column("kafka_offset"), "timestamp": good.column("timestamp"),
                                    "headers": good.column("headers").cast(headers_type()),
-                                   "__rc_src": pa.array(ok_idx.to_pylist(), pa.int64())}),
+                                   "__rc_src": ok_idx.cast(pa.int64())}),
                          key_schema, self.value_schema, sink=True)
         out, terrs = self.chain.apply_tolerant(rb)  # whole batch; per record only if something failed
         t_errors = []
@@ -438,7 +501,7 @@ class SinkPipeline:
         parts_out = []
         if out.num_rows:
             m = out.num_rows
-            src = table.take(out.table.column("__rc_src"))
+            src = table.select(["kafka_topic", "kafka_partition", "kafka_offset"]).take(out.table.column("__rc_src"))
             cols = {_V: _conform(out.column("value"), self.arrow_out.field(_V).type), _T: out.column("topic"),
                     "kafka_topic": src.column("kafka_topic"), "kafka_partition": src.column("kafka_partition"),
                     "kafka_offset": src.column("kafka_offset"), "timestamp": out.column("timestamp"),
@@ -447,6 +510,8 @@ class SinkPipeline:
             for name in _ERR:
                 cols[name] = pa.nulls(m, pa.string())
             cols[_DLQ_H] = pa.nulls(m, headers_type())
+            if self.arrow_out.get_field_index(_K) >= 0:
+                cols[_K] = _conform(out.column("key"), self.arrow_out.field(_K).type)
             parts_out.append(pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out))
         err_table = self._error_rows(table, errors)
         if err_table is not None:
