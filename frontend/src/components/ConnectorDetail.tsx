@@ -1,15 +1,19 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useState } from "react";
 import { api, ApiError, describe, enc } from "../api";
 import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors";
 import { loadDefinitions, validateConfig } from "../plugins";
-import { History, RateTracker } from "../rates";
-import type { Config, ConfigKeyInfo, ConnectorInfo, ConnectorStatus, OffsetEntry, TaskInfo, TaskMetric } from "../types";
+import { countsText } from "../health";
+import { chartData } from "../series";
+import type { Config, ConfigKeyInfo, ConnectorHealth, ConnectorInfo, OffsetEntry, TaskHistoryBody, TaskInfo, TaskMetric } from "../types";
 import { usePoll } from "../usePoll";
 import { ConfigForm } from "./ConfigForm";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { ConnectorActions } from "./ConnectorActions";
+import { HealthBadge } from "./HealthBadge";
 import { StateBadge } from "./StateBadge";
-import { ThroughputChart } from "./ThroughputChart";
+import { TimeChart } from "./TimeChart";
+import { TraceView } from "./TraceView";
+import { WorkerLabel } from "./WorkerLabel";
 
 interface Flash {
   kind: "ok" | "error";
@@ -19,7 +23,7 @@ interface Flash {
 /** One connector: state and actions, tasks with worker and trace, throughput, config, offsets, topics. */
 export function ConnectorDetail({ name, writable }: { name: string; writable: boolean }) {
   const base = `/connectors/${enc(name)}`;
-  const status = usePoll(() => api<ConnectorStatus>("GET", `${base}/status`), `status:${name}`);
+  const status = usePoll(() => api<ConnectorHealth>("GET", `/raftconnect/v1/console/connectors/${enc(name)}`), `health:${name}`);
   const info = usePoll(() => api<ConnectorInfo>("GET", base), `info:${name}`);
   const [flash, setFlash] = useState<Flash | null>(null);
   const refresh = () => {
@@ -34,11 +38,12 @@ export function ConnectorDetail({ name, writable }: { name: string; writable: bo
         <h2>
           <a href="#/connectors">Connectors</a> / {name}
         </h2>
-        {st ? <span data-testid="connector-state"><StateBadge state={st.connector.state} /></span> : null}
+        {st ? <span data-testid="connector-health"><HealthBadge health={st.health} /></span> : null}
+        {st ? <span data-testid="connector-state"><StateBadge state={st.state} /></span> : null}
         <span className="muted">{st?.type}</span>
         <ConnectorActions
           name={name}
-          state={st?.connector.state}
+          state={st?.state}
           writable={writable && !notFound}
           onDone={(text) => {
             setFlash({ kind: "ok", text });
@@ -61,15 +66,23 @@ export function ConnectorDetail({ name, writable }: { name: string; writable: bo
       {notFound ? <div className="error">Connector {name} does not exist (any more).</div> : null}
       {status.error && !notFound ? <div className="error">{describe(status.error, "The status")}</div> : null}
       {st ? (
-        <p className="muted">
-          connector on <strong>{st.connector.worker_id ?? "no worker"}</strong>
-          {st.connector.trace ? <TraceToggle label="connector trace" trace={st.connector.trace} /> : null}
-        </p>
+        <div>
+          <p className="muted">
+            connector on <strong>{st.worker ? <WorkerLabel worker={st.worker} /> : "no worker"}</strong> · tasks:{" "}
+            <span data-testid="detail-counts">{countsText(st.task_counts)}</span>
+            {st.trace ? <TraceToggle label="connector trace" trace={st.trace} /> : null}
+          </p>
+          {st.root_cause && st.health !== "healthy" ? (
+            <div className="cause" data-testid="detail-root-cause">
+              {st.root_cause}
+            </div>
+          ) : null}
+        </div>
       ) : null}
       {st ? <Tasks name={name} status={st} writable={writable} onFlash={setFlash} onChange={refresh} /> : null}
       {!notFound ? <Throughput name={name} /> : null}
       {info.data ? <ConfigSection name={name} info={info.data} writable={writable} onSaved={refresh} /> : null}
-      {!notFound ? <Offsets name={name} state={st?.connector.state} writable={writable} /> : null}
+      {!notFound ? <Offsets name={name} state={st?.state} writable={writable} /> : null}
       {!notFound ? <Topics name={name} writable={writable} /> : null}
     </div>
   );
@@ -83,14 +96,14 @@ function TraceToggle({ label, trace }: { label: string; trace: string }) {
       <button type="button" className="link" onClick={() => setOpen(!open)} aria-expanded={open}>
         {open ? `hide ${label}` : `show ${label}`}
       </button>
-      {open ? <pre className="trace">{trace}</pre> : null}
+      {open ? <TraceView trace={trace} /> : null}
     </>
   );
 }
 
 function Tasks(props: {
   name: string;
-  status: ConnectorStatus;
+  status: ConnectorHealth;
   writable: boolean;
   onFlash: (f: Flash) => void;
   onChange: () => void;
@@ -116,7 +129,7 @@ function Tasks(props: {
             <th>task</th>
             <th>state</th>
             <th>worker</th>
-            <th>config</th>
+            <th>cause · config</th>
             <th />
           </tr>
         </thead>
@@ -129,8 +142,15 @@ function Tasks(props: {
                 <td>
                   <StateBadge state={t.state} />
                 </td>
-                <td>{t.worker_id ?? "–"}</td>
+                <td>
+                  <WorkerLabel worker={t.worker} />
+                </td>
                 <td className="muted small">
+                  {t.root_cause ? (
+                    <div className="cause" data-testid="task-root-cause">
+                      {t.root_cause}
+                    </div>
+                  ) : null}
                   {cfg
                     ? Object.entries(cfg)
                         .filter(([k]) => k !== "connector.class" && k !== "name")
@@ -166,7 +186,7 @@ function Tasks(props: {
       {openTrace !== null ? (
         <div data-testid="task-trace">
           <h4>Trace of task {openTrace}</h4>
-          <pre className="trace">{status.tasks.find((t) => t.id === openTrace)?.trace ?? "(no trace)"}</pre>
+          <TraceView trace={status.tasks.find((t) => t.id === openTrace)?.trace ?? "(no trace)"} />
         </div>
       ) : null}
     </section>
@@ -174,30 +194,21 @@ function Tasks(props: {
 }
 
 function Throughput({ name }: { name: string }) {
-  const tracker = useRef(new RateTracker());
-  const history = useRef(new History());
-  const [version, setVersion] = useState(0);
-  const metrics = usePoll(async () => {
-    const body = await api<{ tasks: TaskMetric[]; records: number }>("GET", `/raftconnect/v1/connectors/${enc(name)}/metrics`);
-    const t = Date.now() / 1000;
-    const values: Record<string, number | null> = {};
-    const keys = new Set<string>();
-    let total: number | null = null;
-    for (const m of body.tasks) {
-      const key = `task ${m.task}`;
-      keys.add(key);
-      tracker.current.add(key, t, m.records);
-      const r = tracker.current.rate(key);
-      values[key] = r;
-      if (r !== null) total = (total ?? 0) + r;
-    }
-    tracker.current.retain(keys);
-    if (body.tasks.length > 1) values.total = total;
-    history.current.push(t, values);
-    setVersion((v) => v + 1);
-    return body;
-  }, `metrics:${name}`);
+  const metrics = usePoll(
+    () => api<{ tasks: TaskMetric[]; records: number }>("GET", `/raftconnect/v1/connectors/${enc(name)}/metrics`),
+    `metrics:${name}`,
+  );
+  const history = usePoll(
+    () => api<TaskHistoryBody>("GET", `/raftconnect/v1/console/history?connector=${enc(name)}`),
+    `history:${name}`,
+    5000,
+  );
   if (metrics.error instanceof ApiError && metrics.error.unsupported) return null;
+  const byTask = (t: { task: number }) => `task ${t.task}`;
+  const h = history.data;
+  const rates = h ? chartData(h, "rate", byTask, true) : null;
+  const lag = h ? chartData(h, "lag", byTask) : null;
+  const errors = h ? chartData(h, "errors", byTask) : null;
   return (
     <section>
       <h3>Throughput</h3>
@@ -209,29 +220,32 @@ function Throughput({ name }: { name: string }) {
               <th>worker</th>
               <th>records</th>
               <th>batches</th>
-              <th>records/s</th>
+              <th>records/s (30 s)</th>
               <th>last batch (s)</th>
               <th>lag (records)</th>
+              <th>skipped (errors.tolerance)</th>
             </tr>
           </thead>
           <tbody>
-            {metrics.data.tasks.map((m) => {
-              const r = tracker.current.rate(`task ${m.task}`);
-              return (
-                <tr key={m.task}>
-                  <td>{m.task}</td>
-                  <td>{m.worker_id}</td>
-                  <td>{m.records}</td>
-                  <td>{m.batches}</td>
-                  <td>{r === null ? "…" : r.toFixed(1)}</td>
-                  <td>{m.last_batch_seconds}</td>
-                  <td>{m.lag ?? "–"}</td>
-                </tr>
-              );
-            })}
+            {metrics.data.tasks.map((m) => (
+              <tr key={m.task}>
+                <td>{m.task}</td>
+                <td>
+                  <WorkerLabel worker={m.worker ?? { node_id: null, rest_address: m.worker_id }} />
+                </td>
+                <td>{m.records}</td>
+                <td>{m.batches}</td>
+                <td>{m.records_per_second.toFixed(1)}</td>
+                <td>{m.last_batch_seconds}</td>
+                <td>{m.lag ?? "–"}</td>
+                <td className={m.errors?.total_records_skipped ? "error-text" : undefined} data-testid="skipped">
+                  {m.errors?.total_records_skipped ?? 0}
+                </td>
+              </tr>
+            ))}
             {metrics.data.tasks.length === 0 ? (
               <tr>
-                <td colSpan={7} className="muted">
+                <td colSpan={8} className="muted">
                   No running task of this connector has reported yet.
                 </td>
               </tr>
@@ -239,7 +253,27 @@ function Throughput({ name }: { name: string }) {
           </tbody>
         </table>
       ) : null}
-      {history.current.names().length ? <ThroughputChart history={history.current} version={version} /> : null}
+      {history.error ? <p className="muted">{describe(history.error, "The history")}</p> : null}
+      {rates && rates.series.length ? (
+        <>
+          <h4>Records/s, last {Math.round((h?.keep_seconds ?? 900) / 60)} minutes</h4>
+          <TimeChart data={rates} unit="records/s" testId="rate-chart" />
+        </>
+      ) : h ? (
+        <p className="muted">No history yet: the node samples every {h.interval} s.</p>
+      ) : null}
+      {lag && lag.series.length ? (
+        <>
+          <h4>Lag</h4>
+          <TimeChart data={lag} unit="records" height={140} testId="lag-chart" />
+        </>
+      ) : null}
+      {errors && errors.series.some((s) => s.values.some((v) => v))? (
+        <>
+          <h4>Errors/s</h4>
+          <TimeChart data={errors} unit="errors/s" height={140} testId="error-chart" />
+        </>
+      ) : null}
     </section>
   );
 }
