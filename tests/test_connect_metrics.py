@@ -19,13 +19,14 @@ def value(samples, **labels) -> float:
     return next(s.value for s in samples if all(s.labels.get(k) == v for k, v in labels.items()))
 
 
-def test_connect_groups_show_a_sink_task_and_the_records_it_skipped(api, node):  # noqa: F811
+def report_a_sink_task(node) -> None:  # noqa: F811
+    """A worker "w9" runs task 0 of a file sink "sink", with two batches and five records skipped, and says so."""
     member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}
     tm = TaskMetrics()
 
     def heartbeat():
         running = {"generation": node.raft.state.assignment["generation"], "connectors": ["sink"],
-                   "tasks": {"sink-0": {"state": "RUNNING", **tm.as_json()}}}
+                   "tasks": {"sink-0": {"state": "RUNNING", "connector": "sink", "task": 0, **tm.as_json()}}}
         return node.coordinator.heartbeat("w9", member, running)
 
     heartbeat()
@@ -41,8 +42,12 @@ def test_connect_groups_show_a_sink_task_and_the_records_it_skipped(api, node): 
     tm.batch_done(120, 0.25, (SourceOffset({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 120}),))
     tm.batch_done(80, 0.75)
     tm.record_errors(failed=5, skipped=5, logged=5, dlq_sent=5)
+    tm.lag = 30
     heartbeat()
 
+
+def test_connect_groups_show_a_sink_task_and_the_records_it_skipped(api, node):  # noqa: F811
+    report_a_sink_task(node)
     m = scrape(api)
     task = {"connector": "sink", "task": "0", "worker": "w9"}
     # the silent data loss of errors.tolerance=all is a number now
@@ -75,3 +80,28 @@ def test_a_follower_exports_no_task_groups(monkeypatch, node):  # noqa: F811
     names = {f.name for f in ConnectMetricsCollector().collect()}
     assert "kafka_connect_connect_worker_rebalance_metrics_epoch" in names
     assert not any(n.startswith("kafka_connect_task_error_metrics") for n in names)
+
+
+def test_the_grafana_dashboard_queries_only_exported_names(api, node):  # noqa: F811
+    """deploy/grafana/raftconnect-connect.json works against /metrics: each metric it names is exported."""
+    import json
+    import re
+
+    from webapp.connect.launcher import REPO_ROOT
+
+    report_a_sink_task(node)
+    node.store.put_connector_config("src", {"connector.class": "FileSourceConnector", "path": "/x", "topic": "t"})
+    exported = set()
+    for f in text_string_to_metric_families(api.get("/metrics").content.decode()):
+        exported.update(s.name for s in f.samples)
+    dashboard = json.loads((REPO_ROOT / "deploy" / "grafana" / "raftconnect-connect.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    named = {n for e in exprs for n in re.findall(r"\b((?:kafka_connect|raftconnect)_[a-z_]+)\b", e)}
+    assert len(named) >= 15
+    # the dashboard's source-task panels need a running source: those names come from the collector's groups
+    missing = {n for n in named - exported if not n.startswith("kafka_connect_source_task_metrics_")}
+    assert not missing, missing
+    from webapp.connect_metrics import ConnectMetricsCollector
+    source_names = {n for n in named if n.startswith("kafka_connect_source_task_metrics_")}
+    declared = {f.name for f in ConnectMetricsCollector().collect()}
+    assert source_names <= declared, source_names - declared

@@ -32,6 +32,20 @@ describe("traces", () => {
     expect(foldTrace("just a message")).toEqual([{ folded: false, lines: ["just a message"] }]);
   });
 
+  it("fold a compiled extension's frames (relative paths) too", () => {
+    const pyx = [
+      "Traceback (most recent call last):",
+      '  File "/app/webapp/connectors/file.py", line 764, in _infer',
+      "    table = pacsv.read_csv(",
+      '  File "pyarrow/_csv.pyx", line 1377, in pyarrow._csv.read_csv',
+      '  File "pyarrow/_csv.pyx", line 1386, in pyarrow._csv.read_csv',
+      '  File "pyarrow/error.pxi", line 155, in pyarrow.lib.pyarrow_internal_check_status',
+      "pyarrow.lib.ArrowInvalid: CSV parse error",
+    ].join("\n");
+    const parts = foldTrace(pyx);
+    expect(parts.map((p) => [p.folded, p.lines.length])).toEqual([[false, 3], [true, 3], [false, 1]]);
+  });
+
   it("fold JVM frames too", () => {
     const jvm = ["org.apache.spark.SparkException: boom", ...Array.from({ length: 5 }, (_, i) => `\tat org.apache.spark.rdd.RDD.f${i}(RDD.scala:${i})`)].join("\n");
     const parts = foldTrace(jvm);

@@ -11,7 +11,8 @@ export interface TracePart {
 }
 
 // Frames of code that is not the project's: the interpreter, installed libraries, Spark's JVM bridge.
-const INTERNAL = /site-packages|dist-packages|\/lib\/python\d|<frozen |py4j|pyspark|^\s*at (java|javax|jdk|sun|scala|org\.apache)\./;
+// (a compiled extension's frames name a relative path: File "pyarrow/_csv.pyx")
+const INTERNAL = /site-packages|dist-packages|\/lib\/python\d|<frozen |py4j|pyspark|\.pyx"|^\s*File "(?!\/)[^"]*"|^\s*at (java|javax|jdk|sun|scala|org\.apache)\./;
 
 /** Is this line part of a library frame (its `File ...` line or the source line under it)? */
 function frameOf(lines: string[], i: number): "internal" | "project" | null {
