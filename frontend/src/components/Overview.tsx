@@ -186,7 +186,7 @@ function ConnectorCounts({ health, error }: { health: ConnectorsHealth | undefin
 
 /** The Kafka cluster this node uses: bootstrap servers, reachable brokers, topics with end offsets. */
 function KafkaPanel() {
-  const kafka = usePoll(() => optional(api<KafkaCluster>("GET", "/raftconnect/v1/console/kafka")), "kafka", 5000);
+  const kafka = usePoll(() => optional(api<KafkaCluster>("GET", "/raftconnect/v1/console/kafka")), "kafka", 3000);
   const k = kafka.data;
   if (kafka.error) return <div className="error">{describe(kafka.error, "The Kafka view")}</div>;
   if (!k) return null;
