@@ -38,11 +38,16 @@ describe("the connection to the node", () => {
     now = 5000;
     c.failed("still gone");
     expect(c.snapshot).toMatchObject({ lostSince: 1000, lostReason: "gone" });
-    c.learn("n1", [
-      { id: "n1", rest_address: "127.0.0.1:8083" },
-      { id: "n2", rest_address: "127.0.0.1:8084" },
-      { id: "n3", rest_address: null },
-    ]);
+    // the cluster view comes from the leader (n2): this console's node is the one at the page's host
+    c.learn(
+      [
+        { id: "n1", rest_address: "127.0.0.1:8083" },
+        { id: "n2", rest_address: "127.0.0.1:8084" },
+        { id: "n3", rest_address: null },
+      ],
+      "127.0.0.1:8083",
+    );
+    expect(c.snapshot.selfId).toBe("n1");
     expect(c.others().map((n) => n.id)).toEqual(["n2"]);
   });
 

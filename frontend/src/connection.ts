@@ -19,7 +19,7 @@ export interface ConnectionState {
   lostSince: number | null;
   /** what failed, for the banner */
   lostReason: string | null;
-  /** this node's id, when known */
+  /** this console's node id, when its REST address is the page's host */
   selfId: string | null;
   /** the cluster's nodes as last seen */
   nodes: KnownNode[];
@@ -58,8 +58,12 @@ export class Connection {
     if (this.state.lostSince === null) this.set({ lostSince: this.now(), lostReason: reason });
   }
 
-  /** The cluster's nodes (from GET /raftconnect/v1/cluster) and which one answered. */
-  learn(selfId: string, nodes: KnownNode[]): void {
+  /**
+   * The cluster's nodes (from GET /raftconnect/v1/cluster). This console's node is the one whose REST
+   * address is the page's host (the cluster view is answered by the leader, so its node_id is not ours).
+   */
+  learn(nodes: KnownNode[], host: string = window.location.host): void {
+    const selfId = nodes.find((n) => n.rest_address === host)?.id ?? null;
     const same =
       selfId === this.state.selfId &&
       nodes.length === this.state.nodes.length &&
@@ -69,7 +73,7 @@ export class Connection {
 
   /** Other nodes with a REST address, to fail over to. */
   others(): KnownNode[] {
-    return this.state.nodes.filter((n) => n.id !== this.state.selfId && n.rest_address);
+    return this.state.nodes.filter((n) => n.id !== this.state.selfId && n.rest_address && n.rest_address !== window.location.host);
   }
 }
 

@@ -264,3 +264,34 @@ def test_failed_connector_everywhere_kafka_down_and_node_lost(tmp_path, browser)
         context.close()
         node.stop()
         kafka.stop()
+
+
+def test_console_fails_over_to_another_node_when_its_node_dies(tmp_path, browser):
+    """Three Raft members (no workers: nothing to run); the browser's node is killed; the console finds
+    another member that answers, moves there, and the user logs in on it and sees the cluster."""
+    from webapp.connect.launcher import LocalCluster
+
+    cluster = LocalCluster(data_dir=str(tmp_path / "cluster"), bootstrap_servers="127.0.0.1:9", raft_nodes=3,
+                           raft_roles="raft").start(timeout=120)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(60_000)
+    try:
+        first = cluster.nodes[0]
+        page = context.new_page()
+        log_in(page, first.url, *first.auth)
+        page.wait_for_selector("[data-testid=nodes] tr[data-node=node-3]")  # the console knows the others now
+        first.kill()
+        page.wait_for_selector("[data-testid=failover-link]", timeout=30_000)
+        banner = page.inner_text("[data-testid=connection-lost]")
+        assert "node-1" in banner and "moving in" in banner
+        page.wait_for_url(re.compile(r"^http://127\.0\.0\.1:(%d|%d)/console/" % (
+            cluster.nodes[1].rest_port, cluster.nodes[2].rest_port)), timeout=30_000)
+        page.wait_for_selector("#username")  # sessions are per node: log in again there
+        page.fill("#username", first.auth[0])
+        page.fill("#password", first.auth[1])
+        page.click("button[type=submit]")
+        page.wait_for_selector("[data-testid=nodes] tr[data-node=node-1]")
+        assert page.locator("[data-testid=connection-lost]").count() == 0
+    finally:
+        context.close()
+        cluster.stop()

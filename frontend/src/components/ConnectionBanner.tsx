@@ -16,7 +16,7 @@ export function ConnectionBanner({ navigate = (url: string) => window.location.a
   const conn = useConnection();
   usePoll(async () => {
     const c = await api<ClusterView>("GET", "/raftconnect/v1/cluster");
-    connection.learn(c.node_id, c.nodes);
+    connection.learn(c.nodes);
     return c;
   }, "cluster-nodes", 5000);
   const [target, setTarget] = useState<KnownNode | null>(null);

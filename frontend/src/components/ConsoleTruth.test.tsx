@@ -45,9 +45,10 @@ describe("the connector list", () => {
 
 describe("the connection banner", () => {
   it("says when it updated, then that the node is lost, and offers the other node that answers", async () => {
-    vi.stubGlobal("fetch", vi.fn(async (url: string, init?: RequestInit) => {
+    vi.stubGlobal("fetch", vi.fn(async (_url: string, init?: RequestInit) => {
       if (init?.mode === "no-cors") return new Response(null, { status: 200 }); // n2's /health answers
-      return json({ node_id: "n1", nodes: [{ id: "n1", rest_address: "127.0.0.1:8083" }, { id: "n2", rest_address: "127.0.0.1:8084" }] });
+      // answered by the leader n2; this console is n1's (jsdom's page host)
+      return json({ node_id: "n2", nodes: [{ id: "n1", rest_address: window.location.host }, { id: "n2", rest_address: "127.0.0.1:8084" }] });
     }));
     const navigate = vi.fn();
     render(<ConnectionBanner navigate={navigate} />);
@@ -55,7 +56,7 @@ describe("the connection banner", () => {
     await vi.waitFor(() => expect(connection.others().map((n) => n.id)).toEqual(["n2"]));
     act(() => connection.failed("The node at localhost does not answer"));
     const lost = await screen.findByTestId("connection-lost");
-    expect(lost.textContent).toContain("Lost contact with node n1 (127.0.0.1:8083)");
+    expect(lost.textContent).toContain(`Lost contact with node n1 (${window.location.host})`);
     expect(lost.textContent).toContain("actions are disabled");
     const link = await screen.findByTestId("failover-link");
     expect(link.getAttribute("href")).toBe("http://127.0.0.1:8084/console/");

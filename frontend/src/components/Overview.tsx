@@ -92,7 +92,7 @@ export function Overview() {
               <tr key={n.id} data-node={n.id}>
                 <td>
                   <strong>{n.id}</strong>
-                  {n.id === c.node_id ? <span className="muted small"> (this node)</span> : null}
+                  {n.rest_address === window.location.host ? <span className="muted small"> (this console)</span> : null}
                 </td>
                 <td>{n.roles.join(", ")}</td>
                 <td className="muted">{n.rest_address}</td>
