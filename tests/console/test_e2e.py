@@ -6,8 +6,10 @@ form (first seeing a per-field error), watches it reach RUNNING with its
 throughput and active topic, pauses and stops it and writes its offsets back,
 opens a failed task's trace and restarts the task, filters the list, and a
 viewer sees no write action. A second test follows a failing connector through
-the list, detail and overview, stops Kafka and then kills the node, and saves the
-README's screenshots in ``docs/img/``. Screenshots go to ``var/test-artifacts/console/``.
+the list, detail and overview, stops Kafka and then kills the node (the README's
+screenshots: ``RAFTCONNECT_UPDATE_DOC_IMAGES=1`` writes them to ``docs/img/``); a third
+kills the browser's node in a three-member cluster and follows the console to another
+member. Screenshots go to ``var/test-artifacts/console/``.
 """
 from __future__ import annotations
 
@@ -179,9 +181,13 @@ DOCS_IMG = REPO_ROOT / "docs" / "img"
 
 
 def doc_shot(page, name: str) -> None:
-    """A screenshot the README shows (``docs/img/``), of the viewport."""
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / f"{name}.png"))
+    """A viewport screenshot the README shows: in the artifacts, and in ``docs/img/`` when
+    ``RAFTCONNECT_UPDATE_DOC_IMAGES=1`` (so a test run leaves the checkout clean)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"doc-{name}.png"))
+    if os.environ.get("RAFTCONNECT_UPDATE_DOC_IMAGES") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_IMG / f"{name}.png"))
 
 
 def test_failed_connector_everywhere_kafka_down_and_node_lost(tmp_path, browser):
