@@ -169,3 +169,39 @@ def test_console_endpoints_derive_health_and_require_authentication(api, node, c
     for path in ("/raftconnect/v1/console/connectors", "/raftconnect/v1/console/kafka",
                  "/raftconnect/v1/console/history"):
         assert client.get(path, HTTP_AUTHORIZATION="").status_code == 401, path
+
+
+def test_offsets_view_gives_a_sinks_lag_per_partition_and_the_offset_for_a_timestamp(kafka_broker):
+    from webapp.console.offsets import connector_offsets_view
+
+    p = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for i in range(5):
+        p.produce("console-offsets", value=b"x", partition=0)
+        assert p.flush(10) == 0
+    offsets = [{"partition": {"kafka_topic": "console-offsets", "kafka_partition": 0}, "offset": {"kafka_offset": 2}}]
+    body = connector_offsets_view(offsets=offsets, config={"topics": "console-offsets"}, connector_type="sink",
+                                  kafka_config={"bootstrap.servers": kafka_broker.bootstrap_servers},
+                                  partitions_of=lambda t: 2, timestamp=0)
+    assert body["kind"] == "sink"
+    first, second = body["partitions"]
+    assert (first["topic"], first["partition"], first["committed"], first["end_offset"], first["lag"]) == \
+        ("console-offsets", 0, 2, 5, 3)
+    assert first["start_offset"] == 0 and first["offset_for_timestamp"] == 0
+    # a partition of its topics with nothing committed: the lag is all of it (a sink starts at the beginning)
+    assert second["partition"] == 1 and second["committed"] is None and second["lag"] == 0
+
+
+def test_offsets_view_of_a_file_source_says_progress_and_is_served(api, node, tmp_path):
+    f = tmp_path / "in.csv"
+    f.write_text("a\n" + "1\n" * 50)
+    created = api.post("/connectors", data=json.dumps({"name": "prog", "config": {
+        "connector.class": SOURCE, "path": str(f), "format": "csv", "topic": "t"}}), content_type="application/json")
+    assert created.status_code == 201
+    from webapp.connectors.api import SourceOffset
+    node.store.alter_offsets("prog", [SourceOffset({"filename": str(f)}, {"position": 40})])
+    body = api.get("/raftconnect/v1/console/connectors/prog/offsets").json()
+    assert body["kind"] == "source"
+    (row,) = body["partitions"]
+    assert row["position"] == 40 and row["unit"] == "bytes" and row["size"] == f.stat().st_size
+    assert api.get("/raftconnect/v1/console/connectors/prog/offsets?timestamp=soon").status_code == 400
+    assert api.get("/raftconnect/v1/console/connectors/nope/offsets").status_code == 404

@@ -29,6 +29,9 @@
 * ``GET /raftconnect/v1/console/kafka`` — the Kafka cluster this node uses
   (:func:`webapp.console.kafka.kafka_cluster`): 200 also when it is unreachable
   (``state`` says so, ``error`` names the address).
+* ``GET /raftconnect/v1/console/connectors/{name}/offsets[?timestamp=MS]`` — per partition
+  committed, start and end offsets and lag of a sink, or a file source's progress
+  (:func:`webapp.console.offsets.connector_offsets_view`); 400 for a bad timestamp.
 * ``GET /raftconnect/v1/console/history[?connector=NAME]`` — the last 15 minutes of
   records/s, lag and errors/s per task (:class:`webapp.console.history.TaskHistory`), leader.
 """
@@ -54,7 +57,8 @@ from webapp.connect.node import ConnectNode, current
 from webapp.connect.api.roles import user_role
 
 __all__ = ["WhoAmIView", "SessionView", "TaskMetricsView", "ConnectorMetricsView", "task_metrics", "whoami",
-           "ConnectorHealthListView", "ConnectorHealthView", "KafkaClusterView", "TaskHistoryView", "connectors_health"]
+           "ConnectorHealthListView", "ConnectorHealthView", "KafkaClusterView", "TaskHistoryView", "connectors_health",
+           "ConnectorOffsetsView"]
 
 
 def whoami(user: Any) -> dict[str, Any]:
@@ -233,3 +237,24 @@ class TaskHistoryView(ConnectAPIView):
         if name is not None:
             herder().connector_config(name)  # 404 for an unknown connector
         return Response(history_for(current()).series(name))
+
+
+class ConnectorOffsetsView(ConnectAPIView):
+    """``GET /raftconnect/v1/console/connectors/{name}/offsets[?timestamp=MS]``: offsets with end offsets and lag."""
+
+    def get(self, request: Request, name: str) -> Response:
+        from webapp.console.offsets import connector_offsets_view
+
+        raw = request.query_params.get("timestamp")
+        timestamp = None
+        if raw not in (None, ""):
+            try:
+                timestamp = int(raw)
+            except ValueError:
+                raise BadRequest(f"timestamp must be epoch milliseconds, not {raw!r}") from None
+        node = current()
+        h = herder()
+        info = h.connector_info(name)  # 404 for an unknown connector
+        kafka = {**dict(node.options.kafka_client_config or {}), "bootstrap.servers": node.options.bootstrap_servers}
+        return Response(connector_offsets_view(offsets=h.connector_offsets(name)["offsets"], config=info["config"],
+                                               connector_type=info["type"], kafka_config=kafka, timestamp=timestamp))

@@ -52,6 +52,7 @@ urlpatterns = [
     path("raftconnect/v1/connectors/<str:name>/metrics", console_api.ConnectorMetricsView.as_view()),
     path("raftconnect/v1/console/connectors", console_api.ConnectorHealthListView.as_view()),
     path("raftconnect/v1/console/connectors/<str:name>", console_api.ConnectorHealthView.as_view()),
+    path("raftconnect/v1/console/connectors/<str:name>/offsets", console_api.ConnectorOffsetsView.as_view()),
     path("raftconnect/v1/console/kafka", console_api.KafkaClusterView.as_view()),
     path("raftconnect/v1/console/history", console_api.TaskHistoryView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
