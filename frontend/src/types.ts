@@ -214,3 +214,27 @@ export interface TaskHistoryBody {
   keep_seconds: number;
   tasks: { connector: string; task: number; worker: string | null; points: HistoryPoint[] }[];
 }
+
+export interface SinkPartitionOffsets {
+  topic: string;
+  partition: number;
+  committed: number | null;
+  start_offset: number | null;
+  end_offset: number | null;
+  lag: number | null;
+  offset_for_timestamp?: number | null;
+}
+
+export interface SourceFileOffsets {
+  partition: Record<string, unknown>;
+  offset: Record<string, unknown>;
+  position: number | null;
+  unit: "bytes" | "rows";
+  size: number | null;
+}
+
+/** GET /raftconnect/v1/console/connectors/{name}/offsets */
+export type OffsetsView =
+  | { kind: "sink"; partitions: SinkPartitionOffsets[] }
+  | { kind: "source"; partitions: SourceFileOffsets[] }
+  | { kind: "other"; partitions: OffsetEntry[] };

@@ -4,7 +4,19 @@ import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors
 import { loadDefinitions, validateConfig } from "../plugins";
 import { countsText } from "../health";
 import { chartData } from "../series";
-import type { Config, ConfigKeyInfo, ConnectorHealth, ConnectorInfo, OffsetEntry, TaskHistoryBody, TaskInfo, TaskMetric } from "../types";
+import { progress, resetBody, type ResetMode } from "../offsets";
+import type {
+  Config,
+  ConfigKeyInfo,
+  ConnectorHealth,
+  ConnectorInfo,
+  OffsetEntry,
+  OffsetsView,
+  SinkPartitionOffsets,
+  TaskHistoryBody,
+  TaskInfo,
+  TaskMetric,
+} from "../types";
 import { usePoll } from "../usePoll";
 import { ConfigForm } from "./ConfigForm";
 import { ConfirmDialog } from "./ConfirmDialog";
@@ -347,11 +359,28 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
 
 function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
   const offsets = usePoll(() => api<{ offsets: OffsetEntry[] }>("GET", `/connectors/${enc(name)}/offsets`), `offsets:${name}`);
+  const view = usePoll(() => api<OffsetsView>("GET", `/raftconnect/v1/console/connectors/${enc(name)}/offsets`), `offsets-view:${name}`, 5000);
   const [text, setText] = useState<string | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [confirmReset, setConfirmReset] = useState(false);
+  const [resetting, setResetting] = useState(false);
   const stopped = state === "STOPPED";
   const editable = writable && stopped;
+  const refresh = () => {
+    offsets.refresh();
+    view.refresh();
+  };
+  const patch = async (body: unknown, what: string) => {
+    try {
+      const resp = await api<{ message?: string } | null>("PATCH", `/connectors/${enc(name)}/offsets`, body);
+      setMessage(resp?.message ?? `${what}: done.`);
+      setText(null);
+      setResetting(false);
+      refresh();
+    } catch (err) {
+      setMessage(describe(err, what));
+    }
+  };
   const alter = async () => {
     if (text === null) return;
     let parsed: unknown;
@@ -361,43 +390,44 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
       setMessage(`Not valid JSON: ${err}`);
       return;
     }
-    const body = Array.isArray(parsed) ? { offsets: parsed } : parsed;
-    try {
-      const resp = await api<{ message?: string } | null>("PATCH", `/connectors/${enc(name)}/offsets`, body);
-      setMessage(resp?.message ?? "Offsets altered.");
-      setText(null);
-      offsets.refresh();
-    } catch (err) {
-      setMessage(describe(err, "Altering offsets"));
-    }
+    await patch(Array.isArray(parsed) ? { offsets: parsed } : parsed, "Altering offsets");
   };
   const reset = async () => {
     setConfirmReset(false);
     try {
       const resp = await api<{ message?: string } | null>("DELETE", `/connectors/${enc(name)}/offsets`);
       setMessage(resp?.message ?? "Offsets reset.");
-      offsets.refresh();
+      refresh();
     } catch (err) {
       setMessage(describe(err, "Resetting offsets"));
     }
   };
+  const v = view.data;
   return (
     <section>
       <div className="toolbar">
         <h3>Offsets</h3>
         {editable && text === null ? (
           <>
+            {v?.kind === "sink" ? (
+              <button type="button" onClick={() => setResetting(true)}>
+                Reset to…
+              </button>
+            ) : null}
             <button type="button" onClick={() => setText(JSON.stringify(offsets.data?.offsets ?? [], null, 2))}>
-              Edit offsets
+              Edit as JSON
             </button>
             <button type="button" className="danger" onClick={() => setConfirmReset(true)}>
-              Reset offsets
+              Delete offsets
             </button>
           </>
         ) : null}
-        {writable && !stopped ? <span className="muted small">Stop the connector to edit its offsets.</span> : null}
+        {writable && !stopped ? <span className="muted small">Stop the connector to change its offsets.</span> : null}
       </div>
       {message ? <div className="muted">{message}</div> : null}
+      {view.error && !(view.error instanceof ApiError && view.error.unsupported) ? (
+        <p className="muted">{describe(view.error, "The offsets view")}</p>
+      ) : null}
       {text !== null ? (
         <div>
           <textarea aria-label="offsets JSON" rows={10} value={text} onChange={(e) => setText(e.target.value)} />
@@ -410,6 +440,33 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
             </button>
           </div>
         </div>
+      ) : v?.kind === "sink" ? (
+        <SinkOffsets rows={v.partitions} />
+      ) : v?.kind === "source" ? (
+        <table className="grid compact" data-testid="offsets">
+          <thead>
+            <tr>
+              <th>file</th>
+              <th>position</th>
+              <th>size</th>
+              <th>progress</th>
+            </tr>
+          </thead>
+          <tbody>
+            {v.partitions.map((p, i) => (
+              <tr key={i}>
+                <td>
+                  <code>{String(p.partition.filename ?? JSON.stringify(p.partition))}</code>
+                </td>
+                <td>
+                  {p.position ?? "–"} {p.unit}
+                </td>
+                <td>{p.size === null ? "–" : `${p.size} bytes`}</td>
+                <td>{progress(p.position, p.size) ?? "–"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       ) : (
         <table className="grid compact" data-testid="offsets">
           <thead>
@@ -429,22 +486,120 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
                 </td>
               </tr>
             ))}
-            {offsets.data && offsets.data.offsets.length === 0 ? (
-              <tr>
-                <td colSpan={2} className="muted">
-                  No committed offsets.
-                </td>
-              </tr>
-            ) : null}
           </tbody>
         </table>
       )}
+      {offsets.data && offsets.data.offsets.length === 0 && v?.kind !== "sink" ? <p className="muted">No committed offsets.</p> : null}
+      {resetting && v?.kind === "sink" ? (
+        <ResetDialog name={name} rows={v.partitions} onCancel={() => setResetting(false)} onApply={(body) => patch(body, "Resetting offsets")} />
+      ) : null}
       {confirmReset ? (
-        <ConfirmDialog title={`Reset the offsets of ${name}?`} confirmLabel="Reset" danger onCancel={() => setConfirmReset(false)} onConfirm={reset}>
+        <ConfirmDialog title={`Delete the offsets of ${name}?`} confirmLabel="Delete" danger onCancel={() => setConfirmReset(false)} onConfirm={reset}>
           <p>Its tasks will start from the beginning when it is resumed.</p>
         </ConfirmDialog>
       ) : null}
     </section>
+  );
+}
+
+function SinkOffsets({ rows }: { rows: SinkPartitionOffsets[] }) {
+  return (
+    <table className="grid compact" data-testid="offsets">
+      <thead>
+        <tr>
+          <th>topic</th>
+          <th>partition</th>
+          <th>committed</th>
+          <th>start</th>
+          <th>end</th>
+          <th>lag</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={`${r.topic}:${r.partition}`} data-partition={`${r.topic}:${r.partition}`}>
+            <td>{r.topic}</td>
+            <td>{r.partition}</td>
+            <td>{r.committed ?? <span className="muted">none</span>}</td>
+            <td>{r.start_offset ?? "?"}</td>
+            <td>{r.end_offset ?? "?"}</td>
+            <td data-testid="lag">{r.lag ?? "?"}</td>
+          </tr>
+        ))}
+        {rows.length === 0 ? (
+          <tr>
+            <td colSpan={6} className="muted">
+              No partitions (its topics do not exist yet).
+            </td>
+          </tr>
+        ) : null}
+      </tbody>
+    </table>
+  );
+}
+
+/** Choose earliest / latest / a timestamp / given offsets, see the offsets that will be written, then PATCH them. */
+function ResetDialog(props: { name: string; rows: SinkPartitionOffsets[]; onCancel: () => void; onApply: (body: unknown) => void }) {
+  const { name, onCancel, onApply } = props;
+  const [mode, setMode] = useState<ResetMode>("earliest");
+  const [when, setWhen] = useState("");
+  const [given, setGiven] = useState<Record<string, string>>({});
+  const [rows, setRows] = useState(props.rows);
+  const [note, setNote] = useState<string | null>(null);
+  useEffect(() => {
+    if (mode !== "timestamp" || !when) return;
+    const ms = new Date(when).getTime();
+    if (Number.isNaN(ms)) return;
+    api<OffsetsView>("GET", `/raftconnect/v1/console/connectors/${enc(name)}/offsets?timestamp=${ms}`).then(
+      (v) => v.kind === "sink" && setRows(v.partitions),
+      (err) => setNote(describe(err, "Finding the offsets for that time")),
+    );
+  }, [mode, when, name]);
+  const body = resetBody(rows, mode, given);
+  return (
+    <ConfirmDialog title={`Reset the offsets of ${name}`} confirmLabel="Write these offsets" danger onCancel={onCancel} onConfirm={() => body && onApply(body)}>
+      <div role="radiogroup" aria-label="reset to">
+        {(["earliest", "latest", "timestamp", "offset"] as ResetMode[]).map((m) => (
+          <label key={m} className="block">
+            <input type="radio" name="reset-mode" value={m} checked={mode === m} onChange={() => setMode(m)} />{" "}
+            {m === "earliest" ? "earliest (reprocess everything kept)" : m === "latest" ? "latest (skip everything written so far)" : m === "timestamp" ? "a time" : "given offsets"}
+          </label>
+        ))}
+      </div>
+      {mode === "timestamp" ? (
+        <input type="datetime-local" aria-label="reset time" step="1" value={when} onChange={(e) => setWhen(e.target.value)} />
+      ) : null}
+      {note ? <div className="error">{note}</div> : null}
+      <table className="grid compact" data-testid="reset-preview">
+        <thead>
+          <tr>
+            <th>partition</th>
+            <th>now</th>
+            <th>will be</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const key = `${r.topic}:${r.partition}`;
+            const target = body?.offsets.find((o) => o.partition.kafka_topic === r.topic && o.partition.kafka_partition === r.partition);
+            return (
+              <tr key={key}>
+                <td>{key}</td>
+                <td>{r.committed ?? "none"}</td>
+                <td>
+                  {mode === "offset" ? (
+                    <input aria-label={`offset of ${key}`} size={8} value={given[key] ?? ""} onChange={(e) => setGiven({ ...given, [key]: e.target.value })} />
+                  ) : (
+                    (target?.offset.kafka_offset ?? "unchanged")
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {!body ? <p className="muted small">Nothing to write yet.</p> : <p className="small">The tasks start from these offsets when the connector is resumed.</p>}
+    </ConfirmDialog>
   );
 }
 
