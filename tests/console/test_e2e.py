@@ -96,11 +96,11 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         page.select_option("#plugin", SOURCE)
         page.fill("#connector-name", "console-src")
         for key in ("path", "format", "topic", "batch.max.rows"):
-            if not page.locator(f"input[name='{key}']").count():
+            if not page.locator(f"[name='{key}']").count():
                 page.fill("input[aria-label='new config key']", key)
                 page.click("text=Add key")
         page.fill("input[name='path']", str(data))
-        page.fill("input[name='format']", "csv")
+        page.select_option("select[name='format']", "csv")  # its allowed values: a select
         page.fill("input[name='batch.max.rows']", "2000")
         page.click("button:has-text('Create')")
         error = page.wait_for_selector("tr[data-key=topic] .field-error")

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
 import { api, ApiError, describe, enc } from "../api";
 import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors";
-import { loadDefinitions, validateConfig } from "../plugins";
+import { loadDefinitions, loadRecommended, validateConfig } from "../plugins";
 import { countsText } from "../health";
 import { chartData } from "../series";
 import { progress, resetBody, type ResetMode } from "../offsets";
@@ -295,10 +295,12 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
   const [errors, setErrors] = useState<FieldErrors>({});
   const [note, setNote] = useState<string | null>(null);
   const [defs, setDefs] = useState<ConfigKeyInfo[] | null>(null);
+  const [recommended, setRecommended] = useState<Record<string, string[]>>({});
   const plugin = info.config["connector.class"] ?? "";
   useEffect(() => {
     if (editing === null || !plugin) return;
     loadDefinitions(plugin).then(setDefs, () => setDefs(null));
+    loadRecommended(plugin).then(setRecommended);
   }, [editing === null, plugin]);
 
   const validate = async (config: Config): Promise<boolean> => {
@@ -352,6 +354,7 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
         readOnly={editing === null}
         fixedKeys={["name"]}
         onChange={setEditing}
+        recommended={recommended}
       />
     </section>
   );
