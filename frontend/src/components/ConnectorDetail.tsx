@@ -360,7 +360,8 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
   );
 }
 
-function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
+/** A connector's offsets: a sink's lag per partition or a file's progress; reset and edit while STOPPED. */
+export function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
   const offsets = usePoll(() => api<{ offsets: OffsetEntry[] }>("GET", `/connectors/${enc(name)}/offsets`), `offsets:${name}`);
   const view = usePoll(() => api<OffsetsView>("GET", `/raftconnect/v1/console/connectors/${enc(name)}/offsets`), `offsets-view:${name}`, 5000);
   const [text, setText] = useState<string | null>(null);
