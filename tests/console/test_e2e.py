@@ -106,6 +106,7 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         error = page.wait_for_selector("tr[data-key=topic] .field-error")
         assert "topic" in error.inner_text()
         shot(page, "02-create-field-error")
+        doc_shot(page, "create-form")
         page.fill("input[name='topic']", "console-topic")
         page.click("button:has-text('Create')")
         page.wait_for_url(re.compile(r"#/connectors/console-src$"))
@@ -130,6 +131,7 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
         page.wait_for_selector("[data-testid=connector-state] [data-state=STOPPED]", timeout=60_000)
         # a file source's offsets read as progress through its file
         page.wait_for_selector("[data-testid=offsets] td:has-text('%')")
+        doc_shot(page, "offsets-progress")
         page.click("button:has-text('Edit as JSON')")
         page.click("button:has-text('Save offsets')")
         page.wait_for_selector("text=altered successfully")
