@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, ApiError, setUnauthorizedHandler } from "./api";
+import { ConnectionBanner } from "./components/ConnectionBanner";
 import { ConnectorDetail } from "./components/ConnectorDetail";
 import { ConnectorList } from "./components/ConnectorList";
 import { CreateConnector } from "./components/CreateConnector";
@@ -9,11 +10,13 @@ import { canWrite, mainRole } from "./roles";
 import { parseRoute, type Route } from "./route";
 import type { WhoAmI } from "./types";
 import { POLL_MS } from "./usePoll";
+import { useConnection } from "./connection";
 
 export function App() {
   const [user, setUser] = useState<WhoAmI | null | undefined>(undefined);
   const [route, setRoute] = useState<Route>(parseRoute(window.location.hash));
   const [startError, setStartError] = useState<string | null>(null);
+  const conn = useConnection();
 
   useEffect(() => {
     setUnauthorizedHandler(() => setUser(null));
@@ -57,6 +60,7 @@ export function App() {
   if (user === undefined) return <div className="muted">Loading…</div>;
   if (user === null) return <Login onLogin={setUser} />;
 
+  const lost = conn.lostSince !== null;
   const writable = canWrite(user);
   const logout = async () => {
     await api("DELETE", "/raftconnect/v1/session").catch(() => null);
@@ -84,11 +88,15 @@ export function App() {
           </button>
         </span>
       </header>
-      <main>
+      <ConnectionBanner />
+      <main className={lost ? "stale" : undefined} data-stale={lost ? "true" : undefined}>
+        {/* a disabled fieldset disables every button and input inside: no action while the node is lost */}
+        <fieldset className="plain" disabled={lost} data-testid="actions-scope">
         {route.page === "overview" ? <Overview /> : null}
         {route.page === "connectors" ? <ConnectorList writable={writable} /> : null}
         {route.page === "new" ? (writable ? <CreateConnector /> : <div className="error">Viewers cannot create connectors.</div>) : null}
         {route.page === "connector" ? <ConnectorDetail key={route.name} name={route.name} writable={writable} /> : null}
+        </fieldset>
       </main>
     </div>
   );

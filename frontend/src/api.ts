@@ -1,4 +1,5 @@
 // The console's only way to the cluster: the node's public REST API, same origin, Django session + CSRF.
+import { connection, unreachableMessage } from "./connection";
 
 export class ApiError extends Error {
   constructor(
@@ -45,12 +46,20 @@ export function requestHeaders(method: string, hasBody: boolean, cookies: string
 
 /** One REST call; resolves to the decoded body (null when empty), rejects with ApiError (Connect's error body). */
 export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-  const resp = await fetch(path, {
-    method,
-    headers: requestHeaders(method, body !== undefined),
-    body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: "same-origin",
-  });
+  let resp: Response;
+  try {
+    resp = await fetch(path, {
+      method,
+      headers: requestHeaders(method, body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch (err) {
+    const message = unreachableMessage(window.location.host, err);
+    connection.failed(message);
+    throw new ApiError(0, message);
+  }
+  connection.ok();
   const text = await resp.text();
   let data: unknown = null;
   if (text) {
@@ -74,6 +83,7 @@ export const enc = encodeURIComponent;
 /** A user-facing sentence for an error from api(). */
 export function describe(err: unknown, what = "This action"): string {
   if (err instanceof ApiError) {
+    if (err.status === 0) return err.message; // the node is gone: api() already says which
     if (err.unsupported) return `${what} is not available on this node (HTTP ${err.status}).`;
     return `${err.message} (HTTP ${err.status})`;
   }

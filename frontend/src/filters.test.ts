@@ -1,34 +1,41 @@
 import { describe, expect, it } from "vitest";
 import { filterRows, rows } from "./filters";
-import type { ExpandedConnectors } from "./types";
+import type { ConnectorHealth, Health } from "./types";
 
-const status = (name: string, state: string, tasks: string[]) => ({
+const h = (name: string, state: string, health: Health, counts: Record<string, number>, type = "source"): ConnectorHealth => ({
   name,
-  type: "source",
-  connector: { state, worker_id: "127.0.0.1:8083" },
-  tasks: tasks.map((s, id) => ({ id, state: s, worker_id: "127.0.0.1:8083" })),
+  type,
+  state,
+  health,
+  task_counts: counts,
+  tasks_total: Object.values(counts).reduce((a, b) => a + b, 0),
+  worker: { node_id: "n1", rest_address: "127.0.0.1:8083" },
+  root_cause: health === "failed" || health === "degraded" ? "ConnectException: bad row" : null,
+  tasks: [],
 });
-const info = (name: string, cls: string) => ({ name, type: "source", tasks: [], config: { "connector.class": cls } });
 
-const expanded: ExpandedConnectors = {
-  "orders-src": { status: status("orders-src", "RUNNING", ["RUNNING", "FAILED"]), info: info("orders-src", "FileSourceConnector") },
-  "flights-sink": { status: status("flights-sink", "PAUSED", ["PAUSED"]), info: info("flights-sink", "FileSinkConnector") },
-  "idle": { status: status("idle", "STOPPED", []), info: info("idle", "FileSourceConnector") },
-};
+const health = [
+  h("orders-src", "RUNNING", "degraded", { RUNNING: 1, FAILED: 1 }),
+  h("flights-sink", "PAUSED", "healthy", { PAUSED: 1 }, "sink"),
+  h("all-failed", "RUNNING", "failed", { FAILED: 2 }),
+];
+const classes = { "orders-src": "FileSourceConnector", "flights-sink": "FileSinkConnector", "all-failed": "FileSourceConnector" };
 
 describe("connector rows", () => {
-  it("summarise state and tasks, sorted by name", () => {
-    const r = rows(expanded);
-    expect(r.map((x) => x.name)).toEqual(["flights-sink", "idle", "orders-src"]);
-    expect(r[2]).toMatchObject({ state: "RUNNING", tasksRunning: 1, tasksTotal: 2, failedTasks: 1 });
+  it("carry the server's health, counts and root cause, sorted by name", () => {
+    const r = rows(health, classes);
+    expect(r.map((x) => x.name)).toEqual(["all-failed", "flights-sink", "orders-src"]);
+    expect(r[2]).toMatchObject({ state: "RUNNING", health: "degraded", tasksRunning: 1, tasksTotal: 2, failedTasks: 1 });
+    // a connector whose every task failed is failed, whatever its own state says
+    expect(r[0]).toMatchObject({ state: "RUNNING", health: "failed", rootCause: "ConnectException: bad row" });
   });
 
-  it("filter by state (a failed task counts as FAILED) and search name or class", () => {
-    const r = rows(expanded);
+  it("filter by health and search name or class", () => {
+    const r = rows(health, classes);
     expect(filterRows(r, new Set(), "").length).toBe(3);
-    expect(filterRows(r, new Set(["PAUSED", "STOPPED"]), "").map((x) => x.name)).toEqual(["flights-sink", "idle"]);
-    expect(filterRows(r, new Set(["FAILED"]), "").map((x) => x.name)).toEqual(["orders-src"]);
+    expect(filterRows(r, new Set(["failed"]), "").map((x) => x.name)).toEqual(["all-failed"]);
+    expect(filterRows(r, new Set(["failed", "degraded"]), "").map((x) => x.name)).toEqual(["all-failed", "orders-src"]);
     expect(filterRows(r, new Set(), "SINK").map((x) => x.name)).toEqual(["flights-sink"]);
-    expect(filterRows(r, new Set(["RUNNING"]), "sink")).toEqual([]);
+    expect(filterRows(r, new Set(["failed"]), "sink")).toEqual([]);
   });
 });

@@ -1,46 +1,44 @@
-import type { ExpandedConnectors } from "./types";
-
-export const STATES = ["RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING"] as const;
+import type { ConnectorHealth, Health, WorkerName } from "./types";
 
 export interface Row {
   name: string;
   type: string;
   connectorClass: string;
   state: string;
+  health: Health;
+  counts: Record<string, number>;
   tasksRunning: number;
   tasksTotal: number;
   failedTasks: number;
-  worker: string | null;
+  worker: WorkerName | null;
+  rootCause: string | null;
 }
 
-/** Table rows from GET /connectors?expand=status&expand=info, sorted by name. */
-export function rows(expanded: ExpandedConnectors): Row[] {
-  return Object.entries(expanded)
-    .map(([name, e]) => {
-      const tasks = e.status?.tasks ?? [];
-      return {
-        name,
-        type: e.status?.type ?? e.info?.type ?? "",
-        connectorClass: e.info?.config["connector.class"] ?? "",
-        state: e.status?.connector.state ?? "UNKNOWN",
-        tasksRunning: tasks.filter((t) => t.state === "RUNNING").length,
-        tasksTotal: tasks.length,
-        failedTasks: tasks.filter((t) => t.state === "FAILED").length,
-        worker: e.status?.connector.worker_id ?? null,
-      };
-    })
+/** Table rows from the server's health list and the connectors' classes (GET /connectors?expand=info), sorted by name. */
+export function rows(health: ConnectorHealth[], classes: Record<string, string> = {}): Row[] {
+  return health
+    .map((c) => ({
+      name: c.name,
+      type: c.type ?? "",
+      connectorClass: classes[c.name] ?? "",
+      state: c.state,
+      health: c.health,
+      counts: c.task_counts,
+      tasksRunning: c.task_counts.RUNNING ?? 0,
+      tasksTotal: c.tasks_total,
+      failedTasks: c.task_counts.FAILED ?? 0,
+      worker: c.worker,
+      rootCause: c.root_cause,
+    }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/**
- * Rows whose connector state is in `states` (all when empty) — a connector with a FAILED task counts as
- * FAILED too — and whose name, class or type contains `search` (case-insensitive).
- */
-export function filterRows(all: Row[], states: Set<string>, search: string): Row[] {
+/** Rows whose health is in `healths` (all when empty) and whose name, class or type contains `search` (case-insensitive). */
+export function filterRows(all: Row[], healths: Set<string>, search: string): Row[] {
   const q = search.trim().toLowerCase();
   return all.filter(
     (r) =>
-      (states.size === 0 || states.has(r.state) || (states.has("FAILED") && r.failedTasks > 0)) &&
+      (healths.size === 0 || healths.has(r.health)) &&
       (!q || r.name.toLowerCase().includes(q) || r.connectorClass.toLowerCase().includes(q) || r.type.includes(q)),
   );
 }

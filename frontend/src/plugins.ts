@@ -41,3 +41,44 @@ export async function validateConfig(config: Config): Promise<Validation> {
     throw err;
   }
 }
+
+/** Each key's allowed values (validate's recommended_values) for a plugin; {} when the node cannot say. */
+export async function loadRecommended(pluginClass: string, config: Config = {}): Promise<Record<string, string[]>> {
+  try {
+    const infos = await api<ConfigInfos>("PUT", `/connector-plugins/${enc(pluginClass)}/config/validate`, {
+      ...config,
+      "connector.class": pluginClass,
+    });
+    return Object.fromEntries(
+      infos.configs.filter((c) => c.value.recommended_values?.length).map((c) => [c.definition.name, c.value.recommended_values]),
+    );
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * A pasted Connect config: `{"name", "config": {...}}` (POST /connectors) or the flat form (PUT .../config,
+ * `name` inside). Values become strings as Connect's are. Throws Error with a sentence when it is neither.
+ */
+export function parsePastedConfig(text: string): { name: string; config: Config } {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`Not valid JSON: ${(err as Error).message}`);
+  }
+  if (!data || typeof data !== "object" || Array.isArray(data)) throw new Error("Expected a JSON object");
+  const obj = data as Record<string, unknown>;
+  const nested = obj.config && typeof obj.config === "object" && !Array.isArray(obj.config);
+  const raw = (nested ? obj.config : obj) as Record<string, unknown>;
+  const config: Config = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (v === null || typeof v === "object") throw new Error(`The value of ${k} must be a string, number or boolean`);
+    config[k] = String(v);
+  }
+  const name = String((nested ? obj.name : raw.name) ?? config.name ?? "");
+  delete config.name;
+  if (!config["connector.class"]) throw new Error("The config has no connector.class");
+  return { name, config };
+}

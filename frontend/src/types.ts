@@ -120,6 +120,9 @@ export interface TaskMetric {
   records_per_second: number;
   /** a sink task's consumer lag in records (null while unknown, and for sources) */
   lag?: number | null;
+  worker?: WorkerName;
+  /** Connect's task-error-metrics of the task (total_records_skipped, ...) */
+  errors?: Record<string, number>;
 }
 
 /** Connect's ConfigKeyInfo (GET /connector-plugins/{plugin}/config; "definition" in validate). */
@@ -151,3 +154,87 @@ export interface PluginInfo {
   type: string;
   version: string;
 }
+
+/** One name per worker: the node id, its REST address as detail (node_id null for an unknown worker). */
+export interface WorkerName {
+  node_id: string | null;
+  rest_address: string | null;
+}
+
+export type Health = "healthy" | "degraded" | "unassigned" | "failed";
+
+export interface TaskHealth {
+  id: number;
+  state: string;
+  worker: WorkerName | null;
+  root_cause: string | null;
+  trace?: string;
+}
+
+/** GET /raftconnect/v1/console/connectors/{name}: health derived on the server from the tasks. */
+export interface ConnectorHealth {
+  name: string;
+  type: string;
+  state: string;
+  health: Health;
+  task_counts: Record<string, number>;
+  tasks_total: number;
+  worker: WorkerName | null;
+  root_cause: string | null;
+  trace?: string | null;
+  tasks: TaskHealth[];
+}
+
+/** GET /raftconnect/v1/console/connectors */
+export interface ConnectorsHealth {
+  connectors: ConnectorHealth[];
+  health: Record<Health, number>;
+  tasks: Record<string, number>;
+  generated_at: number;
+}
+
+/** GET /raftconnect/v1/console/kafka */
+export interface KafkaCluster {
+  state: "ok" | "unreachable";
+  bootstrap_servers: string;
+  cluster_id?: string | null;
+  controller_id?: number;
+  brokers: { id: number; host: string; port: number }[];
+  topics: { name: string; partitions: { partition: number; leader: number; end_offset: number | null }[]; error?: string }[];
+  topic_count: number;
+  error?: string;
+}
+
+/** [t (epoch s), records/s, lag, errors/s, records skipped so far] */
+export type HistoryPoint = [number, number | null, number | null, number | null, number];
+
+/** GET /raftconnect/v1/console/history */
+export interface TaskHistoryBody {
+  interval: number;
+  keep_seconds: number;
+  tasks: { connector: string; task: number; worker: string | null; points: HistoryPoint[] }[];
+}
+
+export interface SinkPartitionOffsets {
+  topic: string;
+  partition: number;
+  committed: number | null;
+  start_offset: number | null;
+  end_offset: number | null;
+  lag: number | null;
+  offset_for_timestamp?: number | null;
+}
+
+export interface SourceFileOffsets {
+  partition: Record<string, unknown>;
+  offset: Record<string, unknown>;
+  position: number | null;
+  unit: "bytes" | "rows";
+  size: number | null;
+}
+
+/** GET /raftconnect/v1/console/connectors/{name}/offsets */
+export type OffsetsView =
+  | { kind: "sink"; partitions: SinkPartitionOffsets[] }
+  | { kind: "source"; partitions: SourceFileOffsets[] }
+  | { kind: "other"; partitions: OffsetEntry[] };

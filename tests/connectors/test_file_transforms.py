@@ -119,8 +119,14 @@ def test_poison_records_go_to_the_dead_letter_queue_with_context_headers(spark, 
         "errors.tolerance": "all", "errors.log.enable": "true", "errors.log.include.messages": "true",
         "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.topic.replication.factor": "1",
         "errors.deadletterqueue.context.headers.enable": "true"})
+    from webapp.runtime.worker import TaskMetrics
+
+    task.context.metrics = TaskMetrics()  # what the worker hands a task: skipped records are counted there
     result = task.run_batch()
     assert result.records == 7  # the task keeps running: every record consumed
+    errors = task.context.metrics.as_json()["errors"]
+    assert errors["total_records_skipped"] == 2 and errors["total_errors_logged"] == 2
+    assert errors["deadletterqueue_produce_requests"] == 2
     assert [o.offset for o in result.offsets] == [{"kafka_offset": 7}]
     rows = [json.loads(line) for f in data_files(out) for line in open(out / f)]
     assert sorted(r["id"] for r in rows) == [0, 1, 2, 3, 5]

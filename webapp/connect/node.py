@@ -198,6 +198,8 @@ class ConnectNode:
         if self.raft.is_leader:
             self.coordinator.on_leader_change(True, self.raft.term)
         self.coordinator.start()
+        from webapp.console.history import history_for  # the console's 15-minute task history starts sampling
+        history_for(self)
         self.switches.start()
         self.raft.propose("_register_member", o.node_id, self.member_info(), timeout=ready_timeout)
         set_current(self)
@@ -357,6 +359,8 @@ class ConnectNode:
     def stop(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
         self.health.close()
+        from webapp.console.history import forget
+        forget(self)
         self.stop_agent(graceful_timeout)
         if self.coordinator:
             self.coordinator.stop()

@@ -157,6 +157,8 @@ class TaskContext:
         wake: run the task's next step now (e.g. from a watcher's callback).
         file_changes: the agent's ``webapp.runtime.file_watcher.FileChangeWatcher``: a file
             source that found nothing new parks on it until one of its files changes.
+        metrics: the task's ``webapp.runtime.worker.TaskMetrics``; a task that skips records
+            under ``errors.tolerance=all`` counts them with its ``record_errors(...)``.
     """
 
     task_id: ConnectorTaskId
@@ -168,6 +170,7 @@ class TaskContext:
     end_offsets: Any = None
     wake: Any = None
     file_changes: Any = None
+    metrics: Any = None
 
 
 @dataclass(frozen=True)

@@ -1338,10 +1338,16 @@ class FileSinkTask(Task):
             self._save(good, topic, stage)
             failed = observation.get.get("rc_errors") or 0
             if failed:
+                metrics = self.context.metrics
+                logged = failed if self._operator.config.log_enable else 0
                 try:
                     sent = pipeline.produce_dlq(out, self.context.kafka_config)
                 except KafkaIOError as e:
+                    if metrics is not None:
+                        metrics.record_errors(failed=failed, logged=logged, dlq_failed=1)
                     raise ConnectException(f"Producing to the dead letter queue failed: {e}") from e
+                if metrics is not None:  # the skipped records must show (task-error-metrics, console)
+                    metrics.record_errors(failed=failed, skipped=failed, logged=logged, dlq_sent=sent)
                 logging.getLogger(__name__).warning(
                     "task %s: %d record(s) of %s failed and were skipped (errors.tolerance=all); %d sent to the "
                     "dead letter queue %r", self.context.task_id, failed, topic, sent,

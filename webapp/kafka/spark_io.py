@@ -175,13 +175,14 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                      "state": state}
         state, producer = entry["state"], entry["producer"]
         state["failed"], state["error"] = 0, None
+        servers = conf.get("bootstrap.servers", "?")
         sent = 0
 
         def check():
             if state["fatal"] is not None:
-                raise RuntimeError(f"[kafka] fatal producer error for topic {topic!r}: {state['fatal']}")
-            if state["error"] is not None:
-                raise RuntimeError(f"[kafka] delivery to topic {topic!r} failed: {state['error']}")
+                raise RuntimeError(f"[kafka] fatal producer error for topic {topic!r} at {servers}: {state['fatal']}")
+            if state["error"] is not None:  # librdkafka's "Local: ..." errors name no address: say which
+                raise RuntimeError(f"[kafka] delivery to topic {topic!r} at {servers} failed: {state['error']}")
 
         produce = producer.produce
         poll = producer.poll
@@ -275,7 +276,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             remaining = producer.flush(flush_timeout)
             check()
             if remaining:
-                raise RuntimeError(f"[kafka] {remaining} records to topic {topic!r} not delivered "
+                raise RuntimeError(f"[kafka] {remaining} records to topic {topic!r} at {servers} not delivered "
                                    f"within {flush_timeout}s")
             if state["failed"]:
                 raise RuntimeError(f"[kafka] topic {topic!r}: {state['failed']} of {sent} records not acknowledged")
@@ -292,7 +293,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             if getattr(err, "code", lambda: None)() == KafkaError.MSG_SIZE_TOO_LARGE:
                 hint = (f" (a record is larger than the producer allows: {conf.get('message.max.bytes', 1000000)} "
                         "bytes; raise producer.override.max.request.size and the topic's max.message.bytes)")
-            raise RuntimeError(f"[kafka] cannot produce to topic {topic!r}: "
+            raise RuntimeError(f"[kafka] cannot produce to topic {topic!r} at {servers}: "
                                f"{err.str() if hasattr(err, 'str') else e}{hint}") from None
         while len(cache) > 4:  # bound: a few distinct configs per worker, a few idle producers each
             for old in cache.pop(next(iter(cache))):

@@ -73,6 +73,10 @@ class TaskMetrics:
         #: seconds per phase (read, encode, produce, consume, decode, write, commit) since start
         self.phases = PhaseTimes()
         self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
+        #: Connect's task-error-metrics since start (``total_records_skipped``, ...; see :meth:`record_errors`)
+        self.errors: dict[str, int] = {}
+        #: seconds of all batches since start (Connect's batch averages)
+        self.batch_seconds_total = 0.0
         self._version = 0  # bumped by every batch
         self._json: tuple[tuple, dict[str, Any]] | None = None  # as_json of an idle task, reused
 
@@ -83,6 +87,7 @@ class TaskMetrics:
             self.records += records
             self.batches += 1
             self.last_batch_seconds = seconds
+            self.batch_seconds_total += seconds
             self._version += 1
             self._samples.append((now, self.records))
             while len(self._samples) > 2 and self._samples[1][0] <= now - self.RATE_WINDOW:
@@ -91,6 +96,23 @@ class TaskMetrics:
                 p = o.partition
                 if "kafka_topic" in p and "kafka_offset" in o.offset:
                     self.sink_positions[(p["kafka_topic"], int(p["kafka_partition"]))] = int(o.offset["kafka_offset"])
+
+    def record_errors(self, *, failed: int = 0, skipped: int = 0, logged: int = 0, dlq_sent: int = 0,
+                      dlq_failed: int = 0) -> None:
+        """Count records that failed in a batch: ``failed`` records hit an error, ``skipped`` of them were
+        dropped (``errors.tolerance=all``), ``logged`` errors were logged, ``dlq_sent`` produced to the dead
+        letter queue and ``dlq_failed`` could not be. Names follow Connect's task-error-metrics."""
+        with self._lock:
+            e = self.errors
+            for key, n in (("total_record_errors", failed), ("total_record_failures", failed),
+                           ("total_records_skipped", skipped), ("total_errors_logged", logged),
+                           ("deadletterqueue_produce_requests", dlq_sent + dlq_failed),
+                           ("deadletterqueue_produce_failures", dlq_failed)):
+                if n:
+                    e[key] = e.get(key, 0) + int(n)
+            if failed:
+                e["last_error_timestamp"] = int(time.time() * 1000)
+            self._version += 1
 
     def records_per_second(self) -> float:
         """Records per second over about the last :attr:`RATE_WINDOW` seconds."""
@@ -104,7 +126,8 @@ class TaskMetrics:
             return (self.records - base_n) / max(now - base_t, 1e-9)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"records", "batches", "last_batch_seconds", "records_per_second"[, "lag"][, "phases"]}``.
+        """``{"records", "batches", "last_batch_seconds", "batch_seconds_total", "records_per_second"[, "lag"]
+        [, "phases"][, "errors"]}``.
 
         A task without a batch for longer than :attr:`RATE_WINDOW` gets the same
         dict back until something changes (a heartbeat carries a thousand of these
@@ -117,7 +140,10 @@ class TaskMetrics:
             return cached[1]
         out = {"records": self.records, "batches": self.batches,
                "last_batch_seconds": round(self.last_batch_seconds, 3),
-               "records_per_second": round(self.records_per_second(), 1)}
+               "records_per_second": round(self.records_per_second(), 1),
+               "batch_seconds_total": round(self.batch_seconds_total, 3)}
+        if self.errors:
+            out["errors"] = dict(self.errors)
         if self.lag is not None:
             out["lag"] = self.lag
         phases = self.phases.as_json()
@@ -390,7 +416,7 @@ class WorkerTask:
         context = TaskContext(task_id=self.task_id, spark=self._spark_session(), kafka_config=dict(self.kafka_config),
                               work_dir=work_dir, offsets={partition_key(o.partition): o for o in offsets},
                               engine=self.engine, end_offsets=self.end_offsets, wake=self.wake,
-                              file_changes=self.file_changes)
+                              file_changes=self.file_changes, metrics=self.metrics)
         # secrets are resolved here, in the worker, just before the task starts (config_providers)
         task = plugin.cls.task_class(context, config_providers.transform(self.config))
         self._task = task

@@ -10,6 +10,8 @@ interface Props {
   onChange: (config: Config) => void;
   /** keys that may not be edited here (e.g. name on an existing connector) */
   fixedKeys?: string[];
+  /** a key's allowed values (validate's recommended_values): shown as a select */
+  recommended?: Record<string, string[]>;
 }
 
 const IMPORTANCE = { HIGH: 0, MEDIUM: 1, LOW: 2 } as Record<string, number>;
@@ -18,7 +20,7 @@ const IMPORTANCE = { HIGH: 0, MEDIUM: 1, LOW: 2 } as Record<string, number>;
  * A connector config as a form: the plugin's keys first (required and important ones on top, defaults as
  * placeholders), then any other key set; each field shows its errors. Values are Connect's strings.
  */
-export function ConfigForm({ config, definitions, errors, readOnly, onChange, fixedKeys = [] }: Props) {
+export function ConfigForm({ config, definitions, errors, readOnly, onChange, fixedKeys = [], recommended = {} }: Props) {
   const [newKey, setNewKey] = useState("");
   const defs = [...(definitions ?? [])].sort(
     (a, b) => Number(b.required) - Number(a.required) || (IMPORTANCE[a.importance] ?? 3) - (IMPORTANCE[b.importance] ?? 3),
@@ -43,17 +45,24 @@ export function ConfigForm({ config, definitions, errors, readOnly, onChange, fi
             {key}
             {def?.required ? <span className="required">*</span> : null}
           </label>
-          {def ? <div className="muted small">{def.type.toLowerCase()}</div> : null}
+          {def ? (
+            <div className="muted small">
+              {def.type.toLowerCase()}
+              {def.required ? " · required" : ""}
+            </div>
+          ) : null}
         </th>
         <td>
-          <input
+          <ConfigInput
             id={`cfg-${key}`}
             name={key}
-            value={config[key] ?? ""}
-            placeholder={def?.default_value ?? ""}
+            def={def}
+            value={config[key]}
+            options={recommended[key] ?? []}
             readOnly={fixed}
-            onChange={(e) => set(key, e.target.value === "" && def ? undefined : e.target.value)}
+            onChange={(v) => set(key, v === "" && def ? undefined : v)}
           />
+          {def?.documentation && !readOnly ? <div className="doc muted small">{def.documentation}</div> : null}
           {errs.map((m, i) => (
             <div key={i} className="field-error" role="alert">
               {m}
@@ -101,5 +110,54 @@ export function ConfigForm({ config, definitions, errors, readOnly, onChange, fi
         </form>
       ) : null}
     </div>
+  );
+}
+
+/** Input of one key by its ConfigDef: a toggle for BOOLEAN, a select when allowed values are known, else text. */
+export function ConfigInput(props: {
+  id: string;
+  name: string;
+  def?: ConfigKeyInfo;
+  value: string | undefined;
+  options: string[];
+  readOnly: boolean;
+  onChange: (value: string) => void;
+}) {
+  const { id, name, def, value, options, readOnly, onChange } = props;
+  const fallback = def?.default_value ?? "";
+  if (def?.type === "BOOLEAN") {
+    const on = (value ?? fallback).toLowerCase() === "true";
+    return (
+      <label className="toggle">
+        <input id={id} name={name} type="checkbox" role="switch" checked={on} disabled={readOnly} onChange={(e) => onChange(String(e.target.checked))} />{" "}
+        {on ? "true" : "false"}
+        {value === undefined && def.default_value !== null ? <span className="muted small"> (default)</span> : null}
+      </label>
+    );
+  }
+  if (options.length && !readOnly) {
+    const known = value === undefined || value === "" || options.includes(value);
+    return (
+      <select id={id} name={name} value={value ?? ""} onChange={(e) => onChange(e.target.value)}>
+        <option value="">{fallback ? `default (${fallback})` : "not set"}</option>
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+        {!known ? <option value={value}>{value}</option> : null}
+      </select>
+    );
+  }
+  return (
+    <input
+      id={id}
+      name={name}
+      type={def?.type === "PASSWORD" ? "password" : "text"}
+      value={value ?? ""}
+      placeholder={fallback}
+      readOnly={readOnly}
+      onChange={(e) => onChange(e.target.value)}
+    />
   );
 }

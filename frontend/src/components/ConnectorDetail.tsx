@@ -1,15 +1,31 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useState } from "react";
 import { api, ApiError, describe, enc } from "../api";
 import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors";
-import { loadDefinitions, validateConfig } from "../plugins";
-import { History, RateTracker } from "../rates";
-import type { Config, ConfigKeyInfo, ConnectorInfo, ConnectorStatus, OffsetEntry, TaskInfo, TaskMetric } from "../types";
+import { loadDefinitions, loadRecommended, validateConfig } from "../plugins";
+import { countsText } from "../health";
+import { chartData } from "../series";
+import { progress, resetBody, type ResetMode } from "../offsets";
+import type {
+  Config,
+  ConfigKeyInfo,
+  ConnectorHealth,
+  ConnectorInfo,
+  OffsetEntry,
+  OffsetsView,
+  SinkPartitionOffsets,
+  TaskHistoryBody,
+  TaskInfo,
+  TaskMetric,
+} from "../types";
 import { usePoll } from "../usePoll";
 import { ConfigForm } from "./ConfigForm";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { ConnectorActions } from "./ConnectorActions";
+import { HealthBadge } from "./HealthBadge";
 import { StateBadge } from "./StateBadge";
-import { ThroughputChart } from "./ThroughputChart";
+import { TimeChart } from "./TimeChart";
+import { TraceView } from "./TraceView";
+import { WorkerLabel } from "./WorkerLabel";
 
 interface Flash {
   kind: "ok" | "error";
@@ -19,7 +35,7 @@ interface Flash {
 /** One connector: state and actions, tasks with worker and trace, throughput, config, offsets, topics. */
 export function ConnectorDetail({ name, writable }: { name: string; writable: boolean }) {
   const base = `/connectors/${enc(name)}`;
-  const status = usePoll(() => api<ConnectorStatus>("GET", `${base}/status`), `status:${name}`);
+  const status = usePoll(() => api<ConnectorHealth>("GET", `/raftconnect/v1/console/connectors/${enc(name)}`), `health:${name}`);
   const info = usePoll(() => api<ConnectorInfo>("GET", base), `info:${name}`);
   const [flash, setFlash] = useState<Flash | null>(null);
   const refresh = () => {
@@ -34,11 +50,12 @@ export function ConnectorDetail({ name, writable }: { name: string; writable: bo
         <h2>
           <a href="#/connectors">Connectors</a> / {name}
         </h2>
-        {st ? <span data-testid="connector-state"><StateBadge state={st.connector.state} /></span> : null}
+        {st ? <span data-testid="connector-health"><HealthBadge health={st.health} /></span> : null}
+        {st ? <span data-testid="connector-state"><StateBadge state={st.state} /></span> : null}
         <span className="muted">{st?.type}</span>
         <ConnectorActions
           name={name}
-          state={st?.connector.state}
+          state={st?.state}
           writable={writable && !notFound}
           onDone={(text) => {
             setFlash({ kind: "ok", text });
@@ -61,15 +78,23 @@ export function ConnectorDetail({ name, writable }: { name: string; writable: bo
       {notFound ? <div className="error">Connector {name} does not exist (any more).</div> : null}
       {status.error && !notFound ? <div className="error">{describe(status.error, "The status")}</div> : null}
       {st ? (
-        <p className="muted">
-          connector on <strong>{st.connector.worker_id ?? "no worker"}</strong>
-          {st.connector.trace ? <TraceToggle label="connector trace" trace={st.connector.trace} /> : null}
-        </p>
+        <div>
+          <p className="muted">
+            connector on <strong>{st.worker ? <WorkerLabel worker={st.worker} /> : "no worker"}</strong> · tasks:{" "}
+            <span data-testid="detail-counts">{countsText(st.task_counts)}</span>
+            {st.trace ? <TraceToggle label="connector trace" trace={st.trace} /> : null}
+          </p>
+          {st.root_cause && st.health !== "healthy" ? (
+            <div className="cause" data-testid="detail-root-cause">
+              {st.root_cause}
+            </div>
+          ) : null}
+        </div>
       ) : null}
       {st ? <Tasks name={name} status={st} writable={writable} onFlash={setFlash} onChange={refresh} /> : null}
       {!notFound ? <Throughput name={name} /> : null}
       {info.data ? <ConfigSection name={name} info={info.data} writable={writable} onSaved={refresh} /> : null}
-      {!notFound ? <Offsets name={name} state={st?.connector.state} writable={writable} /> : null}
+      {!notFound ? <Offsets name={name} state={st?.state} writable={writable} /> : null}
       {!notFound ? <Topics name={name} writable={writable} /> : null}
     </div>
   );
@@ -83,14 +108,14 @@ function TraceToggle({ label, trace }: { label: string; trace: string }) {
       <button type="button" className="link" onClick={() => setOpen(!open)} aria-expanded={open}>
         {open ? `hide ${label}` : `show ${label}`}
       </button>
-      {open ? <pre className="trace">{trace}</pre> : null}
+      {open ? <TraceView trace={trace} /> : null}
     </>
   );
 }
 
 function Tasks(props: {
   name: string;
-  status: ConnectorStatus;
+  status: ConnectorHealth;
   writable: boolean;
   onFlash: (f: Flash) => void;
   onChange: () => void;
@@ -116,7 +141,7 @@ function Tasks(props: {
             <th>task</th>
             <th>state</th>
             <th>worker</th>
-            <th>config</th>
+            <th>cause · config</th>
             <th />
           </tr>
         </thead>
@@ -129,8 +154,15 @@ function Tasks(props: {
                 <td>
                   <StateBadge state={t.state} />
                 </td>
-                <td>{t.worker_id ?? "–"}</td>
+                <td>
+                  <WorkerLabel worker={t.worker} />
+                </td>
                 <td className="muted small">
+                  {t.root_cause ? (
+                    <div className="cause" data-testid="task-root-cause">
+                      {t.root_cause}
+                    </div>
+                  ) : null}
                   {cfg
                     ? Object.entries(cfg)
                         .filter(([k]) => k !== "connector.class" && k !== "name")
@@ -166,7 +198,7 @@ function Tasks(props: {
       {openTrace !== null ? (
         <div data-testid="task-trace">
           <h4>Trace of task {openTrace}</h4>
-          <pre className="trace">{status.tasks.find((t) => t.id === openTrace)?.trace ?? "(no trace)"}</pre>
+          <TraceView trace={status.tasks.find((t) => t.id === openTrace)?.trace ?? "(no trace)"} />
         </div>
       ) : null}
     </section>
@@ -174,30 +206,21 @@ function Tasks(props: {
 }
 
 function Throughput({ name }: { name: string }) {
-  const tracker = useRef(new RateTracker());
-  const history = useRef(new History());
-  const [version, setVersion] = useState(0);
-  const metrics = usePoll(async () => {
-    const body = await api<{ tasks: TaskMetric[]; records: number }>("GET", `/raftconnect/v1/connectors/${enc(name)}/metrics`);
-    const t = Date.now() / 1000;
-    const values: Record<string, number | null> = {};
-    const keys = new Set<string>();
-    let total: number | null = null;
-    for (const m of body.tasks) {
-      const key = `task ${m.task}`;
-      keys.add(key);
-      tracker.current.add(key, t, m.records);
-      const r = tracker.current.rate(key);
-      values[key] = r;
-      if (r !== null) total = (total ?? 0) + r;
-    }
-    tracker.current.retain(keys);
-    if (body.tasks.length > 1) values.total = total;
-    history.current.push(t, values);
-    setVersion((v) => v + 1);
-    return body;
-  }, `metrics:${name}`);
+  const metrics = usePoll(
+    () => api<{ tasks: TaskMetric[]; records: number }>("GET", `/raftconnect/v1/connectors/${enc(name)}/metrics`),
+    `metrics:${name}`,
+  );
+  const history = usePoll(
+    () => api<TaskHistoryBody>("GET", `/raftconnect/v1/console/history?connector=${enc(name)}`),
+    `history:${name}`,
+    5000,
+  );
   if (metrics.error instanceof ApiError && metrics.error.unsupported) return null;
+  const byTask = (t: { task: number }) => `task ${t.task}`;
+  const h = history.data;
+  const rates = h ? chartData(h, "rate", byTask, true) : null;
+  const lag = h ? chartData(h, "lag", byTask) : null;
+  const errors = h ? chartData(h, "errors", byTask) : null;
   return (
     <section>
       <h3>Throughput</h3>
@@ -209,29 +232,32 @@ function Throughput({ name }: { name: string }) {
               <th>worker</th>
               <th>records</th>
               <th>batches</th>
-              <th>records/s</th>
+              <th>records/s (30 s)</th>
               <th>last batch (s)</th>
               <th>lag (records)</th>
+              <th>skipped (errors.tolerance)</th>
             </tr>
           </thead>
           <tbody>
-            {metrics.data.tasks.map((m) => {
-              const r = tracker.current.rate(`task ${m.task}`);
-              return (
-                <tr key={m.task}>
-                  <td>{m.task}</td>
-                  <td>{m.worker_id}</td>
-                  <td>{m.records}</td>
-                  <td>{m.batches}</td>
-                  <td>{r === null ? "…" : r.toFixed(1)}</td>
-                  <td>{m.last_batch_seconds}</td>
-                  <td>{m.lag ?? "–"}</td>
-                </tr>
-              );
-            })}
+            {metrics.data.tasks.map((m) => (
+              <tr key={m.task}>
+                <td>{m.task}</td>
+                <td>
+                  <WorkerLabel worker={m.worker ?? { node_id: null, rest_address: m.worker_id }} />
+                </td>
+                <td>{m.records}</td>
+                <td>{m.batches}</td>
+                <td>{m.records_per_second.toFixed(1)}</td>
+                <td>{m.last_batch_seconds}</td>
+                <td>{m.lag ?? "–"}</td>
+                <td className={m.errors?.total_records_skipped ? "error-text" : undefined} data-testid="skipped">
+                  {m.errors?.total_records_skipped ?? 0}
+                </td>
+              </tr>
+            ))}
             {metrics.data.tasks.length === 0 ? (
               <tr>
-                <td colSpan={7} className="muted">
+                <td colSpan={8} className="muted">
                   No running task of this connector has reported yet.
                 </td>
               </tr>
@@ -239,7 +265,27 @@ function Throughput({ name }: { name: string }) {
           </tbody>
         </table>
       ) : null}
-      {history.current.names().length ? <ThroughputChart history={history.current} version={version} /> : null}
+      {history.error ? <p className="muted">{describe(history.error, "The history")}</p> : null}
+      {rates && rates.series.length ? (
+        <>
+          <h4>Records/s, last {Math.round((h?.keep_seconds ?? 900) / 60)} minutes</h4>
+          <TimeChart data={rates} unit="records/s" testId="rate-chart" />
+        </>
+      ) : h ? (
+        <p className="muted">No history yet: the node samples every {h.interval} s.</p>
+      ) : null}
+      {lag && lag.series.length ? (
+        <>
+          <h4>Lag</h4>
+          <TimeChart data={lag} unit="records" height={140} testId="lag-chart" />
+        </>
+      ) : null}
+      {errors && errors.series.some((s) => s.values.some((v) => v))? (
+        <>
+          <h4>Errors/s</h4>
+          <TimeChart data={errors} unit="errors/s" height={140} testId="error-chart" />
+        </>
+      ) : null}
     </section>
   );
 }
@@ -249,10 +295,12 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
   const [errors, setErrors] = useState<FieldErrors>({});
   const [note, setNote] = useState<string | null>(null);
   const [defs, setDefs] = useState<ConfigKeyInfo[] | null>(null);
+  const [recommended, setRecommended] = useState<Record<string, string[]>>({});
   const plugin = info.config["connector.class"] ?? "";
   useEffect(() => {
     if (editing === null || !plugin) return;
     loadDefinitions(plugin).then(setDefs, () => setDefs(null));
+    loadRecommended(plugin).then(setRecommended);
   }, [editing === null, plugin]);
 
   const validate = async (config: Config): Promise<boolean> => {
@@ -306,18 +354,37 @@ export function ConfigSection({ name, info, writable, onSaved }: { name: string;
         readOnly={editing === null}
         fixedKeys={["name"]}
         onChange={setEditing}
+        recommended={recommended}
       />
     </section>
   );
 }
 
-function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
+/** A connector's offsets: a sink's lag per partition or a file's progress; reset and edit while STOPPED. */
+export function Offsets({ name, state, writable }: { name: string; state: string | undefined; writable: boolean }) {
   const offsets = usePoll(() => api<{ offsets: OffsetEntry[] }>("GET", `/connectors/${enc(name)}/offsets`), `offsets:${name}`);
+  const view = usePoll(() => api<OffsetsView>("GET", `/raftconnect/v1/console/connectors/${enc(name)}/offsets`), `offsets-view:${name}`, 5000);
   const [text, setText] = useState<string | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [confirmReset, setConfirmReset] = useState(false);
+  const [resetting, setResetting] = useState(false);
   const stopped = state === "STOPPED";
   const editable = writable && stopped;
+  const refresh = () => {
+    offsets.refresh();
+    view.refresh();
+  };
+  const patch = async (body: unknown, what: string) => {
+    try {
+      const resp = await api<{ message?: string } | null>("PATCH", `/connectors/${enc(name)}/offsets`, body);
+      setMessage(resp?.message ?? `${what}: done.`);
+      setText(null);
+      setResetting(false);
+      refresh();
+    } catch (err) {
+      setMessage(describe(err, what));
+    }
+  };
   const alter = async () => {
     if (text === null) return;
     let parsed: unknown;
@@ -327,43 +394,44 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
       setMessage(`Not valid JSON: ${err}`);
       return;
     }
-    const body = Array.isArray(parsed) ? { offsets: parsed } : parsed;
-    try {
-      const resp = await api<{ message?: string } | null>("PATCH", `/connectors/${enc(name)}/offsets`, body);
-      setMessage(resp?.message ?? "Offsets altered.");
-      setText(null);
-      offsets.refresh();
-    } catch (err) {
-      setMessage(describe(err, "Altering offsets"));
-    }
+    await patch(Array.isArray(parsed) ? { offsets: parsed } : parsed, "Altering offsets");
   };
   const reset = async () => {
     setConfirmReset(false);
     try {
       const resp = await api<{ message?: string } | null>("DELETE", `/connectors/${enc(name)}/offsets`);
       setMessage(resp?.message ?? "Offsets reset.");
-      offsets.refresh();
+      refresh();
     } catch (err) {
       setMessage(describe(err, "Resetting offsets"));
     }
   };
+  const v = view.data;
   return (
     <section>
       <div className="toolbar">
         <h3>Offsets</h3>
         {editable && text === null ? (
           <>
+            {v?.kind === "sink" ? (
+              <button type="button" onClick={() => setResetting(true)}>
+                Reset to…
+              </button>
+            ) : null}
             <button type="button" onClick={() => setText(JSON.stringify(offsets.data?.offsets ?? [], null, 2))}>
-              Edit offsets
+              Edit as JSON
             </button>
             <button type="button" className="danger" onClick={() => setConfirmReset(true)}>
-              Reset offsets
+              Delete offsets
             </button>
           </>
         ) : null}
-        {writable && !stopped ? <span className="muted small">Stop the connector to edit its offsets.</span> : null}
+        {writable && !stopped ? <span className="muted small">Stop the connector to change its offsets.</span> : null}
       </div>
       {message ? <div className="muted">{message}</div> : null}
+      {view.error && !(view.error instanceof ApiError && view.error.unsupported) ? (
+        <p className="muted">{describe(view.error, "The offsets view")}</p>
+      ) : null}
       {text !== null ? (
         <div>
           <textarea aria-label="offsets JSON" rows={10} value={text} onChange={(e) => setText(e.target.value)} />
@@ -376,6 +444,33 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
             </button>
           </div>
         </div>
+      ) : v?.kind === "sink" ? (
+        <SinkOffsets rows={v.partitions} />
+      ) : v?.kind === "source" ? (
+        <table className="grid compact" data-testid="offsets">
+          <thead>
+            <tr>
+              <th>file</th>
+              <th>position</th>
+              <th>size</th>
+              <th>progress</th>
+            </tr>
+          </thead>
+          <tbody>
+            {v.partitions.map((p, i) => (
+              <tr key={i}>
+                <td>
+                  <code>{String(p.partition.filename ?? JSON.stringify(p.partition))}</code>
+                </td>
+                <td>
+                  {p.position ?? "–"} {p.unit}
+                </td>
+                <td>{p.size === null ? "–" : `${p.size} bytes`}</td>
+                <td>{progress(p.position, p.size) ?? "–"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       ) : (
         <table className="grid compact" data-testid="offsets">
           <thead>
@@ -395,22 +490,120 @@ function Offsets({ name, state, writable }: { name: string; state: string | unde
                 </td>
               </tr>
             ))}
-            {offsets.data && offsets.data.offsets.length === 0 ? (
-              <tr>
-                <td colSpan={2} className="muted">
-                  No committed offsets.
-                </td>
-              </tr>
-            ) : null}
           </tbody>
         </table>
       )}
+      {offsets.data && offsets.data.offsets.length === 0 && v?.kind !== "sink" ? <p className="muted">No committed offsets.</p> : null}
+      {resetting && v?.kind === "sink" ? (
+        <ResetDialog name={name} rows={v.partitions} onCancel={() => setResetting(false)} onApply={(body) => patch(body, "Resetting offsets")} />
+      ) : null}
       {confirmReset ? (
-        <ConfirmDialog title={`Reset the offsets of ${name}?`} confirmLabel="Reset" danger onCancel={() => setConfirmReset(false)} onConfirm={reset}>
+        <ConfirmDialog title={`Delete the offsets of ${name}?`} confirmLabel="Delete" danger onCancel={() => setConfirmReset(false)} onConfirm={reset}>
           <p>Its tasks will start from the beginning when it is resumed.</p>
         </ConfirmDialog>
       ) : null}
     </section>
+  );
+}
+
+function SinkOffsets({ rows }: { rows: SinkPartitionOffsets[] }) {
+  return (
+    <table className="grid compact" data-testid="offsets">
+      <thead>
+        <tr>
+          <th>topic</th>
+          <th>partition</th>
+          <th>committed</th>
+          <th>start</th>
+          <th>end</th>
+          <th>lag</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={`${r.topic}:${r.partition}`} data-partition={`${r.topic}:${r.partition}`}>
+            <td>{r.topic}</td>
+            <td>{r.partition}</td>
+            <td>{r.committed ?? <span className="muted">none</span>}</td>
+            <td>{r.start_offset ?? "?"}</td>
+            <td>{r.end_offset ?? "?"}</td>
+            <td data-testid="lag">{r.lag ?? "?"}</td>
+          </tr>
+        ))}
+        {rows.length === 0 ? (
+          <tr>
+            <td colSpan={6} className="muted">
+              No partitions (its topics do not exist yet).
+            </td>
+          </tr>
+        ) : null}
+      </tbody>
+    </table>
+  );
+}
+
+/** Choose earliest / latest / a timestamp / given offsets, see the offsets that will be written, then PATCH them. */
+function ResetDialog(props: { name: string; rows: SinkPartitionOffsets[]; onCancel: () => void; onApply: (body: unknown) => void }) {
+  const { name, onCancel, onApply } = props;
+  const [mode, setMode] = useState<ResetMode>("earliest");
+  const [when, setWhen] = useState("");
+  const [given, setGiven] = useState<Record<string, string>>({});
+  const [rows, setRows] = useState(props.rows);
+  const [note, setNote] = useState<string | null>(null);
+  useEffect(() => {
+    if (mode !== "timestamp" || !when) return;
+    const ms = new Date(when).getTime();
+    if (Number.isNaN(ms)) return;
+    api<OffsetsView>("GET", `/raftconnect/v1/console/connectors/${enc(name)}/offsets?timestamp=${ms}`).then(
+      (v) => v.kind === "sink" && setRows(v.partitions),
+      (err) => setNote(describe(err, "Finding the offsets for that time")),
+    );
+  }, [mode, when, name]);
+  const body = resetBody(rows, mode, given);
+  return (
+    <ConfirmDialog title={`Reset the offsets of ${name}`} confirmLabel="Write these offsets" danger onCancel={onCancel} onConfirm={() => body && onApply(body)}>
+      <div role="radiogroup" aria-label="reset to">
+        {(["earliest", "latest", "timestamp", "offset"] as ResetMode[]).map((m) => (
+          <label key={m} className="block">
+            <input type="radio" name="reset-mode" value={m} checked={mode === m} onChange={() => setMode(m)} />{" "}
+            {m === "earliest" ? "earliest (reprocess everything kept)" : m === "latest" ? "latest (skip everything written so far)" : m === "timestamp" ? "a time" : "given offsets"}
+          </label>
+        ))}
+      </div>
+      {mode === "timestamp" ? (
+        <input type="datetime-local" aria-label="reset time" step="1" value={when} onChange={(e) => setWhen(e.target.value)} />
+      ) : null}
+      {note ? <div className="error">{note}</div> : null}
+      <table className="grid compact" data-testid="reset-preview">
+        <thead>
+          <tr>
+            <th>partition</th>
+            <th>now</th>
+            <th>will be</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const key = `${r.topic}:${r.partition}`;
+            const target = body?.offsets.find((o) => o.partition.kafka_topic === r.topic && o.partition.kafka_partition === r.partition);
+            return (
+              <tr key={key}>
+                <td>{key}</td>
+                <td>{r.committed ?? "none"}</td>
+                <td>
+                  {mode === "offset" ? (
+                    <input aria-label={`offset of ${key}`} size={8} value={given[key] ?? ""} onChange={(e) => setGiven({ ...given, [key]: e.target.value })} />
+                  ) : (
+                    (target?.offset.kafka_offset ?? "unchanged")
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {!body ? <p className="muted small">Nothing to write yet.</p> : <p className="small">The tasks start from these offsets when the connector is resumed.</p>}
+    </ConfirmDialog>
   );
 }
 

@@ -1,22 +1,29 @@
 import { useState } from "react";
 import { api, describe } from "../api";
-import { filterRows, rows, STATES } from "../filters";
-import type { ExpandedConnectors } from "../types";
+import { filterRows, rows } from "../filters";
+import { countsText, HEALTH_WORDS } from "../health";
+import type { ConnectorsHealth, ExpandedConnectors } from "../types";
 import { usePoll } from "../usePoll";
+import { HealthBadge } from "./HealthBadge";
 import { StateBadge } from "./StateBadge";
+import { WorkerLabel } from "./WorkerLabel";
 
-/** Connectors with their states; filter by state, search by name/class. */
+/** Connectors with their health (from their tasks), states and root causes; filter by health, search by name/class. */
 export function ConnectorList({ writable }: { writable: boolean }) {
-  const { data, error } = usePoll(() => api<ExpandedConnectors>("GET", "/connectors?expand=status&expand=info"), "connectors");
-  const [states, setStates] = useState<Set<string>>(new Set());
+  const { data, error } = usePoll(() => api<ConnectorsHealth>("GET", "/raftconnect/v1/console/connectors"), "connectors-health");
+  const info = usePoll(() => api<ExpandedConnectors>("GET", "/connectors?expand=info"), "connectors-info", 10000);
+  const [healths, setHealths] = useState<Set<string>>(new Set());
   const [search, setSearch] = useState("");
-  const all = data ? rows(data) : [];
-  const shown = filterRows(all, states, search);
+  const classes = Object.fromEntries(
+    Object.entries(info.data ?? {}).map(([name, e]) => [name, e.info?.config["connector.class"] ?? ""]),
+  );
+  const all = data ? rows(data.connectors, classes) : [];
+  const shown = filterRows(all, healths, search);
   const toggle = (s: string) => {
-    const next = new Set(states);
+    const next = new Set(healths);
     if (next.has(s)) next.delete(s);
     else next.add(s);
-    setStates(next);
+    setHealths(next);
   };
   return (
     <div>
@@ -36,10 +43,10 @@ export function ConnectorList({ writable }: { writable: boolean }) {
           value={search}
           onChange={(e) => setSearch(e.target.value)}
         />
-        {STATES.map((s) => (
-          <label key={s} className={`chip ${states.has(s) ? "on" : ""}`}>
-            <input type="checkbox" checked={states.has(s)} onChange={() => toggle(s)} />
-            {s} ({all.filter((r) => r.state === s || (s === "FAILED" && r.failedTasks > 0 && r.state !== "FAILED")).length})
+        {HEALTH_WORDS.map((s) => (
+          <label key={s} className={`chip ${healths.has(s) ? "on" : ""}`} data-chip={s}>
+            <input type="checkbox" checked={healths.has(s)} onChange={() => toggle(s)} />
+            {s} ({data?.health[s] ?? 0})
           </label>
         ))}
       </div>
@@ -48,10 +55,11 @@ export function ConnectorList({ writable }: { writable: boolean }) {
         <thead>
           <tr>
             <th>name</th>
+            <th>health</th>
+            <th>state</th>
+            <th>tasks</th>
             <th>type</th>
             <th>class</th>
-            <th>state</th>
-            <th>tasks running</th>
             <th>worker</th>
           </tr>
         </thead>
@@ -61,21 +69,33 @@ export function ConnectorList({ writable }: { writable: boolean }) {
               <td>
                 <a href={`#/connectors/${encodeURIComponent(r.name)}`}>{r.name}</a>
               </td>
-              <td>{r.type}</td>
-              <td className="muted">{r.connectorClass}</td>
+              <td>
+                <HealthBadge health={r.health} />
+              </td>
               <td>
                 <StateBadge state={r.state} />
               </td>
               <td>
-                {r.tasksRunning}/{r.tasksTotal}
-                {r.failedTasks ? <span className="error-text"> ({r.failedTasks} failed)</span> : null}
+                <span data-testid="task-counts">
+                  {r.tasksRunning}/{r.tasksTotal} running
+                  {r.failedTasks ? <span className="error-text"> · {r.failedTasks} failed</span> : null}
+                </span>
+                {r.rootCause ? (
+                  <div className="cause" data-testid="root-cause" title={countsText(r.counts)}>
+                    {r.rootCause}
+                  </div>
+                ) : null}
               </td>
-              <td>{r.worker ?? "–"}</td>
+              <td>{r.type}</td>
+              <td className="muted">{r.connectorClass}</td>
+              <td>
+                <WorkerLabel worker={r.worker} />
+              </td>
             </tr>
           ))}
           {data && shown.length === 0 ? (
             <tr>
-              <td colSpan={6} className="muted">
+              <td colSpan={7} className="muted">
                 {all.length ? "No connector matches." : "No connectors yet."}
               </td>
             </tr>

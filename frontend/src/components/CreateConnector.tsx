@@ -1,11 +1,14 @@
 import { useEffect, useState } from "react";
 import { api, ApiError, describe } from "../api";
 import { errorCount, errorsFromMessage, type FieldErrors } from "../configErrors";
-import { loadDefinitions, validateConfig } from "../plugins";
+import { loadDefinitions, loadRecommended, parsePastedConfig, validateConfig } from "../plugins";
 import type { Config, ConfigKeyInfo, ConnectorInfo, PluginInfo } from "../types";
 import { ConfigForm } from "./ConfigForm";
 
-/** Create a connector from a plugin's config form: validate (per-field errors), then POST /connectors. */
+/**
+ * Create a connector from a plugin's config form (or a pasted Connect config in JSON mode): validate
+ * (per-field errors), then POST /connectors.
+ */
 export function CreateConnector() {
   const [plugins, setPlugins] = useState<PluginInfo[] | null>(null);
   const [plugin, setPlugin] = useState("");
@@ -15,17 +18,53 @@ export function CreateConnector() {
   const [errors, setErrors] = useState<FieldErrors>({});
   const [message, setMessage] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [recommended, setRecommended] = useState<Record<string, string[]>>({});
+  const [mode, setMode] = useState<"form" | "json">("form");
+  const [json, setJson] = useState("");
+  const [note, setNote] = useState<string | null>(null);
+  const [pasted, setPasted] = useState<Config | null>(null);
 
   useEffect(() => {
     api<PluginInfo[]>("GET", "/connector-plugins").then(setPlugins, (e) => setMessage(describe(e, "Listing plugins")));
   }, []);
   useEffect(() => {
     if (!plugin) return;
-    setConfig({ "connector.class": plugin, "tasks.max": "1" });
+    setConfig(pasted && pasted["connector.class"] === plugin ? pasted : { "connector.class": plugin, "tasks.max": "1" });
+    setPasted(null);
     setErrors({});
     setDefs(null);
     loadDefinitions(plugin).then(setDefs, (e) => setMessage(describe(e, "Loading the plugin's config keys")));
+    loadRecommended(plugin).then(setRecommended);
   }, [plugin]);
+
+  /** JSON mode → form: a pasted {"name","config"} or flat config fills the form. */
+  const usePasted = (): boolean => {
+    try {
+      const p = parsePastedConfig(json);
+      setName(p.name);
+      if (p.config["connector.class"] === plugin) setConfig(p.config);
+      else {
+        setPasted(p.config);
+        setPlugin(p.config["connector.class"]);
+      }
+      setNote(null);
+      setMode("form");
+      return true;
+    } catch (err) {
+      setNote((err as Error).message);
+      return false;
+    }
+  };
+  const validate = async () => {
+    setNote(null);
+    try {
+      const v = await validateConfig({ ...config, name: name.trim() });
+      setErrors(v.errors);
+      setNote(!v.checked ? "This node cannot validate configs; creating checks them." : errorCount(v.errors) ? `${errorCount(v.errors)} error(s): see the fields.` : "The config is valid.");
+    } catch (err) {
+      setNote(describe(err, "Validating"));
+    }
+  };
 
   const create = async () => {
     setBusy(true);
@@ -52,6 +91,33 @@ export function CreateConnector() {
     <div>
       <h2>New connector</h2>
       {message ? <div className="error">{message}</div> : null}
+      <div className="tabs" role="tablist">
+        <button type="button" role="tab" aria-selected={mode === "form"} className={mode === "form" ? "on" : undefined}
+          onClick={() => (mode === "json" && json.trim() ? usePasted() : setMode("form"))}>
+          Form
+        </button>
+        <button type="button" role="tab" aria-selected={mode === "json"} className={mode === "json" ? "on" : undefined}
+          onClick={() => {
+            setJson(JSON.stringify({ name, config }, null, 2));
+            setMode("json");
+          }}>
+          JSON
+        </button>
+      </div>
+      {note ? <div className="notice" role="status">{note}</div> : null}
+      {mode === "json" ? (
+        <div>
+          <p className="muted small">
+            Paste a Kafka Connect config: <code>{'{"name": ..., "config": {...}}'}</code> as for <code>POST /connectors</code>, or the
+            flat form of <code>PUT /connectors/NAME/config</code> with <code>name</code> inside.
+          </p>
+          <textarea aria-label="connector JSON" rows={16} value={json} onChange={(e) => setJson(e.target.value)} />
+          <button type="button" className="primary" onClick={usePasted}>
+            Use this config
+          </button>
+        </div>
+      ) : (
+      <>
       <div className="form-row">
         <label htmlFor="plugin">Plugin</label>
         <select id="plugin" value={plugin} onChange={(e) => setPlugin(e.target.value)}>
@@ -81,8 +147,12 @@ export function CreateConnector() {
             readOnly={false}
             fixedKeys={["connector.class"]}
             onChange={setConfig}
+            recommended={recommended}
           />
           <div className="actions">
+            <button type="button" disabled={busy} onClick={validate}>
+              Validate
+            </button>
             <button type="button" className="primary" disabled={busy} onClick={create}>
               Create
             </button>
@@ -92,6 +162,8 @@ export function CreateConnector() {
           </div>
         </>
       ) : null}
+      </>
+      )}
     </div>
   );
 }

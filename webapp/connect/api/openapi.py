@@ -249,7 +249,9 @@ def _declare_lifecycle() -> None:
     extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(console_api.WhoAmIView)
     extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Logged out")}))(
         console_api.SessionView)
-    for view in (console_api.TaskMetricsView, console_api.ConnectorMetricsView):
+    for view in (console_api.TaskMetricsView, console_api.ConnectorMetricsView, console_api.ConnectorHealthListView,
+                 console_api.ConnectorHealthView, console_api.KafkaClusterView, console_api.TaskHistoryView,
+                 console_api.ConnectorOffsetsView):
         extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(view)
 
 

@@ -324,7 +324,9 @@ class MetricsView(ConnectAPIView):
     def get(self, request: Request) -> HttpResponse:
         from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+        from webapp import connect_metrics
         from webapp.metrics import install
 
         install()
+        connect_metrics.install()  # Kafka Connect's metric groups beside raftconnect_*
         return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
