@@ -29,6 +29,7 @@ from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.connectors.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
+from webapp import metrics
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
@@ -39,7 +40,7 @@ from .health import NodeHealth
 from .herder import Herder
 from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
-__all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
+__all__ = ["NodeOptions", "ConnectNode", "current", "current_or_none", "set_current", "NodeNotReady"]
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +59,18 @@ def current() -> "ConnectNode":
     return _current
 
 
+def current_or_none() -> "ConnectNode | None":
+    """The node running in this process, or None (never raises)."""
+    return _current
+
+
 def set_current(node: "ConnectNode | None") -> None:
-    """Install (or clear) the process-wide node."""
+    """Install (or clear) the process-wide node; the first install registers the node's metrics collector."""
     global _current
     with _current_lock:
         _current = node
+    if node is not None:
+        metrics.install(current_or_none)  # webapp.metrics reads the node through this, never imports it
 
 
 @dataclass
