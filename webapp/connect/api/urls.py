@@ -4,10 +4,8 @@ import os
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
-from webapp.console import api as console_api
-from webapp.storage import api as store_api
 
-from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import internal, lifecycle, loggers, openapi, plugins, stores as store_api, tokens, views  # noqa: F401 - openapi declares the schema of the views
 
 __all__ = ["urlpatterns"]
 
@@ -46,10 +44,6 @@ urlpatterns = [
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
     path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
-    path("raftconnect/v1/whoami", console_api.WhoAmIView.as_view()),
-    path("raftconnect/v1/session", console_api.SessionView.as_view()),
-    path("raftconnect/v1/task-metrics", console_api.TaskMetricsView.as_view()),
-    path("raftconnect/v1/connectors/<str:name>/metrics", console_api.ConnectorMetricsView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
     path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
     path("raftconnect/v1/internal/leader", internal.LeaderView.as_view()),

@@ -6,6 +6,9 @@
 nodes forward them). Store operations need the admin role (``roles.POLICY``). Bodies are
 described on :meth:`webapp.storage.switch.SwitchManager.status`; URLs are shown
 with their passwords redacted.
+
+Part of the web layer (it lived in ``webapp.storage`` before, which made storage import
+the REST views); must not hold switch logic (``webapp.storage.switch`` owns it).
 """
 from __future__ import annotations
 
@@ -14,11 +17,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.connect.api.views import ConnectAPIView
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import current
 
-from .switch import SwitchError, SwitchManager
+from .views import ConnectAPIView
+
+from webapp.storage.switch import SwitchError, SwitchManager
 
 __all__ = ["MetadataStoreView", "MetadataStoreSwitchView", "MetadataStoreRollbackView"]
 
