@@ -29,6 +29,8 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, REGISTRY
 from prometheus_client.registry import Collector
 
+from webapp.states import STATES
+
 __all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "STATUS_CACHE_SECONDS", "NodeCollector",
            "NodeProvider", "install"]
 
@@ -45,7 +47,8 @@ LEADER_CHANGES = Counter("raftconnect_raft_leader_changes", "Raft leadership cha
 #: Seconds a relational/plugin store's task states are reused between scrapes.
 STATUS_CACHE_SECONDS = 10.0
 
-TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
+#: The observed states exported as ``raftconnect_tasks{state=...}`` (all of them, zeros included).
+TASK_STATES = STATES
 
 #: Returns the node running in this process, or None while none runs (see :func:`install`).
 NodeProvider = Callable[[], Any]

@@ -16,6 +16,7 @@ from webapp.connectors import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
+from webapp.states import State, TargetState, target_from_initial_state
 
 __all__ = [
     "Herder",
@@ -160,12 +161,12 @@ class Herder:
         if "name" in config and config["name"] != name:
             raise BadRequest(f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})")
         config["name"] = name
-        target = {None: "STARTED", "RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}.get(initial_state)
+        target = target_from_initial_state(initial_state)
         if target is None:
             raise BadRequest(f"Invalid initial state {initial_state}: must be one of RUNNING, PAUSED, STOPPED")
         self.validate_config(name, config)
         try:
-            self.store.put_connector_config(name, config, target_state=target, create_only=True)
+            self.store.put_connector_config(name, config, target_state=target.value, create_only=True)
         except AlreadyExists as exc:
             raise Conflict(f"Connector {name} already exists") from exc
         self._poke()
@@ -194,7 +195,7 @@ class Herder:
     def connector_set_target_state(self, *, name: str, target_state: str) -> None:
         """Pause (PAUSED), resume (STARTED) or stop (STOPPED) a connector and its tasks."""
         self._record(name)
-        self.store.put_target_state(name, target_state)
+        self.store.put_target_state(name, TargetState(target_state).value)
         self._poke()
 
     # ------------------------------------------------------------- selectors
@@ -219,7 +220,7 @@ class Herder:
         """Connect's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``."""
         rec = self._record(name)
         return {"name": name, "config": rec.config,
-                "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != "STOPPED" else [],
+                "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != TargetState.STOPPED else [],
                 "type": self._type(rec)}
 
     def connector_config(self, name: str) -> dict[str, str]:
@@ -229,7 +230,7 @@ class Herder:
     def connector_tasks(self, name: str) -> list[dict[str, Any]]:
         """Connect's TaskInfo list: ``[{"id": {"connector", "task"}, "config": {...}}]``."""
         rec = self._record(name)
-        if rec.target_state == "STOPPED":
+        if rec.target_state == TargetState.STOPPED:
             return []
         return [{"id": {"connector": name, "task": i}, "config": cfg} for i, cfg in enumerate(rec.tasks)]
 
@@ -252,18 +253,18 @@ class Herder:
 
         def entry(status: dict | None, owner: str | None, extra: dict) -> dict[str, Any]:
             if status is None or (owner is not None and status.get("worker_id") != owner):
-                out = {"state": "UNASSIGNED", "worker_id": self._worker_address(owner)}
+                out = {"state": State.UNASSIGNED.value, "worker_id": self._worker_address(owner)}
             else:
                 out = {"state": status["state"], "worker_id": self._worker_address(status.get("worker_id"))}
-                if status["state"] == "FAILED" and status.get("trace"):
+                if status["state"] == State.FAILED and status.get("trace"):
                     out["trace"] = status["trace"]
             return {**extra, **out}
 
         connector = entry(statuses.get("connector"), assignment["connectors"].get(name), {})
-        if rec.target_state == "STOPPED" and connector["state"] not in ("FAILED", "UNASSIGNED"):
-            connector["state"] = "STOPPED"
+        if rec.target_state == TargetState.STOPPED and connector["state"] not in (State.FAILED, State.UNASSIGNED):
+            connector["state"] = State.STOPPED.value
         tasks = []
-        if rec.target_state != "STOPPED":
+        if rec.target_state != TargetState.STOPPED:
             for i in range(len(rec.tasks)):
                 owner = assignment["tasks"].get(f"{name}-{i}")
                 tasks.append(entry(statuses["tasks"].get(str(i)), owner, {"id": i}))
@@ -305,7 +306,7 @@ class Herder:
         unknown connector or task (as Connect).
         """
         rec = self.store.get_connector(name)
-        if rec is None or rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+        if rec is None or rec.target_state == TargetState.STOPPED or not 0 <= task < len(rec.tasks):
             raise NotFoundError(f"No status found for task {name}-{task}")
         for t in self.connector_status(name)["tasks"]:
             if t["id"] == task:
@@ -342,12 +343,12 @@ class Herder:
         if self.store.get_statuses(name).get("connector") is None:
             raise NotFoundError(f"Status for connector {name} not found")
         info = self.connector_status(name)
-        restart_connector = not only_failed or info["connector"]["state"] == "FAILED"
-        tasks = [t["id"] for t in info["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        restart_connector = not only_failed or info["connector"]["state"] == State.FAILED
+        tasks = [t["id"] for t in info["tasks"] if include_tasks and (not only_failed or t["state"] == State.FAILED)]
         self._request_restart(name, restart_connector, tasks)
         if restart_connector:
-            info["connector"] = {**{k: v for k, v in info["connector"].items() if k != "trace"}, "state": "RESTARTING"}
-        info["tasks"] = [{**{k: v for k, v in t.items() if k != "trace"}, "state": "RESTARTING"}
+            info["connector"] = {**{k: v for k, v in info["connector"].items() if k != "trace"}, "state": State.RESTARTING.value}
+        info["tasks"] = [{**{k: v for k, v in t.items() if k != "trace"}, "state": State.RESTARTING.value}
                          if t["id"] in tasks else t for t in info["tasks"]]
         return info
 
@@ -359,14 +360,14 @@ class Herder:
         rec = self.store.get_connector(name)
         if rec is None:
             raise NotFoundError(f"Unknown connector: {name}")
-        if rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+        if rec.target_state == TargetState.STOPPED or not 0 <= task < len(rec.tasks):
             raise NotFoundError(f"Unknown task: {name}-{task}")
         self._request_restart(name, False, [task])
 
     # offsets (KIP-875)
     def _require_stopped(self, name: str) -> ConnectorRecord:
         rec = self._record(name)
-        if rec.target_state != "STOPPED":
+        if rec.target_state != TargetState.STOPPED:
             raise BadRequest("Connectors must be in the STOPPED state before their offsets can be modified. This can be "
                              f"done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' "
                              "endpoint")

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import requests
 from webapp.kafka.embedded import free_port
+from webapp.states import State
 
 __all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
 
@@ -111,16 +112,16 @@ class ConnectClient:
         """Whether the connector and all its (at least ``tasks``) tasks are RUNNING."""
         st = self.status(name)
         states = [t["state"] for t in st["tasks"]]
-        return st["connector"]["state"] == "RUNNING" and bool(states) and all(s == "RUNNING" for s in states) \
+        return st["connector"]["state"] == State.RUNNING and bool(states) and all(s == State.RUNNING for s in states) \
             and (tasks is None or len(states) >= tasks)
 
     def failures(self, name: str) -> list[str]:
         """Traces of FAILED entities of the connector (empty when none failed)."""
         st = self.status(name)
         out = []
-        if st["connector"]["state"] == "FAILED":
+        if st["connector"]["state"] == State.FAILED:
             out.append(f"connector {name}: {st['connector'].get('trace', '')}")
-        out += [f"task {name}-{t['id']}: {t.get('trace', '')}" for t in st["tasks"] if t["state"] == "FAILED"]
+        out += [f"task {name}-{t['id']}: {t.get('trace', '')}" for t in st["tasks"] if t["state"] == State.FAILED]
         return out
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Protocol
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.storage.base import MetadataStore
+from webapp.states import TargetState
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
 
@@ -204,7 +205,7 @@ class GroupCoordinator:
             if rec is None:
                 continue
             connectors.append(name)
-            if rec.target_state != "STOPPED":
+            if rec.target_state != TargetState.STOPPED:
                 tasks.extend(f"{name}-{i}" for i in range(len(rec.tasks)))
         return connectors, tasks
 
@@ -281,7 +282,7 @@ class GroupCoordinator:
                 continue
             name, _, num = key.rpartition("-")
             rec = record(name)
-            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == "STOPPED":
+            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == TargetState.STOPPED:
                 continue
             view["tasks"][key] = {"connector": name, "task": int(num),
                                   "config": {**rec.config, **rec.tasks[int(num)]},

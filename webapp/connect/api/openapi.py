@@ -20,6 +20,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 
 from webapp.connect import health
 
+from webapp.states import STATES, State
 from . import lifecycle, loggers, plugins, stores as store_api, views
 
 __all__ = ["add_error_responses", "SCHEMAS", "ANY_OBJECT"]
@@ -27,7 +28,7 @@ __all__ = ["add_error_responses", "SCHEMAS", "ANY_OBJECT"]
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _TASK_ID = {"type": "object", "required": ["connector", "task"],
             "properties": {"connector": {"type": "string"}, "task": {"type": "integer"}}}
-_STATE = {"type": "string", "enum": ["UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"]}
+_STATE = {"type": "string", "enum": list(STATES)}
 
 #: Kafka Connect's entities as JSON Schema (registered as components by the hook)
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -52,7 +53,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "CreateConnectorRequest": {
         "type": "object", "required": ["name", "config"],
         "properties": {"name": {"type": "string"}, "config": _STR_MAP,
-                       "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]}}},
+                       "initial_state": {"type": "string", "enum": [State.RUNNING.value, State.PAUSED.value, State.STOPPED.value]}}},
     "ConfigInfos": {"type": "object", "required": ["name", "error_count", "groups", "configs"], "properties": {
         "name": {"type": "string"}, "error_count": {"type": "integer"},
         "groups": {"type": "array", "items": {"type": "string"}},

@@ -4,6 +4,8 @@ import os
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
+from webapp.states import TargetState
+
 
 from . import internal, lifecycle, loggers, openapi, plugins, stores as store_api, tokens, views  # noqa: F401 - openapi declares the schema of the views
 
@@ -19,9 +21,9 @@ urlpatterns = [
     path("connectors/<str:name>/status", views.ConnectorStatusView.as_view()),
     path("connectors/<str:name>/tasks", views.ConnectorTasksView.as_view()),
     path("connectors/<str:name>/offsets", views.ConnectorOffsetsView.as_view()),
-    path("connectors/<str:name>/pause", views.ConnectorTargetStateView.as_view(target_state="PAUSED", status_code=202)),
-    path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state="STARTED", status_code=202)),
-    path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state="STOPPED", status_code=204)),
+    path("connectors/<str:name>/pause", views.ConnectorTargetStateView.as_view(target_state=TargetState.PAUSED, status_code=202)),
+    path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state=TargetState.STARTED, status_code=202)),
+    path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state=TargetState.STOPPED, status_code=204)),
     path("connector-plugins", views.ConnectorPluginsView.as_view()),
     # issue 5: the rest of Connect's REST API
     path("connectors/<str:name>/tasks/<int:task>/status", lifecycle.TaskStatusView.as_view()),

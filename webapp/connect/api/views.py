@@ -23,6 +23,7 @@ from raftnode import without_leader_wait
 from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.node import NodeNotReady, current, current_or_none
+from webapp.states import TargetState
 
 from .params import bool_param, json_object
 from .roles import HasRole
@@ -211,7 +212,7 @@ class ConnectorTasksView(ConnectAPIView):
 class ConnectorTargetStateView(ConnectAPIView):
     """``PUT /connectors/{name}/pause|resume|stop`` (202, 202, 204 as in Connect)."""
 
-    target_state = "STARTED"
+    target_state = TargetState.STARTED
     status_code = 202
 
     def put(self, request: Request, name: str) -> Response:
