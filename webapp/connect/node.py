@@ -198,8 +198,8 @@ class ConnectNode:
                                             leader_weight_cap=o.leader_weight_cap)
         self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
                              assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke,
-                             restarts=lambda name, connector, tasks: self.raft.propose(
-                                 "_request_restart", name, connector, list(tasks)))
+                             restarts=lambda name, connector, tasks: self.raft.commands.request_restart(
+                                 name=name, connector=connector, tasks=list(tasks)))
         if not self.raft.wait_ready(ready_timeout):
             raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
         self._init_metadata_store(wanted, ready_timeout)
@@ -207,14 +207,14 @@ class ConnectNode:
             self.coordinator.on_leader_change(True, self.raft.term)
         self.coordinator.start()
         self.switches.start()
-        self.raft.propose("_register_member", o.node_id, self.member_info(), timeout=ready_timeout)
+        self.raft.commands.register_member(node_id=o.node_id, info=self.member_info(), timeout=ready_timeout)
         set_current(self)
 
     def _init_metadata_store(self, wanted: str, timeout: float) -> None:
         """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
         if not self.raft.state.store_initialized:
             self.stores.get(wanted)  # reachable and migrated before the cluster commits to it
-            self.raft.propose("_init_store", wanted, timeout=timeout)
+            self.raft.commands.init_store(name=wanted, timeout=timeout)
         active = self.raft.state.active_store
         if active != wanted:
             log.warning("this cluster's metadata store is %s; --metadata-store %s applies only to a new cluster "
