@@ -25,6 +25,7 @@ __all__ = [
     "NotFoundError",
     "Conflict",
     "validate_name",
+    "connector_config_errors",
 ]
 
 MAX_NAME_LENGTH = 249
@@ -110,7 +111,11 @@ class Herder:
 
     # ------------------------------------------------------------ validation
     def validate_config(self, name: str, config: dict[str, str]) -> registry.PluginDesc:
-        """Check a full connector config; raises :class:`BadRequest` with every error."""
+        """Check a full connector config (create, PUT and PATCH of ``/connectors``); returns its plugin.
+
+        The checks are :func:`connector_config_errors`, the same the validate endpoint reports.
+        Errors: :class:`BadRequest` naming every error (and the validate endpoint).
+        """
         cls_name = config.get("connector.class")
         if not cls_name:
             raise BadRequest("Connector config must contain 'connector.class'")
@@ -118,24 +123,7 @@ class Herder:
             plugin = registry.resolve(cls_name)
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
-        errors = plugin.cls().validate(config)
-        # a ${provider:...} reference is resolved (and so checked) only by the worker that starts the connector
-        errors = {k: v for k, v in errors.items() if not has_references(config.get(k))}
-        from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
-        from webapp.runtime.transforms import validate_transforms
-
-        from webapp.runtime.engine import engine_config_errors
-
-        for extra in (auto_restart_errors(config), validate_transforms(config),
-                      validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
-            for key, msgs in extra.items():
-                errors.setdefault(key, []).extend(msgs)
-        tasks_max = config.get("tasks.max", "1")
-        try:
-            if int(tasks_max) < 1:
-                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
-        except ValueError:
-            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        errors = connector_config_errors(config, plugin)
         messages = [m for errs in errors.values() for m in errs]
         if messages:
             raise BadRequest(
@@ -432,19 +420,36 @@ class Herder:
             plugin = registry.resolve(included)
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
-        errors = {k: list(v) for k, v in plugin.cls().validate(config).items()}
-        from webapp.runtime.engine import engine_config_errors
-
-        for extra in (auto_restart_errors(config), engine_config_errors(config)):
-            for key, errs in extra.items():
-                errors.setdefault(key, []).extend(errs)
-        tasks_max = config.get("tasks.max", "1")
-        try:
-            if int(tasks_max) < 1:
-                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
-        except ValueError:
-            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        errors = connector_config_errors(config, plugin)
         return plugins.validate(config, errors, included, plugin.cls.config_def)
+
+
+def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc) -> dict[str, list[str]]:
+    """Every error of the full connector ``config`` of ``plugin``, as ``{config key: [message]}`` (empty: valid).
+
+    The one set of checks behind ``POST /connectors``, ``PUT|PATCH /connectors/{name}/config`` (which
+    answer 400 with the messages) and ``PUT /connector-plugins/{type}/config/validate`` (which reports
+    them per key): the connector's own ``validate``, except for keys holding a ``${provider:...}``
+    reference (only the worker that starts the connector resolves those); then what applies to every
+    connector: automatic restart keys, the SMTs and predicates (``transforms``), error handling
+    (``errors.*``, a dead letter queue for sinks), the task engine's keys, and ``tasks.max``.
+    """
+    from webapp.runtime.engine import engine_config_errors
+    from webapp.runtime.errors import validate_error_config
+    from webapp.runtime.transforms import validate_transforms
+
+    errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
+    for extra in (auto_restart_errors(config), validate_transforms(config),
+                  validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
+        for key, msgs in extra.items():
+            errors.setdefault(key, []).extend(msgs)
+    tasks_max = config.get("tasks.max", "1")
+    try:
+        if int(tasks_max) < 1:
+            errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
+    except ValueError:
+        errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+    return errors
 
 
 def parse_offsets_body(body: Any, *, sink: bool) -> list[tuple[dict, dict | None]]:
