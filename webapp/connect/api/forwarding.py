@@ -19,10 +19,10 @@ already checked it too). A forwarded request is never forwarded again.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import requests
+from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
@@ -106,7 +106,7 @@ def forward_target(request: Request, node, stale: str | None = None) -> str | No
     leader_only = getattr(request, "leader_only", False)
     if (request.method not in UNSAFE and not leader_only) or node.raft.is_leader:
         return None
-    wait = float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+    wait = settings.FORWARD_WAIT_S
     deadline = time.monotonic() + wait
     while True:
         if node.raft.is_leader:

@@ -8,10 +8,10 @@ authenticated user with the role the path needs (``roles.HasRole``, applied in
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -89,7 +89,7 @@ class ConnectAPIView(APIView):
     def _forward(self, target: str):
         """Proxy to ``target``; if it is gone (leader died), wait for the next leader or serve here."""
         node = current()
-        deadline = time.monotonic() + float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+        deadline = time.monotonic() + settings.FORWARD_WAIT_S
         while True:
             try:
                 return proxy_watching_leader(self.request, target, node)
