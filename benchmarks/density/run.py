@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--idle-window", type=float, default=30.0)
     args = parser.parse_args()
 
-    from webapp.connect.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess, wait_for
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     n, tasks = args.pipelines, 2 * args.pipelines

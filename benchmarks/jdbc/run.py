@@ -200,8 +200,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from webapp.connect.demo import flights_csv, read_csv_reference
-    from webapp.connect.jdbc_demo import ensure_database, load_flights_postgres
+    from tools.demo import flights_csv, read_csv_reference
+    from tools.jdbc_demo import ensure_database, load_flights_postgres
     from webapp.connectors import jdbc_io
     from webapp.connectors.jdbc import parse_connection_url
     from webapp.kafka.embedded import EmbeddedKafka

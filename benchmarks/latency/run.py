@@ -87,7 +87,7 @@ def main() -> int:
     import pymysql
     from confluent_kafka import Producer
 
-    from webapp.connect.launcher import NodeProcess
+    from tools.launcher import NodeProcess
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     fresh_databases()

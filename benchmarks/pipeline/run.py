@@ -128,7 +128,7 @@ def main() -> int:
     import django
 
     django.setup()
-    from webapp.connect.demo import flights_csv, run_demo
+    from tools.demo import flights_csv, run_demo
     from webapp.kafka.embedded import EmbeddedKafka
 
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))

@@ -59,7 +59,7 @@ def main() -> int:
     args = parser.parse_args()
     assert args.minutes > args.warmup_minutes, "--minutes must be longer than --warmup-minutes"
 
-    from webapp.connect.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess, wait_for
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     work = Path(tempfile.mkdtemp(prefix="bench-soak-"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from webapp.connect.launcher import REPO_ROOT, wait_for
+from tools.launcher import REPO_ROOT, wait_for
 from webapp.kafka.embedded import free_port
 
 AUTH = ("admin", "cli-secret")

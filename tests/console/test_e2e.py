@@ -17,7 +17,7 @@ import sys
 import pytest
 import requests
 
-from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
+from tools.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration

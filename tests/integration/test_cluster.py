@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import LocalCluster, NodeProcess, wait_for
+from tools.demo import SOURCE_CLASS
+from tools.launcher import LocalCluster, NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
 

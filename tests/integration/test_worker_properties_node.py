@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
-from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
+from tools.demo import SINK_CLASS, SOURCE_CLASS
+from tools.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration

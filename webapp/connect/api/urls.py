@@ -1,6 +1,4 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
-import os
-
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
@@ -55,8 +53,4 @@ urlpatterns = [
     path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),
 ]
 
-if os.environ.get("RAFTCONNECT_BENCH_BASELINE") == "1":  # benchmarks/rest/run.py only
-    from . import bench
-
-    urlpatterns += [path("raftconnect/v1/bench/connectors-status", bench.connectors_status),
-                    path("raftconnect/v1/bench/status/<str:name>", bench.connector_status)]
+# benchmarks/rest adds its baseline views through tools.bench_urls (tools.settings), never here

@@ -22,7 +22,7 @@ from webapp.states import State
 
 __all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
@@ -136,7 +136,7 @@ class NodeProcess:
         env: extra environment (admin credentials are set from ``auth``).
         auth: admin user and password created at start.
         host: address the REST API and Raft bind (default loopback; a namespace
-            address with :mod:`webapp.connect.netns`).
+            address with :mod:`tools.netns`).
         command_prefix: argv run in front of the node's command, e.g.
             ``["ip", "netns", "exec", ns]`` (``ip`` execs in place, so signals
             still reach the node itself). Default none.
@@ -257,7 +257,7 @@ class LocalCluster:
         auth: admin user and password on every node.
         extra_args: more runnode flags for every node.
         hosts: per-node bind address (default loopback for all), e.g. namespace
-            addresses from :class:`webapp.connect.netns.NetnsNetwork`.
+            addresses from :class:`tools.netns.NetnsNetwork`.
         command_prefixes: per-node argv prefix (default none), e.g.
             ``NetnsNetwork.command_prefix(i)``.
         file_allowed_paths: ``raftconnect.file.allowed.paths`` of every node
