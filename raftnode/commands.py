@@ -38,7 +38,7 @@ class ClusterCommands:
         raft: the node whose ``propose`` commits the commands.
     """
 
-    def __init__(self, raft: "RaftNode") -> None:
+    def __init__(self, raft: RaftNode) -> None:
         self._raft = raft
 
     def _propose(self, name: str, *args: Any, timeout: float) -> Result:

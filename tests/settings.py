@@ -11,4 +11,4 @@ import os
 os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"  # for subprocesses; this process has chosen already
 
-from webapp.settings import *  # noqa: E402,F401,F403 - the settings under test are the product's
+from webapp.settings import *  # noqa: F403 - the settings under test are the product's

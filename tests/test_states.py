@@ -4,7 +4,14 @@ import pickle
 
 import pytest
 
-from webapp.states import STATES, TARGET_STATES, State, TargetState, reported_state, target_from_initial_state
+from webapp.states import (
+    STATES,
+    TARGET_STATES,
+    State,
+    TargetState,
+    reported_state,
+    target_from_initial_state,
+)
 
 
 def test_vocabularies_are_connects_in_order():

@@ -32,7 +32,11 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from webapp.kafka.client_config import KAFKA_CLIENT_CONFIG_ENV, ClientConfigError, client_config_from_env
+from webapp.kafka.client_config import (
+    KAFKA_CLIENT_CONFIG_ENV,
+    ClientConfigError,
+    client_config_from_env,
+)
 
 __all__ = ["PropertiesError", "WorkerConfig", "read_properties", "parse_properties", "worker_config",
            "expand_config_argv", "kafka_client_config_from_env", "check_client_config", "report", "KAFKA_CLIENT_CONFIG_ENV",

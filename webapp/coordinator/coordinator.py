@@ -21,8 +21,8 @@ import time
 from typing import Any, Callable, Protocol
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
-from webapp.storage.base import MetadataStore
 from webapp.states import TargetState
+from webapp.storage.base import MetadataStore
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
 

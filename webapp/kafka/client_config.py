@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["KAFKA_CLIENT_CONFIG_ENV", "ClientConfigError", "client_config_from_env"]
 

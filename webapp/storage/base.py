@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.connectors.api import ConnectorTaskId, SourceOffset
-from webapp.states import TARGET_STATES as _TARGET_STATES, TargetState
+from webapp.states import TARGET_STATES as _TARGET_STATES
+from webapp.states import TargetState
 
 __all__ = [
     "ConnectorRecord",

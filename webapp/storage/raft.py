@@ -7,7 +7,8 @@ the state machine's apply, atomically with the write.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key

@@ -4,8 +4,8 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.states import TargetState
 
-
-from . import internal, lifecycle, loggers, openapi, plugins, stores as store_api, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import stores as store_api
 
 __all__ = ["urlpatterns"]
 
