@@ -15,10 +15,11 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from webapp import environment
 from webapp.logconfig import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("RAFTCONNECT_DATA_DIR", BASE_DIR / "var" / "default")).resolve()
+DATA_DIR = Path(environment.data_dir(str(BASE_DIR / "var" / "default"))).resolve()
 
 #: Development mode, explicit: ``RAFTCONNECT_DEVELOPMENT=1``. The Makefile exports it for its targets (demo,
 #: test, bench, ...) and ``tests/settings.py`` sets it for any pytest run; a deployment never sets it.
@@ -27,7 +28,7 @@ _DEVELOPMENT_KEY = "raftconnect-insecure-development-key"
 
 # Signs sessions, CSRF tokens and the credential cache (webapp.connect.api.authentication). Outside
 # development a node refuses to start without one instead of signing with a key anyone can read here.
-SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or ""
+SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or environment.cluster_secret() or ""
 if not SECRET_KEY:
     if not DEVELOPMENT:
         raise ImproperlyConfigured(
@@ -109,7 +110,7 @@ TOPIC_TRACKING_ALLOW_RESET = os.environ.get("RAFTCONNECT_TOPIC_TRACKING_ALLOW_RE
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1024 * 1024))
 
 # Seconds a write forwarded to a leader that just died waits for the next leader (webapp.connect.api).
-FORWARD_WAIT_S = float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+FORWARD_WAIT_S = environment.forward_wait_s()
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -29,7 +29,7 @@ from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.connectors.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
-from webapp import metrics
+from webapp import environment, metrics
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
@@ -297,7 +297,7 @@ class ConnectNode:
     #: seconds between agent restarts after it exits: doubling from the first
     #: (``RAFTCONNECT_AGENT_RESTART_BACKOFF_MS``, default 1000) to the last, back to the first once an
     #: agent has run for AGENT_STABLE_SECONDS
-    AGENT_BACKOFF = (float(os.environ.get("RAFTCONNECT_AGENT_RESTART_BACKOFF_MS", "1000")) / 1000.0, 30.0)
+    AGENT_BACKOFF = (environment.agent_restart_backoff_s(), 30.0)
     AGENT_STABLE_SECONDS = 60.0
 
     def start_agent(self) -> None:
@@ -342,7 +342,7 @@ class ConnectNode:
                "-Q", worker_queue(self.options.node_id), "-P", "threads",
                "-c", str(self.options.agent_concurrency), "-n", f"{self.options.node_id}@raftconnect",
                "--without-heartbeat", "--without-gossip", "--without-mingle",
-               "-l", os.environ.get("RAFTCONNECT_AGENT_LOG_LEVEL", "WARNING")]
+               "-l", environment.agent_log_level()]
         log_path = os.path.join(self.options.data_dir, "agent.log")
         with contextlib.suppress(FileNotFoundError):  # a previous agent's: /health waits for this one's
             os.remove(status_path(self.options.data_dir))

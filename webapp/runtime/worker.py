@@ -20,6 +20,7 @@ import uuid
 from collections import deque
 from typing import Any, Callable
 
+from webapp import environment
 from webapp.connectors import registry
 from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 from webapp.states import State, TargetState, reported_state
@@ -157,7 +158,7 @@ class TaskExecutor:
     def __init__(self, threads: int | None = None):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.threads = threads or int(os.environ.get("RAFTCONNECT_TASK_THREADS", "0")) \
+        self.threads = threads or environment.task_threads() \
             or max(16, 4 * (os.cpu_count() or 2))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="task")
         self._heap: list[tuple[float, int, "WorkerTask", int]] = []
@@ -263,8 +264,7 @@ class WorkerTask:
         self.engine = engine
         self.end_offsets = end_offsets
         self.file_changes = file_changes
-        self.idle_backoff = idle_backoff if idle_backoff is not None else \
-            int(os.environ.get("RAFTCONNECT_TASK_IDLE_MAX_MS", "1000")) / 1000.0
+        self.idle_backoff = idle_backoff if idle_backoff is not None else environment.task_idle_max_s()
         self.restart_seq = restart_seq
         self.metrics = TaskMetrics()
         self.state = State.UNASSIGNED.value
@@ -523,7 +523,7 @@ class Worker:
         self.session_timeout = 5.0
         #: seconds a stopped task may take to finish its batch before it is cancelled (Connect's
         #: task.shutdown.graceful.timeout.ms, default 5 s)
-        self.graceful_stop_timeout = float(os.environ.get("RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS", "5000")) / 1000
+        self.graceful_stop_timeout = environment.task_shutdown_graceful_timeout_s()
         self._spark_factory = spark_factory
         self._spark_lock = threading.Lock()
         #: the agent's SparkSession, started by the first batch that runs on Spark (or by :meth:`spark`)
