@@ -3,8 +3,9 @@
 ``lint-imports`` (import-linter, on grimp's graph, which counts imports inside functions too)
 checks: raftnode imports neither Django nor webapp; connectors never import the web layer; the
 product imports nothing of ``tools`` (demo, launcher, netns, benchmark views); the
-layers web > connect > runtime > coordinator > storage > raftnode; no import circle between the
-top-level packages and modules of ``webapp`` (nor one level down). Part of ``make test``.
+layers web > connect > runtime > coordinator > storage > raftnode; no import circle among the
+packages and modules of ``webapp`` at any depth (e.g. ``connect.api.lifecycle`` and ``views``). Part of
+``make test``.
 """
 import os
 import subprocess
