@@ -1,5 +1,8 @@
 # RaftConnect. `make demo` and `make test` install what they need first (`make setup`).
 PYTHON ?= python3
+# Every target here runs development nodes (demo, tests, benchmarks): a fixed, insecure Django secret key is
+# allowed (webapp/settings.py). A deployment never sets this and must set RAFTCONNECT_SECRET_KEY.
+export RAFTCONNECT_DEVELOPMENT ?= 1
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import SyncObjException
 
+from .commands import ClusterCommands
 from .state import ClusterStateMachine
 
 __all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "SingleAttempt", "without_leader_wait"]
@@ -158,6 +159,8 @@ class RaftNode:
         os.makedirs(config.data_dir, exist_ok=True)
         self.config = config
         self.state = ClusterStateMachine()
+        #: the typed replicated writes (use these rather than :meth:`propose` with a command name)
+        self.commands = ClusterCommands(self)
         self._on_leader_change = on_leader_change
         self._was_leader = False
         self._leader_term: int | None = None  # the term this member leads, set by _state_changed

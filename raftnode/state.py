@@ -226,7 +226,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if rec is not None and create_only:
             return Rejected(f"Connector {name} already exists", 409)
         self.config_seq += 1
-        if rec is None:
+        if rec is None:  # "STARTED" is webapp.states.TargetState.STARTED (raftnode imports no webapp)
             rec = {"config": {}, "target_state": target_state or "STARTED", "tasks": [], "created": self.config_seq}
             self.connectors[name] = rec
             created = True

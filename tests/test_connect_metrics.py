@@ -4,7 +4,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.connect.conftest import api, node  # noqa: F401 - fixtures
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connectors.api import SourceOffset
 from webapp.runtime.worker import TaskMetrics
 
@@ -77,7 +77,7 @@ def test_a_follower_exports_no_task_groups(monkeypatch, node):  # noqa: F811
     from webapp.connect_metrics import ConnectMetricsCollector
 
     monkeypatch.setattr(type(node.coordinator), "active", property(lambda self: False))
-    names = {f.name for f in ConnectMetricsCollector().collect()}
+    names = {f.name for f in ConnectMetricsCollector(lambda: node).collect()}
     assert "kafka_connect_connect_worker_rebalance_metrics_epoch" in names
     assert not any(n.startswith("kafka_connect_task_error_metrics") for n in names)
 
@@ -87,7 +87,7 @@ def test_the_grafana_dashboard_queries_only_exported_names(api, node):  # noqa: 
     import json
     import re
 
-    from webapp.connect.launcher import REPO_ROOT
+    from tools.launcher import REPO_ROOT
 
     report_a_sink_task(node)
     node.store.put_connector_config("src", {"connector.class": "FileSourceConnector", "path": "/x", "topic": "t"})
@@ -103,5 +103,5 @@ def test_the_grafana_dashboard_queries_only_exported_names(api, node):  # noqa: 
     assert not missing, missing
     from webapp.connect_metrics import ConnectMetricsCollector
     source_names = {n for n in named if n.startswith("kafka_connect_source_task_metrics_")}
-    declared = {f.name for f in ConnectMetricsCollector().collect()}
+    declared = {f.name for f in ConnectMetricsCollector(lambda: node).collect()}
     assert source_names <= declared, source_names - declared

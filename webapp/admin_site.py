@@ -3,7 +3,7 @@
 Owns the admin site object (installed through :class:`RaftConnectAdminConfig` in
 ``INSTALLED_APPS`` instead of ``django.contrib.admin``) so the store page gets a
 URL under ``/admin/`` and an entry on the admin index. The page itself is
-:func:`webapp.storage.admin_views.metadata_store`.
+:func:`webapp.connect.store_admin.metadata_store`.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class RaftConnectAdminSite(AdminSite):
     site_title = "RaftConnect admin"
 
     def get_urls(self):
-        from webapp.storage.admin_views import metadata_store
+        from webapp.connect.store_admin import metadata_store
 
         return [path("metadata-store/", self.admin_view(metadata_store), name="metadata-store")] + super().get_urls()
 

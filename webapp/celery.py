@@ -11,6 +11,8 @@ import os
 
 from celery import Celery
 
+from webapp import environment
+
 __all__ = ["app", "configure_broker", "worker_queue"]
 
 
@@ -55,7 +57,6 @@ app.conf.update(
     worker_hijack_root_logger=False,
     broker_connection_retry_on_startup=True,
     task_default_queue="connect.default",
-    **configure_broker(os.environ.get("RAFTCONNECT_CELERY_BROKER"),
-                       os.environ.get("RAFTCONNECT_DATA_DIR", "var/default"), create=False),
+    **configure_broker(environment.celery_broker(), environment.data_dir(), create=False),
 )
 app.conf.imports = ("webapp.runtime.tasks",)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from prometheus_client.core import REGISTRY, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -81,19 +81,17 @@ def _gauge(group: str, attribute: str, doc: str, labels: list[str]) -> GaugeMetr
 class ConnectMetricsCollector(Collector):
     """Reads the node in this process at scrape time and yields Connect's metric groups (see module docstring)."""
 
-    def __init__(self, clock=time.monotonic) -> None:
+    def __init__(self, node_provider: Callable[[], Any] | None = None, clock=time.monotonic) -> None:
+        """``node_provider()``: the node of this process or None (the web layer passes
+        ``webapp.connect.node.current_or_none``; this module never imports the node)."""
+        self._node_provider = node_provider or (lambda: None)
         self._clock = clock
         self._lock = threading.Lock()
         self._cache: tuple[float, list[dict[str, Any]], dict[str, dict[str, Any]]] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from webapp.connect.node import NodeNotReady, current
-
-        try:
-            node = current()
-        except NodeNotReady:
-            return
-        if node.raft is None:
+        node = self._node_provider()
+        if node is None or node.raft is None:
             return
         assignment = node.raft.state.assignment
         yield from self._rebalance(assignment)
@@ -264,10 +262,11 @@ _installed = False
 _install_lock = threading.Lock()
 
 
-def install() -> None:
-    """Register :class:`ConnectMetricsCollector` in prometheus-client's default registry (idempotent)."""
+def install(node_provider: Callable[[], Any]) -> None:
+    """Register a :class:`ConnectMetricsCollector` reading ``node_provider()`` in prometheus-client's
+    default registry (idempotent: the first provider stays, as in :func:`webapp.metrics.install`)."""
     global _installed
     with _install_lock:
         if not _installed:
-            REGISTRY.register(ConnectMetricsCollector())
+            REGISTRY.register(ConnectMetricsCollector(node_provider))
             _installed = True

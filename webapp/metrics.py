@@ -13,19 +13,26 @@ coordinator (the Raft leader) has them, so only the leader exports them, labelle
 with the worker that runs the task. Task states come from the active metadata
 store: from memory for the ``raft`` store, otherwise read at most once per
 :data:`STATUS_CACHE_SECONDS` (one read per connector).
+
+Must not import the node or anything above it (``webapp.connect``, storage,
+coordinator): the node and the stores import this module for the hot-path
+metrics, so the collector is handed a callable that returns the node
+(:func:`install`) instead of looking it up itself.
 """
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, REGISTRY
 from prometheus_client.registry import Collector
 
+from webapp.states import STATES
+
 __all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "STATUS_CACHE_SECONDS", "NodeCollector",
-           "install"]
+           "NodeProvider", "install"]
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -40,20 +47,24 @@ LEADER_CHANGES = Counter("raftconnect_raft_leader_changes", "Raft leadership cha
 #: Seconds a relational/plugin store's task states are reused between scrapes.
 STATUS_CACHE_SECONDS = 10.0
 
-TASK_STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
+#: The observed states exported as ``raftconnect_tasks{state=...}`` (all of them, zeros included).
+TASK_STATES = STATES
+
+#: Returns the node running in this process, or None while none runs (see :func:`install`).
+NodeProvider = Callable[[], Any]
 
 
 class NodeCollector(Collector):
-    """Gauges read from the running node at each scrape; nothing when no node runs in the process."""
+    """Gauges read from the running node at each scrape; nothing when no node runs in the process.
+
+    Args:
+        node_provider: called at each scrape; returns the node (a ``ConnectNode``: ``raft``,
+            ``store``, ``coordinator``, ``options``, ``agent``) or None when no node runs.
+    """
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from webapp.connect.node import NodeNotReady, current
-
-        try:
-            node = current()
-        except NodeNotReady:
-            return
-        if node.raft is None:
+        node = self._node_provider()
+        if node is None or node.raft is None:
             return
         st = node.raft.status()
 
@@ -105,7 +116,8 @@ class NodeCollector(Collector):
             restarts.add_metric([], getattr(node, "agent_restarts", 0))
             yield restarts
 
-    def __init__(self) -> None:
+    def __init__(self, node_provider: NodeProvider) -> None:
+        self._node_provider = node_provider
         self._lock = threading.Lock()
         self._states_cache: tuple[float, str, dict[str, int]] | None = None
 
@@ -178,9 +190,13 @@ class NodeCollector(Collector):
 _installed = False
 
 
-def install() -> None:
-    """Register :class:`NodeCollector` in the default registry (idempotent)."""
+def install(node_provider: NodeProvider) -> None:
+    """Register a :class:`NodeCollector` reading ``node_provider()`` in the default registry.
+
+    Idempotent: the first call's provider stays (a process has one node at a time, so callers
+    pass the same process-wide lookup).
+    """
     global _installed
     if not _installed:
-        REGISTRY.register(NodeCollector())
+        REGISTRY.register(NodeCollector(node_provider))
         _installed = True

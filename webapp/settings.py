@@ -2,7 +2,9 @@
 
 Every operator setting comes from the environment (``RAFTCONNECT_*``), so one
 node's configuration is one set of variables; ``runnode`` sets the per-node
-ones (data dir, addresses) before Django starts. Each node keeps its Django
+ones (data dir, addresses) before Django starts. Fails fast
+(``ImproperlyConfigured``) without a secret key unless the process is in
+development mode (``RAFTCONNECT_DEVELOPMENT=1``, see ``DEVELOPMENT``). Each node keeps its Django
 database (users, sessions, admin log) in SQLite under its data directory;
 cluster metadata lives in Raft or the configured metadata store, never here.
 """
@@ -11,14 +13,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
+from webapp import environment
 from webapp.logconfig import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("RAFTCONNECT_DATA_DIR", BASE_DIR / "var" / "default")).resolve()
+DATA_DIR = Path(environment.data_dir(str(BASE_DIR / "var" / "default"))).resolve()
 
-SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or os.environ.get(
-    "RAFTCONNECT_CLUSTER_SECRET", "raftconnect-insecure-development-key-set-RAFTCONNECT_SECRET_KEY"
-)
+#: Development mode, explicit: ``RAFTCONNECT_DEVELOPMENT=1``. The Makefile exports it for its targets (demo,
+#: test, bench, ...) and ``tests/settings.py`` sets it for any pytest run; a deployment never sets it.
+DEVELOPMENT = os.environ.get("RAFTCONNECT_DEVELOPMENT", "") == "1"
+_DEVELOPMENT_KEY = "raftconnect-insecure-development-key"
+
+# Signs sessions, CSRF tokens and the credential cache (webapp.connect.api.authentication). Outside
+# development a node refuses to start without one instead of signing with a key anyone can read here.
+SECRET_KEY = os.environ.get("RAFTCONNECT_SECRET_KEY") or environment.cluster_secret() or ""
+if not SECRET_KEY:
+    if not DEVELOPMENT:
+        raise ImproperlyConfigured(
+            "RAFTCONNECT_SECRET_KEY is not set (nor RAFTCONNECT_CLUSTER_SECRET, used in its place): set it to a "
+            "long random value, the same on every node, e.g. $(openssl rand -base64 32). For a development node "
+            "on your own machine set RAFTCONNECT_DEVELOPMENT=1 instead (a fixed, insecure key).")
+    SECRET_KEY = _DEVELOPMENT_KEY
 DEBUG = os.environ.get("RAFTCONNECT_DEBUG", "") == "1"
 ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").split(",") if h]
 # The console's session writes are CSRF-checked against the Origin; behind a TLS-terminating proxy name its
@@ -39,6 +56,7 @@ INSTALLED_APPS = [
     "webapp.coordinator",
     "webapp.storage",
     "webapp.runtime",
+    "webapp.console.apps.ConsoleConfig",  # the console's task history follows the node's lifecycle
 ]
 
 MIDDLEWARE = [
@@ -91,6 +109,9 @@ TOPIC_TRACKING_ENABLE = os.environ.get("RAFTCONNECT_TOPIC_TRACKING_ENABLE", "tru
 TOPIC_TRACKING_ALLOW_RESET = os.environ.get("RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET", "true").lower() == "true"
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("RAFTCONNECT_MAX_BODY_BYTES", 1024 * 1024))
+
+# Seconds a write forwarded to a leader that just died waits for the next leader (webapp.connect.api).
+FORWARD_WAIT_S = environment.forward_wait_s()
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -2,7 +2,7 @@
 """Fault campaign (``make chaos``): hundreds of randomized kill / pause / partition faults on one cluster.
 
 One long-running cluster — 3 ``raft,worker`` members and 1 ``worker`` node, each
-in its own network namespace (:class:`webapp.connect.netns.NetnsNetwork`; Kafka
+in its own network namespace (:class:`tools.netns.NetnsNetwork`; Kafka
 on the bridge) — carries a continuous workload:
 
 * config writers: threads that ``PUT /connectors/{name}/config`` their own
@@ -71,12 +71,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine  # noqa: E402
 
-from webapp.connect.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
-from webapp.connect.netns import NetnsNetwork, netns_available  # noqa: E402
+from tools.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
+from tools.netns import NetnsNetwork, netns_available  # noqa: E402
 from webapp.kafka.embedded import EmbeddedKafka  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"

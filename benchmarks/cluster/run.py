@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine  # noqa: E402
 
@@ -124,7 +124,7 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
 
 
 def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float, list[float]]:
-    from webapp.connect.launcher import ConnectClient
+    from tools.launcher import ConnectClient
 
     local = threading.local()
     lat: list[float] = []
@@ -146,7 +146,7 @@ def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float
 
 
 def bench_writes(kafka, work: Path) -> list[str]:
-    from webapp.connect.launcher import LocalCluster
+    from tools.launcher import LocalCluster
 
     csv = work / "w.csv"
     csv.write_text("a\n1\n")
@@ -171,7 +171,7 @@ def bench_writes(kafka, work: Path) -> list[str]:
 
 # ------------------------------------------------------------------ leader failover
 def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
-    from webapp.connect.launcher import LocalCluster, wait_for
+    from tools.launcher import LocalCluster, wait_for
 
     csv = work / "f.csv"
     csv.write_text("a\n1\n")
@@ -212,7 +212,7 @@ def bench_leader_failover(kafka, work: Path, trials: int) -> list[str]:
 def bench_isolated_leader(kafka, work: Path, trials: int) -> list[str]:
     import signal
 
-    from webapp.connect.launcher import LocalCluster, wait_for
+    from tools.launcher import LocalCluster, wait_for
 
     times, elections = [], []
     for trial in range(trials):
@@ -240,7 +240,7 @@ def bench_isolated_leader(kafka, work: Path, trials: int) -> list[str]:
 
 # -------------------------------------------------------------------- task failover
 def bench_task_failover(kafka, work: Path, trials: int) -> list[str]:
-    from webapp.connect.launcher import LocalCluster, wait_for
+    from tools.launcher import LocalCluster, wait_for
 
     csv = work / "t.csv"
     csv.write_text("id\n" + "".join(f"{i}\n" for i in range(100)))

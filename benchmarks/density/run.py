@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine  # noqa: E402
 
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--idle-window", type=float, default=30.0)
     args = parser.parse_args()
 
-    from webapp.connect.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess, wait_for
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     n, tasks = args.pipelines, 2 * args.pipelines

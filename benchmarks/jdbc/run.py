@@ -44,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 DB = "raftconnect_bench_jdbc"
 PG_URL = f"jdbc:postgresql://127.0.0.1:5432/{DB}"
@@ -275,8 +275,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from webapp.connect.demo import flights_csv, read_csv_reference
-    from webapp.connect.jdbc_demo import ensure_database, load_flights_postgres
+    from tools.demo import flights_csv, read_csv_reference
+    from tools.jdbc_demo import ensure_database, load_flights_postgres
     from webapp.connectors import jdbc_io
     from webapp.connectors.jdbc import parse_connection_url
     from webapp.kafka.embedded import EmbeddedKafka

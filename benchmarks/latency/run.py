@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine, quantile  # noqa: E402
 
@@ -87,7 +87,7 @@ def main() -> int:
     import pymysql
     from confluent_kafka import Producer
 
-    from webapp.connect.launcher import NodeProcess
+    from tools.launcher import NodeProcess
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     fresh_databases()

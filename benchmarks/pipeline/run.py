@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine  # noqa: E402
 
@@ -128,7 +128,7 @@ def main() -> int:
     import django
 
     django.setup()
-    from webapp.connect.demo import flights_csv, run_demo
+    from tools.demo import flights_csv, run_demo
     from webapp.kafka.embedded import EmbeddedKafka
 
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))

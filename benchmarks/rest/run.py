@@ -5,7 +5,7 @@ One real node process (``manage.py runnode``, Raft only, waitress) holds
 CONNECTORS connectors (default 1,000; created through ``POST /connectors``).
 It is started with ``RAFTCONNECT_BENCH_BASELINE=1``, which mounts plain Django
 views (no DRF, no authentication, no role check, no forwarding decision;
-``webapp/connect/api/bench.py``) returning the same JSON from the same server,
+``tools/bench_views.py``, mounted by ``tools.settings``) returning the same JSON from the same server,
 the baseline of every row:
 
 1. ``GET /connectors?expand=status`` — one client, REQUESTS sequential requests
@@ -43,9 +43,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from webapp.connect.launcher import NodeProcess  # noqa: E402
+from tools.launcher import NodeProcess  # noqa: E402
 from webapp.kafka.embedded import free_port  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
@@ -141,7 +141,8 @@ def main() -> None:
         csv.write_text("a\n1\n")
         node = NodeProcess(node_id="bench", rest_port=free_port(), raft_port=free_port(), data_dir=f"{tmp}/n",
                            bootstrap_servers="127.0.0.1:9", roles="raft",
-                           env={"RAFTCONNECT_BENCH_BASELINE": "1"}, file_allowed_paths=[tmp])
+                           env={"RAFTCONNECT_BENCH_BASELINE": "1", "DJANGO_SETTINGS_MODULE": "tools.settings"},
+                           file_allowed_paths=[tmp])
         node.start(timeout=120)
         try:
             t0 = time.monotonic()

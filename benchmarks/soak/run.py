@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
 from benchmarks._common import machine  # noqa: E402
 from density.run import tree  # noqa: E402  (same /proc sampling as the density benchmark)
@@ -59,7 +59,7 @@ def main() -> int:
     args = parser.parse_args()
     assert args.minutes > args.warmup_minutes, "--minutes must be longer than --warmup-minutes"
 
-    from webapp.connect.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess, wait_for
     from webapp.kafka.embedded import EmbeddedKafka, free_port
 
     work = Path(tempfile.mkdtemp(prefix="bench-soak-"))

@@ -66,7 +66,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 _WORK = Path(tempfile.mkdtemp(prefix="rc-bench-stores-"))
 os.environ.setdefault("RAFTCONNECT_DATA_DIR", str(_WORK / "node"))
 

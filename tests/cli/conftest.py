@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 import requests
 
-from webapp.connect.launcher import REPO_ROOT, wait_for
+from tools.launcher import REPO_ROOT, wait_for
 from webapp.kafka.embedded import free_port
 
 AUTH = ("admin", "cli-secret")
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment of a CLI subprocess: this checkout importable from any directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_")}
+    """The environment of a CLI subprocess: this checkout importable from any directory, development mode kept."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_") or k == "RAFTCONNECT_DEVELOPMENT"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import tomllib
 from importlib import import_module
 
-from webapp.connect.launcher import REPO_ROOT
+from tools.launcher import REPO_ROOT
 
 
 def _pyproject() -> dict:

@@ -5,7 +5,7 @@ import base64
 
 import pytest
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.kafka.embedded import free_port
 
@@ -51,7 +51,7 @@ def live_node(tmp_path_factory):
     schema fuzzing). ``.url``, ``.auth`` (the admin's ``(user, password)``).
     Connectors created here stay UNASSIGNED; use unique names per test.
     """
-    from webapp.connect.launcher import NodeProcess
+    from tools.launcher import NodeProcess
 
     data = tmp_path_factory.mktemp("live-node")
     node = NodeProcess(node_id="live", rest_port=free_port(), raft_port=free_port(), data_dir=str(data / "n"),

@@ -18,8 +18,8 @@ import uuid
 import pytest
 import requests
 
+from tools.launcher import NodeProcess, wait_for
 from webapp.connect.health import CHECKS, STATES, WAIT_S, CachedProbe
-from webapp.connect.launcher import NodeProcess, wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.kafka.embedded import free_port
 

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from webapp.connect.loggers import Loggers
+from webapp.loggers import Loggers
 
 from .test_rest import put
 

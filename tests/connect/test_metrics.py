@@ -42,7 +42,7 @@ def test_metrics_need_authentication(api, client):
 
 def test_metrics_export_per_task_figures_that_agents_report_in_heartbeats(api, node):
     """An agent's heartbeat carries its tasks' TaskMetrics; the leader exports them per task and worker."""
-    from webapp.connect.launcher import wait_for
+    from tools.launcher import wait_for
     from webapp.runtime.worker import TaskMetrics
 
     member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}

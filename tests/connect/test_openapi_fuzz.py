@@ -21,7 +21,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from webapp.connect.launcher import REPO_ROOT
+from tools.launcher import REPO_ROOT
 
 from .conftest import basic
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.coordinator.signing import signed_headers
 
 from .test_rest import SOURCE, post, put, source_config

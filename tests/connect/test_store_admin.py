@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from tests.storage.conftest import PG_URL, drop_database
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.kafka.embedded import free_port
 

@@ -76,3 +76,34 @@ def test_jdbc_connectors_refuse_wrong_transform_and_error_keys_with_connects_err
     resp = post(api, "/connectors", {"name": "bad-src", "config": source})
     assert resp.status_code == 400 and "only available to sink connectors" in resp.json()["message"]
     assert api.get("/connectors").json() == []
+
+
+def _validate_errors(api, plugin, config):
+    resp = api.put(f"/connector-plugins/{plugin}/config/validate", data=json.dumps(config),
+                   content_type="application/json")
+    assert resp.status_code == 200
+    return resp.json()["error_count"], sorted(m for c in resp.json()["configs"] for m in c["value"]["errors"])
+
+
+def test_validate_endpoint_and_create_report_the_same_smt_and_errors_mistakes(api, tmp_path):
+    """One validation function: each message of a refused create is a per-key error of the validate endpoint."""
+    config = {"connector.class": SINK, "topics": "orders", "path": str(tmp_path / "out"), "name": "same",
+              "transforms": "a,c", "transforms.a.type": "org.example.NoSuchTransform",
+              "transforms.c.type": "Cast$Value", "transforms.c.spec": "x:int128",
+              "predicates": "p", "predicates.p.type": "Nope",
+              "errors.tolerance": "most", "errors.deadletterqueue.context.headers.enable": "maybe"}
+    created = post(api, "/connectors", {"name": "same", "config": config})
+    assert created.status_code == 400
+    head, *lines = created.json()["message"].splitlines()
+    refused = sorted(lines[:-1])  # the last line points at the validate endpoint
+    assert f"the following {len(refused)} error(s)" in head and len(refused) >= 4
+    count, reported = _validate_errors(api, "FileSinkConnector", config)
+    assert reported == refused and count == len(refused)
+    for fragment in ("NoSuchTransform", "int128", "Class Nope could not be found", "errors.tolerance"):
+        assert any(fragment in m for m in reported), fragment
+    # updating an existing connector applies the same function
+    good = {k: v for k, v in config.items() if not k.startswith(("transforms", "predicates", "errors."))}
+    assert post(api, "/connectors", {"name": "same", "config": good}).status_code == 201
+    updated = api.put("/connectors/same/config", data=json.dumps(config), content_type="application/json")
+    assert updated.status_code == 400 and sorted(updated.json()["message"].splitlines()[1:-1]) == refused
+    assert _validate_errors(api, "FileSinkConnector", good) == (0, [])

@@ -21,7 +21,7 @@ import sys
 import pytest
 import requests
 
-from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
+from tools.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
@@ -279,7 +279,7 @@ def test_failed_connector_everywhere_kafka_down_and_node_lost(tmp_path, browser)
 def test_console_fails_over_to_another_node_when_its_node_dies(tmp_path, browser):
     """Three Raft members (no workers: nothing to run); the browser's node is killed; the console finds
     another member that answers, moves there, and the user logs in on it and sees the cluster."""
-    from webapp.connect.launcher import LocalCluster
+    from tools.launcher import LocalCluster
 
     cluster = LocalCluster(data_dir=str(tmp_path / "cluster"), bootstrap_servers="127.0.0.1:9", raft_nodes=3,
                            raft_roles="raft").start(timeout=120)

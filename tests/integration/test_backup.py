@@ -6,8 +6,8 @@ import json
 import pytest
 
 from tests.kafka_helpers import read_topic
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import ConnectHTTPError, LocalCluster, wait_for
+from tools.demo import SOURCE_CLASS
+from tools.launcher import ConnectHTTPError, LocalCluster, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ import time
 import pytest
 import requests
 
+from tools.demo import SOURCE_CLASS
+from tools.launcher import LocalCluster, NodeProcess, wait_for
 from webapp.connect.api.forwarding import BUDGET_HEADER, FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import LocalCluster, NodeProcess, wait_for
 from webapp.coordinator.signing import signed_headers
 from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port

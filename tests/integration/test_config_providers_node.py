@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import NodeProcess, wait_for
+from tools.demo import SOURCE_CLASS
+from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
-from webapp.connect.launcher import REPO_ROOT, ConnectClient, ConnectHTTPError, NodeProcess, wait_for
+from tools.demo import SINK_CLASS, SOURCE_CLASS
+from tools.launcher import REPO_ROOT, ConnectClient, ConnectHTTPError, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 from tests.kafka_helpers import read_topic
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from confluent_kafka import Producer
 
-from webapp.connect.launcher import NodeProcess, wait_for
+from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka, free_port
 from webapp.kafka.topics import ensure_topic
 

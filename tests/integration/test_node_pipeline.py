@@ -14,8 +14,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS, flights_csv, read_csv_reference, verify_sink
-from webapp.connect.launcher import NodeProcess, wait_for
+from tools.demo import SINK_CLASS, SOURCE_CLASS, flights_csv, read_csv_reference, verify_sink
+from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
 from tests.kafka_helpers import read_topic

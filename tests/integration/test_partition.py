@@ -1,7 +1,7 @@
 """A real network partition of the Raft leader under a write load (nodes in network namespaces).
 
 Three ``raft,worker`` nodes each run in their own network namespace
-(:class:`webapp.connect.netns.NetnsNetwork`); Kafka listens on the bridge. The
+(:class:`tools.netns.NetnsNetwork`); Kafka listens on the bridge. The
 leader is cut off from the two others (it still reaches Kafka and the test),
 while config writes go through every node and a file source pipeline commits
 offsets. The majority must elect a new leader, the old one must step down
@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import ConnectHTTPError, LocalCluster, wait_for
-from webapp.connect.netns import NetnsNetwork, netns_available
+from tools.demo import SOURCE_CLASS
+from tools.launcher import ConnectHTTPError, LocalCluster, wait_for
+from tools.netns import NetnsNetwork, netns_available
 from webapp.kafka.embedded import EmbeddedKafka
 
 # `make test` runs it once and `make chaos` ten times. On 2026-11-25 it failed about 2 runs in 5 after

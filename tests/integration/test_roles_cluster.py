@@ -8,8 +8,8 @@ import sys
 import pytest
 import requests
 
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import REPO_ROOT, LocalCluster, wait_for
+from tools.demo import SOURCE_CLASS
+from tools.launcher import REPO_ROOT, LocalCluster, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ import urllib.request
 import pyarrow.parquet as pq
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
-from webapp.connect.launcher import NodeProcess, wait_for
+from tools.demo import SINK_CLASS, SOURCE_CLASS
+from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import EmbeddedKafka, free_port
 
 pytestmark = pytest.mark.integration

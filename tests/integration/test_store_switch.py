@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from webapp.connect.demo import SOURCE_CLASS
-from webapp.connect.launcher import ConnectHTTPError, LocalCluster, wait_for
+from tools.demo import SOURCE_CLASS
+from tools.launcher import ConnectHTTPError, LocalCluster, wait_for
 from tests.storage.conftest import PG_URL, drop_database
 
 pytestmark = pytest.mark.integration

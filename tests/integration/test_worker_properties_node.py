@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from webapp.connect.demo import SINK_CLASS, SOURCE_CLASS
-from webapp.connect.launcher import REPO_ROOT, NodeProcess, wait_for
+from tools.demo import SINK_CLASS, SOURCE_CLASS
+from tools.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
@@ -64,7 +64,7 @@ def test_client_settings_from_worker_properties_reach_running_tasks(tmp_path, ka
             return c.sink_offsets_total("props-sink") >= ROWS
         wait_for(consumed, 180, interval=0.5, what=f"the sink to consume {ROWS} records")
 
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_")},
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_") or k == "RAFTCONNECT_DEVELOPMENT"},
                "RAFTCONNECT_URL": node.url, "RAFTCONNECT_USER": node.auth[0], "RAFTCONNECT_PASSWORD": node.auth[1],
                "RAFTCONNECT_CLI_CONFIG": str(tmp_path / "contexts.json"), "PYTHONPATH": str(REPO_ROOT)}
         done = subprocess.run([sys.executable, "-m", "webapp.cli", "restart", "props-sink", "--include-tasks",

@@ -6,7 +6,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.kafka.clients import EndOffsetWatcher, ensure_topic_cached, partition_count_cached
 from webapp.kafka.spark_io import produce_function
 from webapp.kafka.topics import ensure_topic

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from raftnode import RaftConfig, RaftNode
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
 

@@ -180,7 +180,7 @@ def test_pieces_run_in_worker_processes_that_die_with_the_agent(tmp_path):
     import subprocess
     import sys
 
-    from webapp.connect.launcher import wait_for
+    from tools.launcher import wait_for
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     agent = subprocess.Popen([sys.executable, "-c", _AGENT], cwd=root, stdout=subprocess.PIPE, text=True)

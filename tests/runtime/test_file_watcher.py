@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.runtime.file_watcher import FileChangeWatcher, file_state, states
 
 

@@ -6,7 +6,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connectors.api import SourceOffset
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.lag import SinkLagMonitor

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connectors import registry
 from webapp.connectors.api import BatchResult, SourceConnector, SourceOffset, Task
 from webapp.runtime import worker as worker_mod

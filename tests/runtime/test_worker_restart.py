@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.runtime.restart import AUTO_RESTART, BACKOFF_MAX_MS, BACKOFF_MS
 from webapp.runtime.worker import Worker
 

@@ -48,7 +48,7 @@ def test_users_are_created_with_their_hash_and_roles_and_existing_ones_kept():
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from webapp.storage.api import export_users, import_users
+    from webapp.connect.api.stores import export_users, import_users
 
     model = get_user_model()
     ops = model.objects.create_user("ops", password="ops-password")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import psycopg
 import pytest
 
-from webapp.connect.launcher import wait_for
+from tools.launcher import wait_for
 from webapp.connectors.api import ConnectorTaskId, SourceOffset
 from webapp.kafka.embedded import free_port
 from webapp.storage.base import StoreUnavailable

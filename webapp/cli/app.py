@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import click
 
+from webapp.states import State
+
 from .client import ApiError, ConnectionFailed, ConnectRestClient, segment
 from .connectorfiles import ConnectorFileError, parse_connector_file
 from .contexts import ContextError, ContextStore, default_config_path, resolve_connection
@@ -176,7 +178,7 @@ def get_connectors(ctx: click.Context, output: str) -> None:
     for name, entry in sorted(data.items()):
         status, info = entry.get("status") or {}, entry.get("info") or {}
         tasks = status.get("tasks") or []
-        running = sum(1 for t in tasks if t.get("state") == "RUNNING")
+        running = sum(1 for t in tasks if t.get("state") == State.RUNNING)
         rows.append((name, info.get("type") or status.get("type"), (status.get("connector") or {}).get("state"),
                      f"{running}/{len(tasks)}", (info.get("config") or {}).get("connector.class")))
     _table(("NAME", "TYPE", "STATE", "TASKS", "CLASS"), rows)

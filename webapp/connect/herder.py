@@ -16,6 +16,7 @@ from webapp.connectors import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
+from webapp.states import State, TargetState, target_from_initial_state
 
 __all__ = [
     "Herder",
@@ -24,6 +25,7 @@ __all__ = [
     "NotFoundError",
     "Conflict",
     "validate_name",
+    "connector_config_errors",
 ]
 
 MAX_NAME_LENGTH = 249
@@ -109,7 +111,11 @@ class Herder:
 
     # ------------------------------------------------------------ validation
     def validate_config(self, name: str, config: dict[str, str]) -> registry.PluginDesc:
-        """Check a full connector config; raises :class:`BadRequest` with every error."""
+        """Check a full connector config (create, PUT and PATCH of ``/connectors``); returns its plugin.
+
+        The checks are :func:`connector_config_errors`, the same the validate endpoint reports.
+        Errors: :class:`BadRequest` naming every error (and the validate endpoint).
+        """
         cls_name = config.get("connector.class")
         if not cls_name:
             raise BadRequest("Connector config must contain 'connector.class'")
@@ -117,24 +123,7 @@ class Herder:
             plugin = registry.resolve(cls_name)
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
-        errors = plugin.cls().validate(config)
-        # a ${provider:...} reference is resolved (and so checked) only by the worker that starts the connector
-        errors = {k: v for k, v in errors.items() if not has_references(config.get(k))}
-        from webapp.runtime.errors import validate_error_config  # SMTs and errors.* apply to every connector
-        from webapp.runtime.transforms import validate_transforms
-
-        from webapp.runtime.engine import engine_config_errors
-
-        for extra in (auto_restart_errors(config), validate_transforms(config),
-                      validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
-            for key, msgs in extra.items():
-                errors.setdefault(key, []).extend(msgs)
-        tasks_max = config.get("tasks.max", "1")
-        try:
-            if int(tasks_max) < 1:
-                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
-        except ValueError:
-            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        errors = connector_config_errors(config, plugin)
         messages = [m for errs in errors.values() for m in errs]
         if messages:
             raise BadRequest(
@@ -160,12 +149,12 @@ class Herder:
         if "name" in config and config["name"] != name:
             raise BadRequest(f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})")
         config["name"] = name
-        target = {None: "STARTED", "RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}.get(initial_state)
+        target = target_from_initial_state(initial_state)
         if target is None:
             raise BadRequest(f"Invalid initial state {initial_state}: must be one of RUNNING, PAUSED, STOPPED")
         self.validate_config(name, config)
         try:
-            self.store.put_connector_config(name, config, target_state=target, create_only=True)
+            self.store.put_connector_config(name, config, target_state=target.value, create_only=True)
         except AlreadyExists as exc:
             raise Conflict(f"Connector {name} already exists") from exc
         self._poke()
@@ -194,7 +183,7 @@ class Herder:
     def connector_set_target_state(self, *, name: str, target_state: str) -> None:
         """Pause (PAUSED), resume (STARTED) or stop (STOPPED) a connector and its tasks."""
         self._record(name)
-        self.store.put_target_state(name, target_state)
+        self.store.put_target_state(name, TargetState(target_state).value)
         self._poke()
 
     # ------------------------------------------------------------- selectors
@@ -219,7 +208,7 @@ class Herder:
         """Connect's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``."""
         rec = self._record(name)
         return {"name": name, "config": rec.config,
-                "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != "STOPPED" else [],
+                "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != TargetState.STOPPED else [],
                 "type": self._type(rec)}
 
     def connector_config(self, name: str) -> dict[str, str]:
@@ -229,7 +218,7 @@ class Herder:
     def connector_tasks(self, name: str) -> list[dict[str, Any]]:
         """Connect's TaskInfo list: ``[{"id": {"connector", "task"}, "config": {...}}]``."""
         rec = self._record(name)
-        if rec.target_state == "STOPPED":
+        if rec.target_state == TargetState.STOPPED:
             return []
         return [{"id": {"connector": name, "task": i}, "config": cfg} for i, cfg in enumerate(rec.tasks)]
 
@@ -252,18 +241,18 @@ class Herder:
 
         def entry(status: dict | None, owner: str | None, extra: dict) -> dict[str, Any]:
             if status is None or (owner is not None and status.get("worker_id") != owner):
-                out = {"state": "UNASSIGNED", "worker_id": self._worker_address(owner)}
+                out = {"state": State.UNASSIGNED.value, "worker_id": self._worker_address(owner)}
             else:
                 out = {"state": status["state"], "worker_id": self._worker_address(status.get("worker_id"))}
-                if status["state"] == "FAILED" and status.get("trace"):
+                if status["state"] == State.FAILED and status.get("trace"):
                     out["trace"] = status["trace"]
             return {**extra, **out}
 
         connector = entry(statuses.get("connector"), assignment["connectors"].get(name), {})
-        if rec.target_state == "STOPPED" and connector["state"] not in ("FAILED", "UNASSIGNED"):
-            connector["state"] = "STOPPED"
+        if rec.target_state == TargetState.STOPPED and connector["state"] not in (State.FAILED, State.UNASSIGNED):
+            connector["state"] = State.STOPPED.value
         tasks = []
-        if rec.target_state != "STOPPED":
+        if rec.target_state != TargetState.STOPPED:
             for i in range(len(rec.tasks)):
                 owner = assignment["tasks"].get(f"{name}-{i}")
                 tasks.append(entry(statuses["tasks"].get(str(i)), owner, {"id": i}))
@@ -305,7 +294,7 @@ class Herder:
         unknown connector or task (as Connect).
         """
         rec = self.store.get_connector(name)
-        if rec is None or rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+        if rec is None or rec.target_state == TargetState.STOPPED or not 0 <= task < len(rec.tasks):
             raise NotFoundError(f"No status found for task {name}-{task}")
         for t in self.connector_status(name)["tasks"]:
             if t["id"] == task:
@@ -342,12 +331,12 @@ class Herder:
         if self.store.get_statuses(name).get("connector") is None:
             raise NotFoundError(f"Status for connector {name} not found")
         info = self.connector_status(name)
-        restart_connector = not only_failed or info["connector"]["state"] == "FAILED"
-        tasks = [t["id"] for t in info["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        restart_connector = not only_failed or info["connector"]["state"] == State.FAILED
+        tasks = [t["id"] for t in info["tasks"] if include_tasks and (not only_failed or t["state"] == State.FAILED)]
         self._request_restart(name, restart_connector, tasks)
         if restart_connector:
-            info["connector"] = {**{k: v for k, v in info["connector"].items() if k != "trace"}, "state": "RESTARTING"}
-        info["tasks"] = [{**{k: v for k, v in t.items() if k != "trace"}, "state": "RESTARTING"}
+            info["connector"] = {**{k: v for k, v in info["connector"].items() if k != "trace"}, "state": State.RESTARTING.value}
+        info["tasks"] = [{**{k: v for k, v in t.items() if k != "trace"}, "state": State.RESTARTING.value}
                          if t["id"] in tasks else t for t in info["tasks"]]
         return info
 
@@ -359,14 +348,14 @@ class Herder:
         rec = self.store.get_connector(name)
         if rec is None:
             raise NotFoundError(f"Unknown connector: {name}")
-        if rec.target_state == "STOPPED" or not 0 <= task < len(rec.tasks):
+        if rec.target_state == TargetState.STOPPED or not 0 <= task < len(rec.tasks):
             raise NotFoundError(f"Unknown task: {name}-{task}")
         self._request_restart(name, False, [task])
 
     # offsets (KIP-875)
     def _require_stopped(self, name: str) -> ConnectorRecord:
         rec = self._record(name)
-        if rec.target_state != "STOPPED":
+        if rec.target_state != TargetState.STOPPED:
             raise BadRequest("Connectors must be in the STOPPED state before their offsets can be modified. This can be "
                              f"done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' "
                              "endpoint")
@@ -431,19 +420,36 @@ class Herder:
             plugin = registry.resolve(included)
         except registry.UnknownPlugin as exc:
             raise BadRequest(str(exc)) from exc
-        errors = {k: list(v) for k, v in plugin.cls().validate(config).items()}
-        from webapp.runtime.engine import engine_config_errors
-
-        for extra in (auto_restart_errors(config), engine_config_errors(config)):
-            for key, errs in extra.items():
-                errors.setdefault(key, []).extend(errs)
-        tasks_max = config.get("tasks.max", "1")
-        try:
-            if int(tasks_max) < 1:
-                errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
-        except ValueError:
-            errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+        errors = connector_config_errors(config, plugin)
         return plugins.validate(config, errors, included, plugin.cls.config_def)
+
+
+def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc) -> dict[str, list[str]]:
+    """Every error of the full connector ``config`` of ``plugin``, as ``{config key: [message]}`` (empty: valid).
+
+    The one set of checks behind ``POST /connectors``, ``PUT|PATCH /connectors/{name}/config`` (which
+    answer 400 with the messages) and ``PUT /connector-plugins/{type}/config/validate`` (which reports
+    them per key): the connector's own ``validate``, except for keys holding a ``${provider:...}``
+    reference (only the worker that starts the connector resolves those); then what applies to every
+    connector: automatic restart keys, the SMTs and predicates (``transforms``), error handling
+    (``errors.*``, a dead letter queue for sinks), the task engine's keys, and ``tasks.max``.
+    """
+    from webapp.runtime.engine import engine_config_errors
+    from webapp.runtime.errors import validate_error_config
+    from webapp.runtime.transforms import validate_transforms
+
+    errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
+    for extra in (auto_restart_errors(config), validate_transforms(config),
+                  validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
+        for key, msgs in extra.items():
+            errors.setdefault(key, []).extend(msgs)
+    tasks_max = config.get("tasks.max", "1")
+    try:
+        if int(tasks_max) < 1:
+            errors.setdefault("tasks.max", []).append("Invalid value for configuration tasks.max: Value must be at least 1")
+    except ValueError:
+        errors.setdefault("tasks.max", []).append(f"Invalid value {tasks_max} for configuration tasks.max: Not a number of type INT")
+    return errors
 
 
 def parse_offsets_body(body: Any, *, sink: bool) -> list[tuple[dict, dict | None]]:

@@ -23,12 +23,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.connectors.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
+from webapp import environment, metrics
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
@@ -39,7 +40,7 @@ from .health import NodeHealth
 from .herder import Herder
 from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
-__all__ = ["NodeOptions", "ConnectNode", "current", "set_current", "NodeNotReady"]
+__all__ = ["NodeOptions", "ConnectNode", "current", "current_or_none", "set_current", "NodeNotReady", "add_lifecycle_hook"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,19 @@ class NodeNotReady(Exception):
     """No node is running in this process (or it has not finished starting)."""
 
 
+#: ``(on_start(node), on_stop(node))`` pairs called when a node of this process has started / is stopping
+_lifecycle_hooks: list[tuple[Callable[["ConnectNode"], Any], Callable[["ConnectNode"], Any]]] = []
+
+
+def add_lifecycle_hook(on_start: Callable[["ConnectNode"], Any], on_stop: Callable[["ConnectNode"], Any]) -> None:
+    """Have ``on_start(node)`` run when a node of this process started (Raft member ready) and
+    ``on_stop(node)`` when it stops. For layers above the node (the console's history sampler), so the
+    node never imports them. Registering the same pair twice has no effect.
+    """
+    if (on_start, on_stop) not in _lifecycle_hooks:
+        _lifecycle_hooks.append((on_start, on_stop))
+
+
 def current() -> "ConnectNode":
     """The node running in this process. Raises :class:`NodeNotReady`."""
     if _current is None:
@@ -58,11 +72,18 @@ def current() -> "ConnectNode":
     return _current
 
 
+def current_or_none() -> "ConnectNode | None":
+    """The node running in this process, or None (never raises)."""
+    return _current
+
+
 def set_current(node: "ConnectNode | None") -> None:
-    """Install (or clear) the process-wide node."""
+    """Install (or clear) the process-wide node; the first install registers the node's metrics collector."""
     global _current
     with _current_lock:
         _current = node
+    if node is not None:
+        metrics.install(current_or_none)  # webapp.metrics reads the node through this, never imports it
 
 
 @dataclass
@@ -190,25 +211,25 @@ class ConnectNode:
                                             leader_weight_cap=o.leader_weight_cap)
         self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
                              assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke,
-                             restarts=lambda name, connector, tasks: self.raft.propose(
-                                 "_request_restart", name, connector, list(tasks)))
+                             restarts=lambda name, connector, tasks: self.raft.commands.request_restart(
+                                 name=name, connector=connector, tasks=list(tasks)))
         if not self.raft.wait_ready(ready_timeout):
             raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
         self._init_metadata_store(wanted, ready_timeout)
         if self.raft.is_leader:
             self.coordinator.on_leader_change(True, self.raft.term)
         self.coordinator.start()
-        from webapp.console.history import history_for  # the console's 15-minute task history starts sampling
-        history_for(self)
+        for on_start, _ in list(_lifecycle_hooks):  # e.g. the console's task history starts sampling
+            on_start(self)
         self.switches.start()
-        self.raft.propose("_register_member", o.node_id, self.member_info(), timeout=ready_timeout)
+        self.raft.commands.register_member(node_id=o.node_id, info=self.member_info(), timeout=ready_timeout)
         set_current(self)
 
     def _init_metadata_store(self, wanted: str, timeout: float) -> None:
         """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
         if not self.raft.state.store_initialized:
             self.stores.get(wanted)  # reachable and migrated before the cluster commits to it
-            self.raft.propose("_init_store", wanted, timeout=timeout)
+            self.raft.commands.init_store(name=wanted, timeout=timeout)
         active = self.raft.state.active_store
         if active != wanted:
             log.warning("this cluster's metadata store is %s; --metadata-store %s applies only to a new cluster "
@@ -291,7 +312,7 @@ class ConnectNode:
     #: seconds between agent restarts after it exits: doubling from the first
     #: (``RAFTCONNECT_AGENT_RESTART_BACKOFF_MS``, default 1000) to the last, back to the first once an
     #: agent has run for AGENT_STABLE_SECONDS
-    AGENT_BACKOFF = (float(os.environ.get("RAFTCONNECT_AGENT_RESTART_BACKOFF_MS", "1000")) / 1000.0, 30.0)
+    AGENT_BACKOFF = (environment.agent_restart_backoff_s(), 30.0)
     AGENT_STABLE_SECONDS = 60.0
 
     def start_agent(self) -> None:
@@ -336,7 +357,7 @@ class ConnectNode:
                "-Q", worker_queue(self.options.node_id), "-P", "threads",
                "-c", str(self.options.agent_concurrency), "-n", f"{self.options.node_id}@raftconnect",
                "--without-heartbeat", "--without-gossip", "--without-mingle",
-               "-l", os.environ.get("RAFTCONNECT_AGENT_LOG_LEVEL", "WARNING")]
+               "-l", environment.agent_log_level()]
         log_path = os.path.join(self.options.data_dir, "agent.log")
         with contextlib.suppress(FileNotFoundError):  # a previous agent's: /health waits for this one's
             os.remove(status_path(self.options.data_dir))
@@ -359,8 +380,8 @@ class ConnectNode:
     def stop(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
         self.health.close()
-        from webapp.console.history import forget
-        forget(self)
+        for _, on_stop in list(_lifecycle_hooks):
+            on_stop(self)
         self.stop_agent(graceful_timeout)
         if self.coordinator:
             self.coordinator.stop()

@@ -32,14 +32,18 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from webapp.kafka.client_config import (
+    KAFKA_CLIENT_CONFIG_ENV,
+    ClientConfigError,
+    client_config_from_env,
+)
+
 __all__ = ["PropertiesError", "WorkerConfig", "read_properties", "parse_properties", "worker_config",
            "expand_config_argv", "kafka_client_config_from_env", "check_client_config", "report", "KAFKA_CLIENT_CONFIG_ENV",
            "CLIENT_PREFIXES"]
 
 log = logging.getLogger("raftconnect.node")
 
-#: Environment variable carrying the tasks' extra librdkafka settings (a JSON object) from node to agent.
-KAFKA_CLIENT_CONFIG_ENV = "RAFTCONNECT_KAFKA_CLIENT_CONFIG"
 
 #: Prefixes of client-specific settings, as in Connect's worker config; kept in the tasks' config with
 #: the prefix and applied to that client type only (``webapp.kafka.spark_io``, ``webapp.kafka.topics``).
@@ -358,17 +362,10 @@ def kafka_client_config_from_env(environ: Mapping[str, str] | None = None) -> di
 
     Raises :class:`PropertiesError` when the variable is not a JSON object of strings.
     """
-    raw = (os.environ if environ is None else environ).get(KAFKA_CLIENT_CONFIG_ENV)
-    if not raw:
-        return {}
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise PropertiesError(f"{KAFKA_CLIENT_CONFIG_ENV} is not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise PropertiesError(f"{KAFKA_CLIENT_CONFIG_ENV} must be a JSON object")
-    return {str(k): str(v) for k, v in value.items()}
-
+        return client_config_from_env(environ)
+    except ClientConfigError as exc:
+        raise PropertiesError(str(exc)) from exc
 
 
 def check_client_config(kafka: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

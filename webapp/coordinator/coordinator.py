@@ -21,6 +21,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
+from webapp.states import TargetState
 from webapp.storage.base import MetadataStore
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
@@ -128,7 +129,7 @@ class GroupCoordinator:
                   "raft_address": member.get("raft_address"),
                   "weight": float(member.get("weight", 1.0))}
         if known is None or any(known.get(k) != v for k, v in wanted.items()):
-            self.raft.propose("_register_member", worker_id, wanted)
+            self.raft.commands.register_member(node_id=worker_id, info=wanted)
         running = dict(running or {})
         report_full = False
         with self._lock:
@@ -204,7 +205,7 @@ class GroupCoordinator:
             if rec is None:
                 continue
             connectors.append(name)
-            if rec.target_state != "STOPPED":
+            if rec.target_state != TargetState.STOPPED:
                 tasks.extend(f"{name}-{i}" for i in range(len(rec.tasks)))
         return connectors, tasks
 
@@ -232,7 +233,8 @@ class GroupCoordinator:
                 return False
             generation = current["generation"] + 1
             try:
-                self.raft.propose("_set_assignment", self.epoch, generation, new.connectors, new.tasks)
+                self.raft.commands.set_assignment(epoch=self.epoch, generation=generation, connectors=new.connectors,
+                                                  tasks=new.tasks)
             except (RaftUnavailable, CommandRejected) as exc:
                 log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
                 return False
@@ -281,7 +283,7 @@ class GroupCoordinator:
                 continue
             name, _, num = key.rpartition("-")
             rec = record(name)
-            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == "STOPPED":
+            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == TargetState.STOPPED:
                 continue
             view["tasks"][key] = {"connector": name, "task": int(num),
                                   "config": {**rec.config, **rec.tasks[int(num)]},
@@ -305,7 +307,7 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ loop
     def _activate(self, term: int) -> None:
-        self.raft.propose("_become_coordinator", term, self.node_id)
+        self.raft.commands.become_coordinator(epoch=term, leader=self.node_id)
         now = self.clock()
         with self._lock:
             self.epoch = term

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
+from webapp import environment
+
 from .topics import partition_count, shared_admin_client
 
 __all__ = ["EndOffsetWatcher", "SinkParking", "partition_count_cached", "ensure_topic_cached", "list_end_offsets"]
@@ -170,11 +172,8 @@ class EndOffsetWatcher:
     CPU_SHARE_IDLE = 0.02
 
     def __init__(self, kafka_config: Mapping[str, Any], interval: float | None = None):
-        import os
-
         self.kafka_config = dict(kafka_config)
-        self.interval = interval if interval is not None else \
-            int(os.environ.get("RAFTCONNECT_SINK_WAKE_INTERVAL_MS", "100")) / 1000.0
+        self.interval = interval if interval is not None else environment.sink_wake_interval_s()
         self._lock = threading.Lock()
         self._watches: dict[str, tuple[frozenset, Callable[[], None]]] = {}
         self._ends: dict[tuple[str, int], int] = {}

@@ -48,13 +48,13 @@ def kafka_config_from_env(env) -> dict[str, str]:
 
     Client settings (security, SASL, TLS and ``producer.`` / ``consumer.`` / ``admin.``
     prefixed keys) come from a worker properties file through
-    :data:`~webapp.connect.workerconfig.KAFKA_CLIENT_CONFIG_ENV`; the prefixed ones are
+    :data:`~webapp.kafka.client_config.KAFKA_CLIENT_CONFIG_ENV`; the prefixed ones are
     resolved per client type where clients are built (``webapp.kafka.spark_io``,
     ``webapp.kafka.topics``).
     """
-    from webapp.connect.workerconfig import kafka_client_config_from_env
+    from webapp.kafka.client_config import client_config_from_env
 
-    config = kafka_client_config_from_env(env)
+    config = client_config_from_env(env)
     config["bootstrap.servers"] = env.get("RAFTCONNECT_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
     return config
 

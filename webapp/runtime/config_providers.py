@@ -42,6 +42,7 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
+from webapp import environment
 from webapp.connectors import file_access
 
 __all__ = ["ConfigProviderError", "PATTERN", "HIDDEN", "providers", "transform", "reverse_transform", "has_references",
@@ -58,7 +59,7 @@ class ConfigProviderError(ValueError):
     """A reference could not be resolved; the message names the reference and why."""
 
 
-_PROVIDER_PATHS = "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"
+_PROVIDER_PATHS = environment.CONFIG_PROVIDER_PATHS_ENV
 
 
 def _allowed(path: str) -> Path:
@@ -67,7 +68,7 @@ def _allowed(path: str) -> Path:
     Roots: ``RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS`` if set, else the file connectors' setting
     (``raftconnect.file.allowed.paths``); the node's data directory is refused in both cases.
     """
-    roots = [r.strip() for r in os.environ.get(_PROVIDER_PATHS, "").split(",") if r.strip()]
+    roots = environment.config_provider_allowed_paths()
     access = file_access.policy(roots=roots, label=_PROVIDER_PATHS) if roots else file_access.policy()
     problem = access.violation(path)
     if problem is not None:
@@ -76,7 +77,7 @@ def _allowed(path: str) -> Path:
 
 
 def _env(path: str | None, key: str) -> str:
-    pattern = os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN", ".*")
+    pattern = environment.config_provider_env_pattern()
     if _SECRET_ENV.match(key) or not re.fullmatch(pattern, key):
         raise ConfigProviderError(f"environment variable {key} is not allowed")
     if key not in os.environ:
@@ -135,7 +136,7 @@ _BUILTIN: dict[str, Callable[[str | None, str], str]] = {"env": _env, "file": _f
 
 def providers() -> dict[str, Callable[[str | None, str], str]]:
     """The enabled providers ``{alias: fn(path or None, key) -> value}`` (``RAFTCONNECT_CONFIG_PROVIDERS``)."""
-    names = [n.strip() for n in os.environ.get("RAFTCONNECT_CONFIG_PROVIDERS", "env,file,directory").split(",")]
+    names = environment.config_providers()
     return {n: _BUILTIN[n] for n in names if n in _BUILTIN}
 
 

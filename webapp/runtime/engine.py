@@ -31,6 +31,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from webapp import environment
+
 __all__ = [
     "BatchEngine",
     "PhaseTimes",
@@ -251,7 +253,7 @@ def engine_config_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
 
 
 def _env_mode() -> str:
-    mode = os.environ.get("RAFTCONNECT_TASK_ENGINE", "auto").strip().lower() or "auto"
+    mode = environment.task_engine()
     return mode if mode in ENGINE_MODES else "auto"
 
 
@@ -344,13 +346,12 @@ class BatchEngine:
         self.mode = mode or _env_mode()
         if self.mode not in ENGINE_MODES:
             raise ValueError(f"{ENGINE_KEY} must be one of {', '.join(ENGINE_MODES)}, got {self.mode!r}")
-        self.spark_min_rows = spark_min_rows or int(os.environ.get("RAFTCONNECT_SPARK_MIN_BATCH_ROWS",
-                                                                   _DEFAULT_SPARK_MIN_ROWS))
+        self.spark_min_rows = spark_min_rows or environment.spark_min_batch_rows(_DEFAULT_SPARK_MIN_ROWS)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         #: worker processes for pieces that ship whole (source pieces): ``RAFTCONNECT_ENGINE_PROCESSES``,
         #: default the CPU cores; 0 runs every piece on the thread pool
-        self.processes = int(os.environ.get("RAFTCONNECT_ENGINE_PROCESSES", str(os.cpu_count() or 2)))
+        self.processes = environment.engine_processes()
         self._procs = None
         self._procs_warm = False
         self._warming = threading.Event()  # set while no warm-up is in progress

@@ -17,6 +17,8 @@ import os
 import threading
 from typing import Callable, Iterable, Mapping
 
+from webapp import environment
+
 __all__ = ["FileChangeWatcher", "file_state", "states"]
 
 log = logging.getLogger(__name__)
@@ -45,8 +47,7 @@ class FileChangeWatcher:
     """
 
     def __init__(self, interval: float | None = None):
-        self.interval = interval if interval is not None else \
-            int(os.environ.get("RAFTCONNECT_FILE_WATCH_INTERVAL_MS", "1000")) / 1000.0
+        self.interval = interval if interval is not None else environment.file_watch_interval_s()
         self._lock = threading.Lock()
         self._watches: dict[str, tuple[dict[str, tuple[int, int] | None], Callable[[], None]]] = {}
         self._thread: threading.Thread | None = None

@@ -17,6 +17,6 @@ def apply_assignment(view: dict) -> None:
 @shared_task(name="raftconnect.set_logger_level", ignore_result=True)
 def set_logger_level(namespace: str, level: str) -> None:
     """Set a log level in the agent process (``PUT /admin/loggers/{namespace}`` on its node)."""
-    from webapp.connect.loggers import process_loggers
+    from webapp.loggers import process_loggers
 
     process_loggers().set_level(namespace, level)

@@ -20,8 +20,10 @@ import uuid
 from collections import deque
 from typing import Any, Callable
 
+from webapp import environment
 from webapp.connectors import registry
 from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
+from webapp.states import State, TargetState, reported_state
 
 from . import config_providers
 from webapp.kafka.clients import EndOffsetWatcher
@@ -182,7 +184,7 @@ class TaskExecutor:
     def __init__(self, threads: int | None = None):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.threads = threads or int(os.environ.get("RAFTCONNECT_TASK_THREADS", "0")) \
+        self.threads = threads or environment.task_threads() \
             or max(16, 4 * (os.cpu_count() or 2))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="task")
         self._heap: list[tuple[float, int, "WorkerTask", int]] = []
@@ -288,11 +290,10 @@ class WorkerTask:
         self.engine = engine
         self.end_offsets = end_offsets
         self.file_changes = file_changes
-        self.idle_backoff = idle_backoff if idle_backoff is not None else \
-            int(os.environ.get("RAFTCONNECT_TASK_IDLE_MAX_MS", "1000")) / 1000.0
+        self.idle_backoff = idle_backoff if idle_backoff is not None else environment.task_idle_max_s()
         self.restart_seq = restart_seq
         self.metrics = TaskMetrics()
-        self.state = "UNASSIGNED"
+        self.state = State.UNASSIGNED.value
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._done = threading.Event()
@@ -447,11 +448,11 @@ class WorkerTask:
                 return
             if self._task is None:
                 self._begin()
-            if self.target_state == "PAUSED":
-                self._report("PAUSED")
+            if self.target_state == TargetState.PAUSED:
+                self._report(State.PAUSED.value)
                 self._park(None)
                 return
-            self._report("RUNNING")
+            self._report(State.RUNNING.value)
             self._bind_job_group()
             t0 = time.monotonic()
             debug = log.isEnabledFor(logging.DEBUG)
@@ -498,7 +499,7 @@ class WorkerTask:
             trace = traceback.format_exc()
             log.error("task %s failed:\n%s", self.task_id, trace)
             try:
-                self._report("FAILED", trace)
+                self._report(State.FAILED.value, trace)
             except Exception:
                 log.exception("could not report failure of %s", self.task_id)
             self._finish()
@@ -548,7 +549,7 @@ class Worker:
         self.session_timeout = 5.0
         #: seconds a stopped task may take to finish its batch before it is cancelled (Connect's
         #: task.shutdown.graceful.timeout.ms, default 5 s)
-        self.graceful_stop_timeout = float(os.environ.get("RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS", "5000")) / 1000
+        self.graceful_stop_timeout = environment.task_shutdown_graceful_timeout_s()
         self._spark_factory = spark_factory
         self._spark_lock = threading.Lock()
         #: the agent's SparkSession, started by the first batch that runs on Spark (or by :meth:`spark`)
@@ -823,9 +824,9 @@ class Worker:
                                      "target_state": c["target_state"], "tasks": c["tasks"],
                                      "restart": c.get("restart", 0)}
         try:
-            if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != "STOPPED":
-                self.client.report_status(name, None, c["generation"], "RESTARTING")
-            if c["target_state"] != "STOPPED" and (fresh or have["target_state"] == "STOPPED"):
+            if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != TargetState.STOPPED:
+                self.client.report_status(name, None, c["generation"], State.RESTARTING.value)
+            if c["target_state"] != TargetState.STOPPED and (fresh or have["target_state"] == TargetState.STOPPED):
                 plugin = registry.resolve(c["config"].get("connector.class", ""))
                 connector = plugin.cls()
                 resolved = config_providers.transform(c["config"])  # ${provider:...} resolved only here
@@ -835,7 +836,7 @@ class Worker:
                 configs = config_providers.reverse_transform(c["config"], resolved, configs)
                 if configs != c["tasks"]:
                     self.client.put_task_configs(name, c["generation"], configs)
-            state = {"STARTED": "RUNNING", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}[c["target_state"]]
+            state = reported_state(c["target_state"]).value
             self.client.report_status(name, None, c["generation"], state)
         except Fenced as exc:
             log.warning("connector %s fenced: %s", name, exc)
@@ -845,7 +846,7 @@ class Worker:
             trace = traceback.format_exc()
             log.error("connector %s failed:\n%s", name, trace)
             try:
-                self.client.report_status(name, None, c["generation"], "FAILED", trace)
+                self.client.report_status(name, None, c["generation"], State.FAILED.value, trace)
             except Exception:
                 log.exception("could not report connector failure")
 
@@ -857,7 +858,7 @@ class Worker:
                 self.restart_tracker.forget(key)
             restart = w is not None and w.get("restart", 0) != t.restart_seq  # an operator's restart request
             if w is None or w["generation"] != t.generation or w["config"] != t.config or not t.is_alive() or restart:
-                if w is not None and not restart and not t.is_alive() and t.state == "FAILED" \
+                if w is not None and not restart and not t.is_alive() and t.state == State.FAILED \
                         and w["generation"] == t.generation and w["config"] == t.config:
                     # failed tasks are not restarted silently, unless the connector opted in
                     policy = AutoRestartPolicy.from_config(t.config)
@@ -877,9 +878,9 @@ class Worker:
                     t.join(60)
                 with self._snapshot_lock:
                     del self.tasks[key]
-                if restart and w["target_state"] != "STOPPED":
+                if restart and w["target_state"] != TargetState.STOPPED:
                     try:
-                        self.client.report_status(w["connector"], w["task"], w["generation"], "RESTARTING")
+                        self.client.report_status(w["connector"], w["task"], w["generation"], State.RESTARTING.value)
                     except Exception:
                         log.exception("could not report RESTARTING for %s", key)
         for key, w in wanted.items():

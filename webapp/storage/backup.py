@@ -3,7 +3,7 @@
 Owns the backup format and the two operations on the leader's
 :class:`~webapp.storage.switch.StoreRouter`; the REST resources
 (``GET /raftconnect/v1/backup``, ``POST /raftconnect/v1/restore``, in
-:mod:`webapp.storage.api`) and the CLI (``raftconnect backup``) only move the
+:mod:`webapp.connect.api.stores`) and the CLI (``raftconnect backup``) only move the
 document. Must not touch Kafka or the workers.
 
 What a backup holds, per connector name (the unit the store switch copies,

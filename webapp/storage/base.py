@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.states import TARGET_STATES as _TARGET_STATES
+from webapp.states import TargetState
 
 __all__ = [
     "ConnectorRecord",
@@ -35,7 +37,7 @@ __all__ = [
     "TARGET_STATES",
 ]
 
-TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
+TARGET_STATES = _TARGET_STATES  # re-exported: the one list lives in webapp.states
 
 
 class StoreError(Exception):
@@ -87,7 +89,7 @@ class ConnectorRecord:
 
     name: str
     config: dict[str, str]
-    target_state: str = "STARTED"
+    target_state: str = TargetState.STARTED.value
     tasks: list[dict[str, str]] = field(default_factory=list)
 
     @property

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from webapp.states import TargetState
+
 __all__ = ["Connector", "Status", "Offset", "ActiveTopic", "WriterLease", "CONNECTOR_TASK", "LEASE_ID"]
 
 #: ``Status.task`` of the connector instance's own status.
@@ -32,7 +34,7 @@ class Connector(models.Model):
 
     name = models.CharField(max_length=255, primary_key=True)
     config = models.JSONField(default=dict)
-    target_state = models.CharField(max_length=16, default="STARTED")
+    target_state = models.CharField(max_length=16, default=TargetState.STARTED.value)
     task_configs = models.JSONField(default=list)
 
     class Meta:

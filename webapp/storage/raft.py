@@ -8,6 +8,7 @@ the state machine's apply, atomically with the write.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Callable
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
@@ -35,9 +36,10 @@ class RaftMetadataStore(MetadataStore):
         self.raft = raft
         self.write_timeout = write_timeout
 
-    def _propose(self, command: str, *args: Any) -> dict[str, Any]:
+    def _commit(self, command: Callable[..., dict[str, Any]], **args: Any) -> dict[str, Any]:
+        """Run one of ``self.raft.commands``' methods with this store's write timeout, mapping its errors."""
         try:
-            return self.raft.propose(command, *args, timeout=self.write_timeout)
+            return command(timeout=self.write_timeout, **args)
         except RaftUnavailable as exc:
             raise StoreUnavailable(str(exc)) from exc
         except CommandRejected as exc:
@@ -69,34 +71,37 @@ class RaftMetadataStore(MetadataStore):
 
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
                              create_only: bool = False) -> bool:
-        return bool(self._propose("_put_connector_config", name, dict(config), target_state, create_only)["created"])
+        return bool(self._commit(self.raft.commands.put_connector_config, name=name, config=dict(config),
+                                 target_state=target_state, create_only=create_only)["created"])
 
     def remove_connector_config(self, name: str) -> None:
-        self._propose("_delete_connector", name)
+        self._commit(self.raft.commands.delete_connector, name=name)
 
     def put_target_state(self, name: str, target_state: str) -> None:
-        self._propose("_put_target_state", name, target_state)
+        self._commit(self.raft.commands.put_target_state, name=name, target_state=target_state)
 
     def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
                          generation: int) -> None:
-        self._propose("_put_task_configs", name, worker_id, generation, [dict(t) for t in task_configs])
+        self._commit(self.raft.commands.put_task_configs, name=name, worker_id=worker_id, generation=generation,
+                     task_configs=[dict(t) for t in task_configs])
 
     # status
     def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
                    generation: int) -> None:
-        self._propose("_put_status", name, task, worker_id, generation, dict(status))
+        self._commit(self.raft.commands.put_status, name=name, task=task, worker_id=worker_id, generation=generation,
+                     status=dict(status))
 
     def get_statuses(self, name: str) -> dict[str, Any]:
         return self.raft.state.status(name)
 
     def put_topics(self, name: str, topics: list[str]) -> None:
-        self._propose("_put_topics", name, sorted(set(topics)))
+        self._commit(self.raft.commands.put_topics, name=name, topics=sorted(set(topics)))
 
     def get_topics(self, name: str) -> list[str]:
         return self.raft.state.connector_topics(name)
 
     def reset_topics(self, name: str) -> None:
-        self._propose("_reset_topics", name)
+        self._commit(self.raft.commands.reset_topics, name=name)
 
     # offsets
     def get_offsets(self, name: str) -> list[SourceOffset]:
@@ -105,17 +110,18 @@ class RaftMetadataStore(MetadataStore):
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
         entries = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets]
-        self._propose("_commit_offsets", task_id.connector, task_id.task, worker_id, generation, entries)
+        self._commit(self.raft.commands.commit_offsets, name=task_id.connector, task=task_id.task, worker_id=worker_id,
+                     generation=generation, entries=entries)
 
     def alter_offsets(self, name: str, offsets: list) -> None:
         entries = []
         for item in offsets:
             partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
             entries.append([partition_key(partition), dict(partition), dict(offset) if offset is not None else None])
-        self._propose("_commit_offsets", name, None, "", 0, entries)
+        self._commit(self.raft.commands.commit_offsets, name=name, task=None, worker_id="", generation=0, entries=entries)
 
     def reset_offsets(self, name: str) -> None:
-        self._propose("_reset_offsets", name)
+        self._commit(self.raft.commands.reset_offsets, name=name)
 
     # switch support
     def offset_names(self) -> list[str]:
@@ -134,7 +140,7 @@ class RaftMetadataStore(MetadataStore):
             offsets = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in snap.offsets]
             items.append([snap.name, list(kinds), record, snap.statuses, offsets, sorted(set(snap.topics))])
         if items:
-            self._propose("_import_names", items)
+            self._commit(self.raft.commands.import_names, items=items)
 
     def clear(self) -> None:
-        self._propose("_clear_metadata")
+        self._commit(self.raft.commands.clear_metadata)

@@ -59,6 +59,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
 
 from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.states import TargetState
 
 from .base import (
     KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
@@ -499,7 +500,7 @@ class RelationalMetadataStore(MetadataStore):
                 row.save(using=self.alias, update_fields=["config", "target_state"])
                 return False
             Connector.objects.using(self.alias).create(
-                name=name, config=dict(config), target_state=target_state or "STARTED", task_configs=[])
+                name=name, config=dict(config), target_state=target_state or TargetState.STARTED.value, task_configs=[])
             return True
 
         try:

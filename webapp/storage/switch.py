@@ -567,7 +567,8 @@ class SwitchManager:
             source = self.raft.state.active_store
             self._running = switch_id  # before proposing, so the watcher never takes it for an orphan
             try:
-                self.raft.propose("_begin_switch", term, switch_id, source, target, time.time())
+                self.raft.commands.begin_switch(epoch=term, switch_id=switch_id, source=source, target=target,
+                                                now=time.time())
             except CommandRejected as exc:
                 self._running = None
                 raise SwitchError(exc.reason, 400 if exc.code == 400 else 409) from exc
@@ -607,12 +608,10 @@ class SwitchManager:
         return self.begin(st.previous_store)
 
     # ------------------------------------------------------------ the switch
-    def _propose(self, name: str, *args: Any) -> dict[str, Any]:
-        return self.raft.propose(name, *args, timeout=10.0)
 
     def _propose_abort(self, switch_id: str, reason: str) -> None:
         try:
-            self._propose("_abort_switch", self.raft.term, switch_id, reason, time.time())
+            self.raft.commands.abort_switch(epoch=self.raft.term, switch_id=switch_id, reason=reason, now=time.time())
             log.warning("store switch %s aborted: %s", switch_id, reason)
         except (CommandRejected, RaftUnavailable) as exc:
             log.warning("store switch %s: could not record the abort (%s); the next leader will", switch_id, exc)
@@ -653,7 +652,8 @@ class SwitchManager:
                         "prepare_s": round(time.monotonic() - t_start, 3)}
             log.info("store switch %s: copy (%d names), prepare took %.2f s", switch_id, len(names),
                      progress["prepare_s"])
-            self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
+            self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
+                                            now=time.time())
             last = time.monotonic()
             for i in range(0, len(names), BATCH):
                 self._check(term)
@@ -662,14 +662,16 @@ class SwitchManager:
                 self._catch_up(source, target)  # written meanwhile (this batch's names included): copy again
                 progress["names_copied"] = i + len(chunk)
                 if time.monotonic() - last >= self.progress_interval:
-                    self._propose("_switch_phase", term, switch_id, "copy", progress, time.time())
+                    self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
+                                            now=time.time())
                     last = time.monotonic()
             self._hold(term)
             # 3. verify
             progress["names_verified"] = 0
             progress["copy_s"] = round(time.monotonic() - t_start - progress["prepare_s"], 3)
             log.info("store switch %s: verify, copy took %.2f s", switch_id, progress["copy_s"])
-            self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
+            self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="verify", progress=progress,
+                                            now=time.time())
             names = sorted(set(source.all_names()) | set(target.all_names()))
             progress["names_total"] = len(names)
             digest = _Digest()
@@ -694,7 +696,8 @@ class SwitchManager:
                     digest.add(sa.name, ca)
                 progress["names_verified"] = i + len(chunk)
                 if time.monotonic() - last >= self.progress_interval:
-                    self._propose("_switch_phase", term, switch_id, "verify", progress, time.time())
+                    self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="verify", progress=progress,
+                                            now=time.time())
                     last = time.monotonic()
             self._hold(term)
             # 4. commit: the single log entry that changes the active store. Catch up while
@@ -707,7 +710,7 @@ class SwitchManager:
             with router.gate.exclusive():
                 self._check(term)
                 progress["names_caught_up_at_commit"] = self._catch_up(source, target)
-                self._propose("_commit_switch", term, switch_id, digest.result(), time.time())
+                self.raft.commands.commit_switch(epoch=term, switch_id=switch_id, digest=digest.result(), now=time.time())
                 router.stop_mirror()
             progress["commit_stall_ms"] = round((time.monotonic() - t0) * 1000, 1)
             # only the wait at the write gate; a write may also wait for its stripe, the mirror and the CPU
@@ -764,7 +767,8 @@ class SwitchManager:
                 progress["old_store_read_only"] = False
         if t_start is not None:
             progress["duration_s"] = round(time.monotonic() - t_start, 3)
-        self._propose("_switch_phase", term, switch_id, "completed", progress, time.time())
+        self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="completed", progress=progress,
+                                        now=time.time())
         log.info("store switch %s completed", switch_id)
 
     # ------------------------------------------------------------ recovery

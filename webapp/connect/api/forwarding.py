@@ -28,10 +28,10 @@ already checked it too). A forwarded request is never forwarded again.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import requests
+from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
@@ -60,7 +60,7 @@ def request_budget_s(method: str) -> float:
     Writes: ``RAFTCONNECT_FORWARD_WAIT_S`` (default 10); reads: 30.
     """
     if method.upper() in UNSAFE:
-        return float(os.environ.get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+        return settings.FORWARD_WAIT_S
     return READ_BUDGET_S
 
 

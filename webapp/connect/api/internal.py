@@ -23,6 +23,7 @@ from webapp.connect.node import NodeNotReady, current
 from webapp.connectors.api import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+from webapp.states import STATES
 
 from .views import ConnectAPIView
 
@@ -160,13 +161,11 @@ class TaskConfigsView(InternalView):
 class StatusReportView(InternalView):
     """``POST /raftconnect/v1/internal/connectors/{name}/status``: report a connector or task state (fenced)."""
 
-    STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
-
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         state = self.field(body, "state", str)
         _touch(body.get("worker_id", ""))
-        if state not in self.STATES:
+        if state not in STATES:
             raise BadRequest(f"Unknown state {state}")
         current().store.put_status(name, self.field(body, "task", int, optional=True),
                                    {"state": state, "trace": body.get("trace")},

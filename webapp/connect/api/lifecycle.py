@@ -12,22 +12,13 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.connect.herder import BadRequest, ConnectRestError
+from webapp.connect.herder import ConnectRestError
 
+from .params import bool_param
 from .views import ConnectAPIView, herder
 
 __all__ = ["TaskStatusView", "ConnectorRestartView", "TaskRestartView", "ConnectorTopicsView",
-           "ConnectorTopicsResetView", "bool_param"]
-
-
-def bool_param(request: Request, name: str, default: bool = False) -> bool:
-    """A ``true``/``false`` query parameter (case-insensitive); anything else is 400."""
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() not in ("true", "false"):
-        raise BadRequest(f"Query parameter {name} must be true or false, not {raw!r}")
-    return raw.lower() == "true"
+           "ConnectorTopicsResetView"]
 
 
 class TaskStatusView(ConnectAPIView):

@@ -24,9 +24,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.connect.herder import BadRequest, ConnectRestError, NotFoundError
-from webapp.connect.loggers import InvalidLevel, process_loggers
 from webapp.connect.node import current
 from webapp.coordinator.signing import signed_headers
+from webapp.loggers import InvalidLevel, process_loggers
 
 from .forwarding import ForwardToLeader
 from .internal import InternalView
@@ -49,7 +49,8 @@ def set_worker_level(namespace: str, level: str) -> list[str]:
     node = current()
     if "worker" in node.options.roles:
         try:
-            from webapp.celery import app as celery_app, worker_queue
+            from webapp.celery import app as celery_app
+            from webapp.celery import worker_queue
 
             celery_app.send_task("raftconnect.set_logger_level", args=[namespace, level],
                                  queue=worker_queue(node.options.node_id), expires=30)

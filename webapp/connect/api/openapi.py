@@ -18,20 +18,17 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 
-from webapp.storage import api as store_api
-
-from webapp.console import api as console_api
-
 from webapp.connect import health
 
-from . import lifecycle, loggers, plugins, views
+from webapp.states import STATES, State
+from . import lifecycle, loggers, plugins, stores as store_api, views
 
-__all__ = ["add_error_responses", "SCHEMAS"]
+__all__ = ["add_error_responses", "SCHEMAS", "ANY_OBJECT"]
 
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _TASK_ID = {"type": "object", "required": ["connector", "task"],
             "properties": {"connector": {"type": "string"}, "task": {"type": "integer"}}}
-_STATE = {"type": "string", "enum": ["UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING"]}
+_STATE = {"type": "string", "enum": list(STATES)}
 
 #: Kafka Connect's entities as JSON Schema (registered as components by the hook)
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -56,7 +53,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "CreateConnectorRequest": {
         "type": "object", "required": ["name", "config"],
         "properties": {"name": {"type": "string"}, "config": _STR_MAP,
-                       "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]}}},
+                       "initial_state": {"type": "string", "enum": [State.RUNNING.value, State.PAUSED.value, State.STOPPED.value]}}},
     "ConfigInfos": {"type": "object", "required": ["name", "error_count", "groups", "configs"], "properties": {
         "name": {"type": "string"}, "error_count": {"type": "integer"},
         "groups": {"type": "array", "items": {"type": "string"}},
@@ -138,7 +135,9 @@ _LIST = {"oneOf": [
 ]}
 _EXPAND = OpenApiParameter("expand", str, many=True, enum=["status", "info"],
                            description="Add each connector's status and/or info (unknown values are ignored, as in Connect)")
-_ANY_OBJECT = {"type": "object", "additionalProperties": True}
+#: Schema of a JSON object with any members (shared with the console's routes).
+ANY_OBJECT = {"type": "object", "additionalProperties": True}
+_ANY_OBJECT = ANY_OBJECT
 
 
 def _declare() -> None:
@@ -209,7 +208,7 @@ _BOOL_PARAM = {"type": "boolean"}
 
 
 def _declare_lifecycle() -> None:
-    """Restarts, task status, topics, offsets changes, plugin configs, loggers and the console's views."""
+    """Restarts, task status, topics, offsets changes, plugin configs and loggers."""
     extend_schema_view(
         patch=extend_schema(request={"application/json": {"type": "object", "additionalProperties": {
             "type": ["string", "null"]}}}, responses={200: _ref("ConnectorInfo")}),
@@ -245,14 +244,8 @@ def _declare_lifecycle() -> None:
         put=extend_schema(parameters=[scope], request={"application/json": _ref("LoggerLevel")}, responses={
             200: {"type": "array", "items": {"type": "string"}}, 204: OpenApiResponse(description="Cluster scope")}),
     )(loggers.LoggerView)
-    # tokens.TokensView and SessionView.post declare their own bodies beside the code
-    extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(console_api.WhoAmIView)
-    extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Logged out")}))(
-        console_api.SessionView)
-    for view in (console_api.TaskMetricsView, console_api.ConnectorMetricsView, console_api.ConnectorHealthListView,
-                 console_api.ConnectorHealthView, console_api.KafkaClusterView, console_api.TaskHistoryView,
-                 console_api.ConnectorOffsetsView):
-        extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(view)
+    # tokens.TokensView declares its own bodies beside the code; the console's views are declared in
+    # webapp.console.urls (the web layer's top imports this module, never the other way)
 
 
 _declare()

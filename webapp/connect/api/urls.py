@@ -1,13 +1,11 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
-import os
-
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView
 
-from webapp.console import api as console_api
-from webapp.storage import api as store_api
+from webapp.states import TargetState
 
 from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import stores as store_api
 
 __all__ = ["urlpatterns"]
 
@@ -21,9 +19,9 @@ urlpatterns = [
     path("connectors/<str:name>/status", views.ConnectorStatusView.as_view()),
     path("connectors/<str:name>/tasks", views.ConnectorTasksView.as_view()),
     path("connectors/<str:name>/offsets", views.ConnectorOffsetsView.as_view()),
-    path("connectors/<str:name>/pause", views.ConnectorTargetStateView.as_view(target_state="PAUSED", status_code=202)),
-    path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state="STARTED", status_code=202)),
-    path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state="STOPPED", status_code=204)),
+    path("connectors/<str:name>/pause", views.ConnectorTargetStateView.as_view(target_state=TargetState.PAUSED, status_code=202)),
+    path("connectors/<str:name>/resume", views.ConnectorTargetStateView.as_view(target_state=TargetState.STARTED, status_code=202)),
+    path("connectors/<str:name>/stop", views.ConnectorTargetStateView.as_view(target_state=TargetState.STOPPED, status_code=204)),
     path("connector-plugins", views.ConnectorPluginsView.as_view()),
     # issue 5: the rest of Connect's REST API
     path("connectors/<str:name>/tasks/<int:task>/status", lifecycle.TaskStatusView.as_view()),
@@ -48,15 +46,6 @@ urlpatterns = [
     path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
     path("raftconnect/v1/backup", store_api.BackupView.as_view()),
     path("raftconnect/v1/restore", store_api.RestoreView.as_view()),
-    path("raftconnect/v1/whoami", console_api.WhoAmIView.as_view()),
-    path("raftconnect/v1/session", console_api.SessionView.as_view()),
-    path("raftconnect/v1/task-metrics", console_api.TaskMetricsView.as_view()),
-    path("raftconnect/v1/connectors/<str:name>/metrics", console_api.ConnectorMetricsView.as_view()),
-    path("raftconnect/v1/console/connectors", console_api.ConnectorHealthListView.as_view()),
-    path("raftconnect/v1/console/connectors/<str:name>", console_api.ConnectorHealthView.as_view()),
-    path("raftconnect/v1/console/connectors/<str:name>/offsets", console_api.ConnectorOffsetsView.as_view()),
-    path("raftconnect/v1/console/kafka", console_api.KafkaClusterView.as_view()),
-    path("raftconnect/v1/console/history", console_api.TaskHistoryView.as_view()),
     path("raftconnect/v1/internal/heartbeat", internal.HeartbeatView.as_view()),
     path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
     path("raftconnect/v1/internal/leader", internal.LeaderView.as_view()),
@@ -66,8 +55,4 @@ urlpatterns = [
     path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),
 ]
 
-if os.environ.get("RAFTCONNECT_BENCH_BASELINE") == "1":  # benchmarks/rest/run.py only
-    from . import bench
-
-    urlpatterns += [path("raftconnect/v1/bench/connectors-status", bench.connectors_status),
-                    path("raftconnect/v1/bench/status/<str:name>", bench.connector_status)]
+# benchmarks/rest adds its baseline views through tools.bench_urls (tools.settings), never here

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -21,8 +22,10 @@ from raftnode import without_leader_wait
 
 from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
-from webapp.connect.node import NodeNotReady, current
+from webapp.connect.node import NodeNotReady, current, current_or_none
+from webapp.states import TargetState
 
+from .params import bool_param, json_object
 from .roles import HasRole
 from .forwarding import (FORWARDED_HEADER, NOT_LEADER_HEADER, ForwardToLeader, TargetUnreachable, forward_target,
                          forwarded_budget_s, proxy_watching_leader, request_budget_s)
@@ -109,13 +112,6 @@ class ConnectAPIView(APIView):
             target = forward_target(self.request, node, stale=target) or target
 
 
-def _json_object(request: Request) -> dict[str, Any]:
-    data = request.data
-    if not isinstance(data, dict):
-        raise BadRequest("Request body must be a JSON object")
-    return data
-
-
 class RootView(APIView):
     """``GET /``: version information (no authentication), as Connect's root resource."""
 
@@ -170,7 +166,7 @@ class ConnectorsView(ConnectAPIView):
         return Response(out)
 
     def post(self, request: Request) -> Response:
-        body = _json_object(request)
+        body = json_object(request)
         info = herder().connector_create(name=body.get("name"), config=body.get("config"),
                                          initial_state=body.get("initial_state"))
         resp = Response(info, status=201)
@@ -196,7 +192,7 @@ class ConnectorConfigView(ConnectAPIView):
         return Response(herder().connector_config(name))
 
     def put(self, request: Request, name: str) -> Response:
-        created, info = herder().connector_put_config(name=name, config=_json_object(request))
+        created, info = herder().connector_put_config(name=name, config=json_object(request))
         resp = Response(info, status=201 if created else 200)
         if created:
             resp["Location"] = request.build_absolute_uri(f"/connectors/{name}")
@@ -224,7 +220,7 @@ class ConnectorTasksView(ConnectAPIView):
 class ConnectorTargetStateView(ConnectAPIView):
     """``PUT /connectors/{name}/pause|resume|stop`` (202, 202, 204 as in Connect)."""
 
-    target_state = "STARTED"
+    target_state = TargetState.STARTED
     status_code = 202
 
     def put(self, request: Request, name: str) -> Response:
@@ -251,8 +247,6 @@ class ConnectorPluginsView(ConnectAPIView):
 
     def get(self, request: Request) -> Response:
         from webapp.connect import plugins
-
-        from .lifecycle import bool_param
 
         only = bool_param(request, "connectorsOnly", default=True)
         return Response([p.as_json() for p in plugins.all_plugins(connectors_only=only)])
@@ -288,7 +282,7 @@ class RaftMembersView(ConnectAPIView):
         return Response({"members": node.raft.raft_members(), "leader": node.raft.leader})
 
     def post(self, request: Request) -> Response:
-        address = _json_object(request).get("address")
+        address = json_object(request).get("address")
         if not isinstance(address, str) or ":" not in address:
             raise BadRequest("Body must be {\"address\": \"HOST:PORT\"} of the new Raft member")
         current().raft.add_member(address)
@@ -324,9 +318,8 @@ class MetricsView(ConnectAPIView):
     def get(self, request: Request) -> HttpResponse:
         from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-        from webapp import connect_metrics
-        from webapp.metrics import install
+        from webapp import connect_metrics, metrics
 
-        install()
-        connect_metrics.install()  # Kafka Connect's metric groups beside raftconnect_*
+        metrics.install(current_or_none)  # normally done when the node started
+        connect_metrics.install(current_or_none)  # Kafka Connect's metric groups beside raftconnect_*
         return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp import environment
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connectors import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
@@ -26,8 +27,7 @@ log = logging.getLogger("raftconnect.node")
 
 def ensure_admin_user() -> None:
     """Create or update the admin user named by RAFTCONNECT_ADMIN_USER / _PASSWORD, if set."""
-    user = os.environ.get("RAFTCONNECT_ADMIN_USER")
-    password = os.environ.get("RAFTCONNECT_ADMIN_PASSWORD")
+    user, password = environment.admin_credentials()
     if not user or not password:
         return
     model = get_user_model()
@@ -48,7 +48,7 @@ class Command(BaseCommand):
 
         from webapp.wsgi import application
 
-        data_dir = os.environ["RAFTCONNECT_DATA_DIR"]
+        data_dir = os.environ[environment.DATA_DIR_ENV]
         try:
             if o["config"]:  # its flags and variables were applied by prepare_runnode, before logging was set up
                 report(worker_config(read_properties(o["config"])))
@@ -70,9 +70,9 @@ class Command(BaseCommand):
             raft_peers=[with_default_port(p.strip(), 7001) for p in o["raft_peers"].split(",") if p.strip()],
             cluster=[with_default_port(c.strip(), 8083) for c in o["cluster"].split(",") if c.strip()],
             data_dir=data_dir, bootstrap_servers=o["bootstrap_servers"], weight=o["weight"],
-            cluster_secret=os.environ.get("RAFTCONNECT_CLUSTER_SECRET") or None,
+            cluster_secret=environment.cluster_secret(),
             session_timeout_ms=o["session_timeout_ms"], heartbeat_interval_ms=o["heartbeat_interval_ms"],
-            spark_master=o["spark_master"], celery_broker=os.environ.get("RAFTCONNECT_CELERY_BROKER"),
+            spark_master=o["spark_master"], celery_broker=environment.celery_broker(),
             metadata_store=o["metadata_store"], switch_hold_seconds=o["switch_hold_seconds"],
             rest_listen=with_default_port(o["rest_listen"], 8083) if o["rest_listen"] else None,
             kafka_client_config=client_config,

@@ -4,7 +4,7 @@ Owns :class:`NetnsNetwork`: one Linux bridge in the root network namespace
 (``10.203.<n>.1/24``) and one network namespace per node joined to it by a
 veth pair (node ``i`` gets ``10.203.<n>.<11 + i>``). A node process runs
 inside its namespace through a command prefix (``ip netns exec <ns>``, see
-:class:`~webapp.connect.launcher.LocalCluster`'s ``hosts`` and
+:class:`~tools.launcher.LocalCluster`'s ``hosts`` and
 ``command_prefixes``); the root namespace (the test, its REST clients and an
 :class:`~webapp.kafka.embedded.EmbeddedKafka` started with ``host=`` the
 bridge address) reaches every node at its namespace address.

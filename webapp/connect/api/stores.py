@@ -12,6 +12,9 @@ with their passwords redacted.
 as one file and back (:mod:`webapp.storage.backup`); both run on the leader and
 need the admin role. Users are per node: they are read from, and restored
 into, the leader's user database.
+
+Part of the web layer (it lived in ``webapp.storage`` before, which made storage import
+the REST views); must not hold switch logic (``webapp.storage.switch`` owns it).
 """
 from __future__ import annotations
 
@@ -20,12 +23,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from webapp.connect.api.views import ConnectAPIView
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.node import current
+from webapp.storage.backup import BackupError, export_backup, restore_backup
+from webapp.storage.switch import SwitchError, SwitchManager
 
-from .backup import BackupError, export_backup, restore_backup
-from .switch import SwitchError, SwitchManager
+from .views import ConnectAPIView
 
 __all__ = ["MetadataStoreView", "MetadataStoreSwitchView", "MetadataStoreRollbackView", "BackupView", "RestoreView",
            "export_users", "import_users"]

@@ -4,7 +4,8 @@ Superusers only (staff login and CSRF come from ``AdminSite.admin_view``). The
 page acts through the same :class:`~webapp.storage.switch.SwitchManager` calls
 as the REST API; on a follower the action is forwarded to the leader's REST API,
 signed with the cluster secret and naming the superuser. Store URLs are shown
-with passwords redacted.
+with passwords redacted. Part of the web layer, beside the REST views it forwards to;
+must not hold switch logic (``webapp.storage.switch`` owns it).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from django.template.response import TemplateResponse
 from webapp.connect.node import NodeNotReady, current
 from webapp.coordinator.signing import signed_headers
 
-from .switch import SwitchError
+from webapp.storage.switch import SwitchError
 
 __all__ = ["metadata_store"]
 

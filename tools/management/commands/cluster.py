@@ -15,7 +15,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.connect.launcher import REPO_ROOT, LocalCluster
+from tools.launcher import REPO_ROOT, LocalCluster
 from webapp.connectors import file_access
 from webapp.kafka.embedded import EmbeddedKafka
 

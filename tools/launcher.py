@@ -18,10 +18,11 @@ from typing import Any, Callable
 
 import requests
 from webapp.kafka.embedded import free_port
+from webapp.states import State
 
 __all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
@@ -111,16 +112,16 @@ class ConnectClient:
         """Whether the connector and all its (at least ``tasks``) tasks are RUNNING."""
         st = self.status(name)
         states = [t["state"] for t in st["tasks"]]
-        return st["connector"]["state"] == "RUNNING" and bool(states) and all(s == "RUNNING" for s in states) \
+        return st["connector"]["state"] == State.RUNNING and bool(states) and all(s == State.RUNNING for s in states) \
             and (tasks is None or len(states) >= tasks)
 
     def failures(self, name: str) -> list[str]:
         """Traces of FAILED entities of the connector (empty when none failed)."""
         st = self.status(name)
         out = []
-        if st["connector"]["state"] == "FAILED":
+        if st["connector"]["state"] == State.FAILED:
             out.append(f"connector {name}: {st['connector'].get('trace', '')}")
-        out += [f"task {name}-{t['id']}: {t.get('trace', '')}" for t in st["tasks"] if t["state"] == "FAILED"]
+        out += [f"task {name}-{t['id']}: {t.get('trace', '')}" for t in st["tasks"] if t["state"] == State.FAILED]
         return out
 
 
@@ -135,7 +136,7 @@ class NodeProcess:
         env: extra environment (admin credentials are set from ``auth``).
         auth: admin user and password created at start.
         host: address the REST API and Raft bind (default loopback; a namespace
-            address with :mod:`webapp.connect.netns`).
+            address with :mod:`tools.netns`).
         command_prefix: argv run in front of the node's command, e.g.
             ``["ip", "netns", "exec", ns]`` (``ip`` execs in place, so signals
             still reach the node itself). Default none.
@@ -256,7 +257,7 @@ class LocalCluster:
         auth: admin user and password on every node.
         extra_args: more runnode flags for every node.
         hosts: per-node bind address (default loopback for all), e.g. namespace
-            addresses from :class:`webapp.connect.netns.NetnsNetwork`.
+            addresses from :class:`tools.netns.NetnsNetwork`.
         command_prefixes: per-node argv prefix (default none), e.g.
             ``NetnsNetwork.command_prefix(i)``.
         file_allowed_paths: ``raftconnect.file.allowed.paths`` of every node

@@ -1,4 +1,4 @@
-"""The partition tool itself (webapp/connect/netns.py): real namespaces, real TCP, and a clean teardown."""
+"""The partition tool itself (tools/netns.py): real namespaces, real TCP, and a clean teardown."""
 from __future__ import annotations
 
 import socket
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from webapp.connect.netns import NetnsNetwork, netns_available
+from tools.netns import NetnsNetwork, netns_available
 
 pytestmark = pytest.mark.integration
 

