@@ -259,3 +259,23 @@ def test_a_follower_checks_the_role_before_forwarding_and_forwards_it(users, cli
     assert len(fake_leader) == 1
     assert fake_leader[0][FORWARDED_USER_HEADER] == "operator;role=operator"
     assert "Authorization" not in fake_leader[0]  # the password is not passed on
+
+
+def test_the_admin_user_set_at_start_is_not_hashed_again_by_its_first_request(db, node, monkeypatch, settings):
+    """runnode sets the admin's password (one PBKDF2) and counts it verified; the first request costs no second one."""
+    from django.contrib.auth import base_user
+
+    from webapp.connect.management.commands.runnode import ensure_admin_user
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    monkeypatch.setenv("RAFTCONNECT_ADMIN_USER", "boot")
+    monkeypatch.setenv("RAFTCONNECT_ADMIN_PASSWORD", "boot-secret")
+    ensure_admin_user()
+    checks = []
+    real = base_user.check_password  # what AbstractBaseUser.check_password calls
+    monkeypatch.setattr(base_user, "check_password", lambda *a, **k: checks.append(a[0]) or real(*a, **k))
+    c = Client()
+    assert c.get("/connectors", HTTP_AUTHORIZATION=basic("boot", "boot-secret")).status_code == 200
+    assert checks == []
+    assert c.get("/connectors", HTTP_AUTHORIZATION=basic("boot", "wrong")).status_code == 401
+    assert checks == ["wrong"]  # any other password is checked in full, and refused

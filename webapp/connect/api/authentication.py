@@ -24,7 +24,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.authentication import BasicAuthentication, TokenAuthentication
 
-__all__ = ["CachedBasicAuthentication", "BearerTokenAuthentication"]
+__all__ = ["CachedBasicAuthentication", "BearerTokenAuthentication", "remember_verified"]
 
 
 class _VerifiedCache:
@@ -57,6 +57,16 @@ class _VerifiedCache:
 
 
 _cache = _VerifiedCache()
+
+
+def remember_verified(username: str, password: str, stored_hash: str) -> None:
+    """Count ``(username, password)`` as verified against ``stored_hash`` without a PBKDF2 check.
+
+    Only for a hash this process has just computed from that very password
+    (``runnode`` setting the admin user's password at start): the check would
+    repeat the same ~0.3 s of PBKDF2 on the first request and prove nothing new.
+    """
+    _cache.add(_cache.key(username, password, stored_hash))
 
 
 class CachedBasicAuthentication(BasicAuthentication):

@@ -35,6 +35,9 @@ def ensure_admin_user() -> None:
     obj.is_staff = obj.is_superuser = True
     obj.set_password(password)
     obj.save()
+    from webapp.connect.api.authentication import remember_verified
+
+    remember_verified(user, password, obj.password)  # the first request need not hash the password again
 
 
 class Command(BaseCommand):
