@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import SyncObjException
 
+from . import durability
 from .commands import ClusterCommands
 from .state import ClusterStateMachine
 
@@ -166,6 +167,9 @@ class RaftNode:
         self._leader_term: int | None = None  # the term this member leads, set by _state_changed
         self._membership_lock = threading.Lock()
         host = config.self_address.rsplit(":", 1)[0]
+        # a member never starts from a damaged journal or snapshot (raftnode/durability.py)
+        durability.install()
+        durability.check_snapshot(os.path.join(config.data_dir, "raft.snapshot"))
         conf = SyncObjConf(
             password=config.password,
             journalFile=os.path.join(config.data_dir, "raft.journal"),

@@ -230,6 +230,45 @@ def test_restart_of_all_members_at_once_keeps_metadata(cluster_factory, small_cs
     wait_for(lambda: c.status("keep")["connector"]["state"] == "PAUSED", 60, what="PAUSED after full restart")
 
 
+def test_a_member_with_a_damaged_journal_refuses_to_start_and_rejoins_from_its_peers(cluster_factory, small_csv):
+    """raftnode/durability.py: flipped journal bytes stop the member with what to do; done, it catches up."""
+    import shutil
+    import struct
+
+    cluster = cluster_factory(raft_nodes=3)
+    leader = cluster.leader()
+    c = leader.client()
+    for i in range(20):
+        c.request("PUT", f"/connectors/j{i}/config", json=source(small_csv, f"j{i}"))
+    victim = next(n for n in cluster.nodes if n is not leader)
+    wait_for(lambda: len(victim.client().connectors()) == 20, 30, what="the follower to hold every config")
+    victim.stop()
+    journal = os.path.join(victim.data_dir, "raft", "raft.journal")
+    with open(journal, "r+b") as fh:
+        data = bytearray(fh.read())
+        end = struct.unpack("<I", data[36:40])[0]  # pysyncobj's header: records from byte 40 to this offset
+        middle = (40 + end) // 2
+        fh.seek(middle)
+        fh.write(bytes(b ^ 0xFF for b in data[middle:middle + 8]))
+    victim.start(wait=False)
+    wait_for(lambda: victim.proc.poll() is not None, 60, what="the damaged member to refuse to start")
+    assert victim.proc.returncode != 0
+    with open(victim.log_path) as fh:
+        log_text = fh.read()
+    assert "raft.journal" in log_text and "move its Raft directory" in log_text
+    # the documented recovery (docs/OPERATIONS.md, a member whose disk is lost): out of the cluster, the
+    # directory aside, back in; it then receives the leader's log or snapshot
+    address = f"127.0.0.1:{victim.raft_port}"
+    leader = cluster.leader()
+    leader.client().request("DELETE", f"/raftconnect/v1/raft/members/{address}")
+    shutil.move(os.path.join(victim.data_dir, "raft"), os.path.join(victim.data_dir, "raft.damaged"))
+    victim.start(wait=False)
+    leader.client().request("POST", "/raftconnect/v1/raft/members", json={"address": address})
+    victim.wait_healthy(60)
+    wait_for(lambda: len(victim.client().connectors()) == 20, 60, what="the member to catch up from its peers")
+    assert victim.client().request("GET", "/connectors/j19/config")["topic"] == "j19"
+
+
 def test_kill_9_of_worker_only_node_moves_its_tasks(cluster_factory, small_csv):
     cluster = cluster_factory(raft_nodes=2, worker_nodes=1)
     c = cluster.leader().client()
