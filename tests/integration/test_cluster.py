@@ -66,9 +66,11 @@ def test_roles_forwarding_and_cluster_view(cluster_factory, small_csv):
     for node in cluster.nodes:  # every node answers reads (followers from their replica)
         wait_for(lambda: sorted(node.client().connectors()) == ["via-follower", "via-worker"], 10,
                  what=f"{node.node_id} to see both connectors")
-    view = worker_only.client().request("GET", "/raftconnect/v1/cluster")
+    # a worker-only node becomes a member with its agent's first heartbeat, which may come after the creates
+    view = wait_for(lambda: (lambda v: v if {n["id"] for n in v["nodes"]} == {n.node_id for n in cluster.nodes}
+                             else None)(worker_only.client().request("GET", "/raftconnect/v1/cluster")),
+                    30, what="every node in the cluster view")
     by_id = {n["id"]: n for n in view["nodes"]}
-    assert set(by_id) == {n.node_id for n in cluster.nodes}
     assert by_id[worker_only.node_id]["roles"] == ["worker"] and by_id[worker_only.node_id]["raft_address"] is None
     wait_for(lambda: all(n["alive"] for n in worker_only.client().request("GET", "/raftconnect/v1/cluster")["nodes"]),
              15, what="every node alive in the cluster view")
