@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",  # API tokens (Authorization: Token/Bearer KEY)
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / ReDoc files, served locally
     "webapp.connect",
     "webapp.coordinator",
     "webapp.storage",
@@ -138,7 +139,13 @@ SPECTACULAR_SETTINGS = {
                    "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["webapp.connect.api.roles.HasRole"],
+    # the schema is public (it describes the API, holds no data): automation and the docs pages fetch it
+    # without credentials; every operation in it still requires them
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # cluster-internal endpoints (HMAC-signed, for agents and nodes) are not part of the public API
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
     # bodies, error responses and auth schemes: webapp/connect/api/openapi.py

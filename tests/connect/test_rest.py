@@ -165,7 +165,7 @@ def test_password_change_invalidates_cached_credentials(api, django_user_model):
     assert api.get("/connectors").status_code == 401
 
 
-def test_openapi_schema_is_generated_from_the_views_and_needs_auth(api, client):
+def test_openapi_schema_is_generated_from_the_views_and_public(api, client, node, settings):
     resp = api.get("/raftconnect/v1/openapi.json")
     assert resp.status_code == 200
     schema = resp.json()
@@ -176,7 +176,23 @@ def test_openapi_schema_is_generated_from_the_views_and_needs_auth(api, client):
         assert p in paths, p
     assert not any(p.startswith("/raftconnect/v1/internal/") for p in paths)
     del client.defaults["HTTP_AUTHORIZATION"]
-    assert client.get("/raftconnect/v1/openapi.json").status_code == 401
+    public = client.get("/raftconnect/v1/openapi.json")
+    assert public.status_code == 200 and public.json()["paths"].keys() == paths.keys()
+    text = public.content.decode()
+    assert node.secret not in text and settings.SECRET_KEY not in text
+    assert client.get("/connectors").status_code == 401  # the operations it describes still need credentials
+    # Swagger UI and ReDoc, with their files served by the node (no CDN: nodes may have no internet)
+    import re
+
+    for page in ("/raftconnect/v1/docs", "/raftconnect/v1/redoc"):
+        html = client.get(page)
+        assert html.status_code == 200, page
+        body = html.content.decode()
+        assert "/raftconnect/v1/openapi.json" in body
+        assert not re.search(r"""(src|href)=["']https?://""", body), page
+    bundle = re.search(r"""src=["']([^"']*swagger-ui-bundle\.js)["']""",
+                       client.get("/raftconnect/v1/docs").content.decode()).group(1)
+    assert client.get(bundle).status_code == 200
 
 
 def test_config_provider_references_are_stored_and_shown_never_resolved(api, tmp_path, monkeypatch):

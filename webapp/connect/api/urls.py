@@ -1,6 +1,6 @@
 """URL routes of the Kafka Connect REST API and RaftConnect's own ``/raftconnect/v1/`` API."""
 from django.urls import path
-from drf_spectacular.views import SpectacularJSONAPIView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from webapp.states import TargetState
 
@@ -41,6 +41,8 @@ urlpatterns = [
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
     path("raftconnect/v1/tokens", tokens.TokensView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("raftconnect/v1/docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="openapi-docs"),
+    path("raftconnect/v1/redoc", SpectacularRedocView.as_view(url_name="openapi", template_name="raftconnect/redoc.html"), name="openapi-redoc"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
     path("raftconnect/v1/metadata-store/rollback", store_api.MetadataStoreRollbackView.as_view()),
