@@ -497,3 +497,77 @@ def test_hostile_values_stay_values_whatever_the_servers_sql_mode(my_db, server_
             assert cur.fetchone()[0] == 1
     finally:
         conn.close()
+
+
+# --------------------------------------------------------------------------------------
+# large records: Connect's override keys raise Kafka's limits (issue 15, items 3 and 4)
+# --------------------------------------------------------------------------------------
+_BIG = 5 * 1024 * 1024
+#: the keys a source of records over 1 MB needs (Connect's names); 16 MiB: a 5 MiB bytea is 6.7 MiB of base64
+_BIG_SOURCE_KEYS = {"producer.override.max.request.size": "16777216",
+                    "topic.creation.default.max.message.bytes": "16777216"}
+_BIG_SINK_KEYS = {"consumer.override.max.partition.fetch.bytes": "16777216",
+                  "consumer.override.fetch.max.bytes": "33554432"}
+
+
+def test_five_megabyte_rows_need_connects_override_keys_and_reach_both_sinks_intact(
+        spark, kafka_broker, tmp_path, pg_db, my_db):
+    """5 MiB text (4-byte UTF-8 included; read by COPY) and bytea (read by a cursor) rows: without the
+    producer key the source fails naming the keys to raise; with them every byte reaches PostgreSQL and
+    MariaDB (tables created by the sinks: TEXT/BYTEA, LONGTEXT/LONGBLOB)."""
+    import random
+
+    from confluent_kafka.admin import ConfigResource
+
+    from webapp.kafka.topics import admin_client
+
+    texts, blobs = unique("bigtext"), unique("bigblob")
+    body = ("a🚀漢" * (_BIG // 8))[:-1] + "\u00e9"  # 8 bytes a repeat: 5 MiB of 1-, 4- and 3-byte characters
+    blob = random.Random(15).randbytes(_BIG)
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{texts}" (id INT PRIMARY KEY, body TEXT)')
+        c.execute(f'CREATE TABLE "{blobs}" (id INT PRIMARY KEY, data BYTEA)')
+        c.execute(f'INSERT INTO "{texts}" VALUES (1, %s), (2, \'small\'), (3, NULL)', (body,))
+        c.execute(f'INSERT INTO "{blobs}" VALUES (1, %s), (2, \'\\x00ff\'::bytea)', (blob,))
+    src = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": f"{texts},{blobs}", "poll.interval.ms": "0",
+           "topic.creation.default.partitions": "1"}
+
+    # without the keys: librdkafka's 1,000,000-byte limit, and a message that says which keys raise it
+    refused = dict(src, **{"topic.prefix": unique("small") + "-"})
+    task = JdbcSourceTask(context(spark, kafka_broker, "big-refused", 0, tmp_path), refused)
+    task.start()
+    try:
+        with pytest.raises(ConnectException) as info:
+            drain(task, {})
+    finally:
+        task.stop()
+    assert "producer.override.max.request.size" in str(info.value)
+    assert "max.message.bytes" in str(info.value)
+
+    prefix = unique("big") + "-"
+    offsets: dict = {}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, dict(src, **_BIG_SOURCE_KEYS,
+                                                                       **{"topic.prefix": prefix}),
+                         tmp_path, "big-src", offsets) == 5
+    # the topics the source created carry the topic.creation.default.* topic config, as in Connect
+    admin = admin_client(kafka_broker.client_config())
+    described = admin.describe_configs([ConfigResource("topic", prefix + texts)])
+    assert next(iter(described.values())).result(30)["max.message.bytes"].value == "16777216"
+
+    for server in ("postgresql", "mariadb"):
+        url = pg_url(pg_db) if server == "postgresql" else my_url(my_db)
+        sink = {"connector.class": "JdbcSinkConnector", "connection.url": url, "topics": f"{prefix}{texts},{prefix}{blobs}",
+                "auto.create": "true", "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert",
+                "table.name.format": "copy_${topic}".replace("-", "_"), **_BIG_SINK_KEYS}
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, sink, tmp_path, unique("big-sink")) == 5
+        conn = pg(pg_db) if server == "postgresql" else my(my_db)
+        q = '"' if server == "postgresql" else "`"
+        try:
+            got_texts = rows(conn, f"SELECT id, body FROM {q}copy_{prefix}{texts}{q} ORDER BY id")
+            got_blobs = [(i, bytes(b)) for i, b in rows(conn, f"SELECT id, data FROM {q}copy_{prefix}{blobs}{q} "
+                                                               "ORDER BY id")]
+        finally:
+            conn.close()
+        assert got_texts == [(1, body), (2, "small"), (3, None)], server
+        assert got_blobs == [(1, blob), (2, b"\x00\xff")], server

@@ -73,6 +73,7 @@ __all__ = [
     "JdbcSinkConnector",
     "JdbcSinkTask",
     "parse_connection_url",
+    "topic_creation_config",
     "MODES",
 ]
 
@@ -406,6 +407,23 @@ def _create_if_missing(cur, create_sql: str, probe_sql: str) -> None:
         raise
 
 
+_TOPIC_CREATION = "topic.creation.default."
+#: ``topic.creation.default.*`` keys that are not topic configs
+_TOPIC_CREATION_OWN = ("partitions", "replication.factor", "include", "exclude")
+
+
+def topic_creation_config(config: Mapping[str, str]) -> dict[str, str]:
+    """The topic configs a source connector gives the topics it creates, as in Connect's topic creation.
+
+    Every ``topic.creation.default.<name>`` key but ``partitions``,
+    ``replication.factor``, ``include`` and ``exclude`` is the topic config ``<name>``
+    (e.g. ``topic.creation.default.max.message.bytes`` → ``{"max.message.bytes": ...}``),
+    passed to the broker unchanged; an existing topic keeps its own configs.
+    """
+    return {k[len(_TOPIC_CREATION):]: str(v) for k, v in config.items()
+            if k.startswith(_TOPIC_CREATION) and k[len(_TOPIC_CREATION):] not in _TOPIC_CREATION_OWN}
+
+
 def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if config.get("connection.url"):
@@ -457,7 +475,8 @@ class JdbcSourceConnector(SourceConnector):
     ``timestamp.column.name``, ``table.whitelist``, ``table.blacklist``, ``query``,
     ``topic.prefix``, ``poll.interval.ms``, ``batch.max.rows``,
     ``timestamp.delay.interval.ms``, ``tasks.max``; plus ``topic.creation.default.*``
-    and ``producer.override.*``. Task configs add ``tables`` (JSON list).
+    (partitions, replication factor and topic configs such as ``max.message.bytes``, see
+    :func:`topic_creation_config`) and ``producer.override.*``. Task configs add ``tables`` (JSON list).
     """
 
     version = "0.1.0"
@@ -590,7 +609,8 @@ class JdbcSourceTask(Task):
             try:
                 ensure_topic_cached(self.context.kafka_config, s.topic,
                                     _int(cd, cfg, "topic.creation.default.partitions"),
-                                    _int(cd, cfg, "topic.creation.default.replication.factor"))
+                                    _int(cd, cfg, "topic.creation.default.replication.factor"),
+                                    topic_creation_config(cfg))
             except TopicError as e:
                 raise ConnectException(str(e)) from e
 
