@@ -571,3 +571,81 @@ def test_five_megabyte_rows_need_connects_override_keys_and_reach_both_sinks_int
             conn.close()
         assert got_texts == [(1, body), (2, "small"), (3, None)], server
         assert got_blobs == [(1, blob), (2, b"\x00\xff")], server
+
+
+# --------------------------------------------------------------------------------------
+# values at the edges of MariaDB's types (issue 15, item 2): PostgreSQL -> Kafka -> MariaDB
+# --------------------------------------------------------------------------------------
+_FLT_MAX, _FLT_MIN_NORMAL = 3.4028234663852886e+38, 1.1754943508222875e-38
+_FLT_TRUE_MIN, _FLT_MAX_SUBNORMAL = 1.401298464324817e-45, 1.1754942106924411e-38
+_DEC_38_10 = decimal.Decimal("9" * 28 + "." + "9" * 10)
+_DEC_38_10_MIN = decimal.Decimal("-" + str(_DEC_38_10))  # not -_DEC_38_10: that rounds to 28 digits
+_EDGE_DDL = ("id INT PRIMARY KEY, ts TIMESTAMP(3), tstz TIMESTAMPTZ(3), d DATE, t TIME(3), dec NUMERIC(38,10), "
+             "f32 REAL, f64 DOUBLE PRECISION, txt TEXT, bin BYTEA")
+_BIG_TEXT = "𝄞漢é!" * 70_000  # 700 KB of 4-, 3-, 2- and 1-byte characters: past TEXT's 64 KB
+_EDGE_ROWS = [
+    (1, dt.datetime(1, 1, 1), dt.datetime(1, 1, 1, tzinfo=_UTC), dt.date(1, 1, 1), dt.time(0, 0, 0, 1000),
+     _DEC_38_10, _FLT_MAX, 1.7976931348623157e308, _BIG_TEXT, bytes(range(256)) * 256),  # 64 KiB: past BLOB's
+    (2, dt.datetime(999, 12, 31, 23, 59, 59, 999000),
+     dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone(dt.timedelta(hours=-8))),
+     dt.date(9999, 12, 31), dt.time(23, 59, 59, 999000), _DEC_38_10_MIN, -_FLT_MAX, -1.7976931348623157e308, "", b""),
+    (3, dt.datetime(9999, 12, 31, 23, 59, 59, 999000), dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=_UTC),
+     dt.date(1000, 1, 1), dt.time(12, 0), decimal.Decimal("0.0000000001"), _FLT_TRUE_MIN, 5e-324, "'",
+     b"\x00"),
+    (4, dt.datetime(1969, 12, 31, 23, 59, 59, 1000),
+     dt.datetime(1900, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+     dt.date(1969, 12, 31), dt.time(0, 0), decimal.Decimal("-0.0000000001"), _FLT_MIN_NORMAL,
+     2.2250738585072014e-308, "\\", None),
+    (5, dt.datetime(1970, 1, 1), None, None, None, decimal.Decimal(0), _FLT_MAX_SUBNORMAL, -5e-324, None, None),
+    (6,) + (None,) * 9,
+]
+
+
+@pytest.mark.parametrize("sink_path", ["direct", "pipeline"])
+def test_edge_values_reach_mariadb_exactly_in_the_tables_the_sink_creates(spark, kafka_broker, tmp_path, pg_db,
+                                                                          my_db, sink_path):
+    """Dates and timestamps from 0001 to 9999 (MariaDB documents 1000 as DATETIME's low end; it stores
+    earlier ones), numeric(38,10) bounds, float32 max/min/subnormals, float64 extremes, text and bytes
+    past TEXT's and BLOB's 64 KB: each value read back from MariaDB equals PostgreSQL's."""
+    table = unique("edges")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" ({_EDGE_DDL})')
+        with c.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{table}" VALUES ({", ".join(["%s"] * 10)})', _EDGE_ROWS)
+        # REAL as the double it converts to exactly (psycopg reads it as its shortest float32 text)
+        original = rows(c, f'SELECT id, ts, tstz, d, t, dec, f32::float8, f64, txt, bin FROM "{table}" ORDER BY id')
+    assert original[0][6] == _FLT_MAX and original[2][6] == _FLT_TRUE_MIN
+    prefix = unique("edge") + "-"
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": table, "topic.prefix": prefix, "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, unique("edge-src")) == len(_EDGE_ROWS)
+    target = f"to_my_{table}"
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "topics": prefix + table, "table.name.format": target,
+        "auto.create": "true", "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert",
+        # errors.tolerance=all takes the sink through SinkPipeline (decode, transform, write); nothing is skipped
+        **({"errors.tolerance": "all"} if sink_path == "pipeline" else {})},
+        tmp_path, unique("edge-sink")) == len(_EDGE_ROWS)
+    with my(my_db) as m:
+        # FLOAT read as the DOUBLE it converts to exactly (MariaDB prints a FLOAT with 6 digits)
+        back = rows(m, f"SELECT id, ts, tstz, d, t, `dec`, CAST(f32 AS DOUBLE), f64, txt, bin FROM `{target}` "
+                       "ORDER BY id")
+        types = dict(rows(m, "SELECT column_name, column_type FROM information_schema.columns "
+                             "WHERE table_schema = DATABASE() AND table_name = %s", (target,)))
+    assert types["dec"] == "decimal(38,10)" and types["txt"] == "longtext" and types["bin"] == "longblob"
+    assert len(back) == len(original)
+    for want, got in zip(original, back):
+        i = want[0]
+        for name, w, g in zip(("id", "ts", "tstz", "d", "t", "dec", "f32", "f64", "txt", "bin"), want, got):
+            if w is None:
+                assert g is None, (i, name)
+            elif name == "tstz":  # DATETIME keeps the UTC instant
+                assert g == w.astimezone(_UTC).replace(tzinfo=None), (i, name)
+            elif name == "t":  # PyMySQL reads TIME as a timedelta
+                assert g == dt.timedelta(hours=w.hour, minutes=w.minute, seconds=w.second,
+                                         microseconds=w.microsecond), (i, name)
+            elif name == "bin":
+                assert bytes(g) == bytes(w), (i, name)
+            else:
+                assert g == w and type(g) is type(w), (i, name, w, g)
