@@ -649,3 +649,84 @@ def test_edge_values_reach_mariadb_exactly_in_the_tables_the_sink_creates(spark,
                 assert bytes(g) == bytes(w), (i, name)
             else:
                 assert g == w and type(g) is type(w), (i, name, w, g)
+
+
+_NARROW_SCHEMA = {"type": "struct", "optional": False, "fields": [
+    {"field": "id", "type": "int32", "optional": False},
+    {"field": "amount", "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "36", "connect.decimal.precision": "38"}},
+    {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp",
+     "version": 1}]}
+
+
+def _narrow(i: int, unscaled: int, at_ms: int) -> tuple[bytes, bytes]:
+    amount = base64.b64encode(unscaled.to_bytes(16, "big", signed=True)).decode()
+    return _kv(i, None)[0], json.dumps({"schema": _NARROW_SCHEMA, "payload": {"id": i, "amount": amount,
+                                                                              "at": at_ms}}).encode()
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mariadb"])
+def test_a_value_the_target_type_cannot_hold_fails_its_record_clearly_and_tolerance_skips_it(
+        spark, kafka_broker, tmp_path, pg_db, my_db, server):
+    """Decimal(38,36) and a timestamp of year 10000: PostgreSQL's auto-created NUMERIC(38,36) and TIMESTAMP hold
+    both; MariaDB's widest DECIMAL keeps 30 decimal places (it would round 1E-36 to 0 with only a note) and
+    DATETIME ends at 9999. There, the record fails naming its offset, its column and errors.tolerance (nothing of
+    the batch is written); with errors.tolerance=all it goes to the dead letter queue and the rest is written."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    y2024 = int(dt.datetime(2024, 1, 1, tzinfo=_UTC).timestamp() * 1000)
+    year_10000 = int((dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=_UTC)).timestamp() * 1000) + 1
+    year_1 = int(dt.datetime(1, 1, 1, tzinfo=_UTC).timestamp() * 1000)
+    one_and_half = 15 * 10 ** 35
+    records = [_narrow(1, one_and_half, y2024), _narrow(2, 1, y2024), _narrow(3, one_and_half, year_10000),
+               _narrow(4, -(10 ** 37), year_1), _narrow(5, 0, y2024)]
+    topic = unique("narrow")
+    _produce(kafka_broker, topic, records, partitions=1)
+    url = pg_url(pg_db) if server == "postgresql" else my_url(my_db)
+    base = {"connector.class": "JdbcSinkConnector", "connection.url": url, "topics": topic, "auto.create": "true",
+            "pk.mode": "record_value", "pk.fields": "id", "table.name.format": "${topic}_strict"}
+    q = '"' if server == "postgresql" else "`"
+
+    def written(table: str) -> list[tuple]:
+        conn = pg(pg_db) if server == "postgresql" else my(my_db)
+        try:
+            return rows(conn, f"SELECT id, amount FROM {q}{table}{q} ORDER BY id")
+        finally:
+            conn.close()
+
+    if server == "postgresql":  # the auto-created types hold every value
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, base, tmp_path, unique("narrow")) == 5
+        got = written(f"{topic}_strict")
+        assert [i for i, _ in got] == [1, 2, 3, 4, 5] and got[1][1] == decimal.Decimal("1E-36")
+        return
+
+    with pytest.raises(ConnectException) as info:
+        run_connector(JdbcSinkConnector, spark, kafka_broker, base, tmp_path, unique("narrow"))
+    message = str(info.value)
+    assert f"{topic}[0] offset 1" in message and "'amount'" in message and "30 decimal places" in message
+    assert "errors.tolerance" in message
+    assert written(f"{topic}_strict") == []  # the batch rolled back
+
+    dlq = unique("narrow-dlq")
+    tolerant = dict(base, **{"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+                             "errors.deadletterqueue.context.headers.enable": "true",
+                             "table.name.format": "${topic}_tolerant"})
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, tolerant, tmp_path, unique("narrow-all")) == 5
+    assert written(f"{topic}_tolerant") == [(1, decimal.Decimal("1.5")), (4, decimal.Decimal("-10")),
+                                            (5, decimal.Decimal(0))]
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "narrow",
+                  "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(dlq, 0, 0)])
+        dead = []
+        while True:  # up to the partition's end
+            m = c.poll(30)
+            assert m is not None, "no end of the dead letter queue seen"
+            if m.error():
+                break
+            dead.append(m)
+    finally:
+        c.close()
+    assert [m.value() for m in dead] == [records[1][1], records[2][1]]
+    reasons = [dict(m.headers())["__connect.errors.exception.message"].decode() for m in dead]
+    assert "'amount'" in reasons[0] and "DATETIME holds years 1 to 9999" in reasons[1]

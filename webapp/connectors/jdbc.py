@@ -355,6 +355,11 @@ def _ddl_type(dialect: str, kind: str, key: bool) -> str:
             "timestamp": "DATETIME(3)"}[kind]
 
 
+def _is_decimal_column(dialect: str, desc) -> bool:
+    """Whether a cursor description entry is a DECIMAL/NUMERIC column (PostgreSQL numeric, MySQL NEWDECIMAL)."""
+    return desc[1] == 1700 if dialect == "postgresql" else desc[1] in (0, 246)
+
+
 def _describe(conn, dialect: str, select_sql: str) -> tuple[list[str], list[str]]:
     """Column names and kinds of ``select_sql`` (run with ``WHERE 1=0``-style limit)."""
     cur = conn.cursor()
@@ -983,6 +988,7 @@ class JdbcSinkTask(Task):
             except TopicError as e:
                 raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
+        self._scales: dict[str, dict[str, int | None]] = {}  # table -> DECIMAL column -> its scale
         self._next: dict[tuple[str, int], int] = {}
         for entry in self.context.offsets.values():
             part, off = entry.partition, entry.offset
@@ -1230,12 +1236,19 @@ class JdbcSinkTask(Task):
         if have is not None and all(c[0] in have for c in cols):
             return
         conn = jdbc_io.connect(self.params, autocommit=True)
+
+        def described() -> set[str]:
+            cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+            desc = cur.description
+            cur.fetchall()
+            # the scale of each DECIMAL/NUMERIC column (None: unconstrained), for the writers' rounding check
+            self._scales[table] = {d[0]: d[5] for d in desc if _is_decimal_column(self.dialect, d)}
+            return {d[0] for d in desc}
+
         try:
             cur = conn.cursor()
             try:
-                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                have = {d[0] for d in cur.description}
-                cur.fetchall()
+                have = described()
             except Exception:
                 have = None
             if have is None:
@@ -1248,9 +1261,7 @@ class JdbcSinkTask(Task):
                 suffix = "" if self.dialect == "postgresql" else " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
                 _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {q(table)} ({', '.join(defs)}){suffix}",
                                    f"SELECT 1 FROM {q(table)} WHERE 1 = 0")
-                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                have = {d[0] for d in cur.description}
-                cur.fetchall()
+                have = described()
             missing = [c for c in cols if c[0] not in have]
             if missing:
                 if not self.auto_evolve:
@@ -1260,15 +1271,23 @@ class JdbcSinkTask(Task):
                     try:
                         cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN {q(n)} {_ddl_type(self.dialect, k, False)} NULL")
                     except Exception:  # another task may have added it meanwhile
-                        cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                        now = {d[0] for d in cur.description}
-                        cur.fetchall()
-                        if n not in now:
+                        if n not in described():
                             raise
-                    have.add(n)
+                have = described()
         finally:
             conn.close()
         self._tables[table] = have
+
+    def _narrower_scales(self, table: str, cols: list[list[str]]) -> dict[str, int]:
+        """``{column: scale}`` of the Decimal columns of ``table`` that keep fewer decimal places than the
+        records' schema carries (see ``scales`` in :func:`jdbc_io.write_partition`)."""
+        scales = self._scales.get(table, {})
+        out = {}
+        for name, kind, _ in cols:
+            if kind.startswith("decimal:") and scales.get(name) is not None:
+                if int(scales[name]) < int(kind.split(":")[2]):
+                    out[name] = int(scales[name])
+        return out
 
     def _sink_topic(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
         """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
@@ -1292,7 +1311,7 @@ class JdbcSinkTask(Task):
         write_plan = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
                       "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
                       "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
-                      "batch_size": self.batch_size}
+                      "batch_size": self.batch_size, "scales": self._narrower_scales(table, cols)}
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
         decode = self._decode_plan(plan, cols)
@@ -1535,7 +1554,8 @@ class JdbcSinkTask(Task):
                 self._ensure_table(table, cols, pk, optional)
             plans[r] = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
                         "topic": topic, "record_topic": r, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                        "delete_enabled": spec.deletes, "batch_size": self.batch_size}
+                        "delete_enabled": spec.deletes, "batch_size": self.batch_size,
+                        "scales": self._narrower_scales(table, cols)}
         spec = dataclasses.replace(spec, routes=frozenset(plans))
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
