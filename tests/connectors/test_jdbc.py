@@ -730,3 +730,40 @@ def test_a_value_the_target_type_cannot_hold_fails_its_record_clearly_and_tolera
     assert [m.value() for m in dead] == [records[1][1], records[2][1]]
     reasons = [dict(m.headers())["__connect.errors.exception.message"].decode() for m in dead]
     assert "'amount'" in reasons[0] and "DATETIME holds years 1 to 9999" in reasons[1]
+
+
+def test_nan_and_infinities_are_refused_per_record_by_mariadb_floats_and_kept_by_postgresql(pg_db, my_db):
+    """MariaDB's FLOAT/DOUBLE hold no NaN or infinity (the rendered ``nan`` would be read as a column name):
+    such a record is refused as data, found by halving the batch; PostgreSQL stores all of them."""
+    nan, inf = float("nan"), float("inf")
+    batch = pa.record_batch([pa.array([10, 11, 12, 13, 14], pa.int64()), pa.array([False] * 5),
+                             pa.array([1, 2, 3, 4, 5], pa.int32()),
+                             pa.array([1.5, nan, -inf, 2.5, None], pa.float32()),
+                             pa.array([0.5, 1.0, 2.0, inf, None], pa.float64())],
+                            names=["__offset", "__tombstone", "v0", "v1", "v2"])
+    cols = [["id", "int32", "v0"], ["f32", "float32", "v1"], ["f64", "float64", "v2"]]
+    for dialect, db in (("mysql", my_db), ("postgresql", pg_db)):
+        params = {"dialect": dialect, "host": "127.0.0.1", "port": 3306 if dialect == "mysql" else 5432,
+                  "database": db, "user": "root" if dialect == "mysql" else "postgres", "password": ""}
+        table = unique("floats")
+        conn = jdbc_io.connect(params)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"CREATE TABLE {jdbc_io.quote(dialect, table)} (id INT PRIMARY KEY, "
+                        + ("f32 FLOAT, f64 DOUBLE)" if dialect == "mysql" else "f32 REAL, f64 DOUBLE PRECISION)"))
+            plan = {"dialect": dialect, "table": jdbc_io.quote(dialect, table), "insert_mode": "insert",
+                    "columns": cols, "pk": [], "batch_size": 100}
+            refused: list = []
+            jdbc_io._write_isolating(cur, jdbc_io._TableWriter(cur, plan, "t", 0), batch, table,
+                                     lambda key, offset, error: refused.append((offset, str(error))))
+            conn.commit()
+            cur.execute(f"SELECT id FROM {jdbc_io.quote(dialect, table)} ORDER BY id")
+            ids = [r[0] for r in cur.fetchall()]
+        finally:
+            conn.close()
+        if dialect == "mysql":
+            assert ids == [1, 5] and [o for o, _ in refused] == [11, 12, 13]
+            assert "column 'f32' cannot hold nan" in refused[0][1] and "FLOAT holds no NaN" in refused[0][1]
+            assert "column 'f64' cannot hold inf" in refused[2][1] and "DOUBLE" in refused[2][1]
+        else:
+            assert ids == [1, 2, 3, 4, 5] and refused == []
