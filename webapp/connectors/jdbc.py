@@ -1430,9 +1430,9 @@ class JdbcSinkTask(Task):
         """(merged value schema, compact schema prefixes, every schema) of the peeked values whose
         envelope names a struct schema.
 
-        Values that are not such envelopes are left to the workers, where they fail
-        in the converter stage (and ``errors.tolerance`` decides); the payloads are
-        not parsed here for the same reason. Envelopes not in JsonConverter's compact
+        Values that are not such envelopes, or whose schema has a nested struct/array/map
+        field (:data:`_NESTED`), are left to the workers, where they fail in the converter
+        stage (and ``errors.tolerance`` decides); the payloads are not parsed here for the same reason. Envelopes not in JsonConverter's compact
         schema-first layout are parsed whole (here and in the workers).
         """
         from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
@@ -1442,15 +1442,15 @@ class JdbcSinkTask(Task):
         for b in values:
             text = b.decode("utf-8", "replace")
             schema = _envelope_schema(text)
-            if schema is not None:
+            if schema is not None and _nested_field(schema) is None:
                 prefix = text[:text.find(',"payload":')]
                 if prefix in prefixes:
                     continue
                 prefixes.append(prefix)
             else:
-                schema = _whole_envelope_schema(text)
-                if schema is None:
-                    continue
+                schema = schema or _whole_envelope_schema(text)
+                if schema is None or _nested_field(schema) is not None:
+                    continue  # the workers' converter error (see _TransformSpec.transformed)
             if schema not in schemas:
                 schemas.append(schema)
         if not schemas:
@@ -1491,19 +1491,16 @@ class JdbcSinkTask(Task):
             return []
         values = [m[3] for m in peeked if m[3] is not None]
         decode_schema, prefixes, schemas = self._value_plan(topic, values)
-        vfields = decode_schema.get("fields", [])
+        vfields = decode_schema.get("fields", [])  # never nested: those records are the workers' errors
         nested = ("struct", "array", "map")
-        if any(f.get("type") in nested for f in vfields):
-            raise ConnectException(f"Topic {topic}: with transforms, errors.tolerance=all or a dead letter queue "
-                                   "the JDBC sink does not decode nested struct/array/map fields yet")
         pipeline = self._sink_pipeline(decode_schema)
         out_value = pipeline.out.value_schema
         if not out_value or out_value.get("type") != "struct":
             raise ConnectException(f"Topic {topic}: the transformations must give struct values with a schema "
                                    f"to be written to a table, got {out_value and out_value.get('type')}")
-        if any(f.get("type") in nested for f in out_value.get("fields", [])):
-            raise ConnectException(f"Topic {topic}: transformed values with nested struct/array/map fields cannot "
-                                   "be written yet")
+        if _nested_field(out_value) is not None:
+            raise ConnectException(f"Topic {topic}: the transformations give values with a nested field "
+                                   f"({_nested_field(out_value)}); {_NESTED_WHY}")
         transformed_key = pipeline.arrow_out.get_field_index(pipeline.KEY) >= 0
         key_schema = key_prefixes = None
         key_mode = None
@@ -1607,6 +1604,19 @@ _NOT_ENVELOPE = ('Converting byte[] to Kafka Connect data failed due to serializ
 _BAD_PAYLOAD = "Converting byte[] to Kafka Connect data failed due to serialization error"
 
 
+#: why a record with a nested field is not written (Kafka Connect's JDBC sink refuses them too)
+_NESTED_WHY = ("the JDBC sink writes primitive and logical fields only, as Kafka Connect's JDBC sink does "
+               "(drop the field before the sink, or write the record with a connector that takes nested data)")
+
+
+def _nested_field(schema: Mapping[str, Any]) -> str | None:
+    """``"name (struct)"`` for the first struct/array/map field of a struct schema, or None."""
+    for f in schema.get("fields") or []:
+        if f.get("type") in ("struct", "array", "map"):
+            return f"{f.get('field')} ({f.get('type')})"
+    return None
+
+
 def _envelope_schema(text: str) -> dict | None:
     """The struct schema a JsonConverter envelope starts with, or None (not such an envelope)."""
     cut = text.find(',"payload":')
@@ -1701,7 +1711,9 @@ class _TransformSpec:
         """(the pipeline's output table, rows of ``raw`` it covers): decode, convert and transform ``raw``.
 
         Processing stops before the first record whose envelope names a struct schema
-        that was not planned (the driver plans again from there).
+        that was not planned (the driver plans again from there). A record whose schema
+        has a nested struct/array/map field is a converter error (stage
+        ``VALUE_CONVERTER``): Connect's JDBC sink cannot write such fields either.
         """
         import pyarrow as pa
 
@@ -1721,6 +1733,8 @@ class _TransformSpec:
             schema = _envelope_schema(text) or _whole_envelope_schema(text)
             if schema is None:
                 errors[i] = _NOT_ENVELOPE
+            elif _nested_field(schema) is not None:
+                errors[i] = f"The record value has a nested field {_nested_field(schema)}: {_NESTED_WHY}"
             elif _canonical(schema) in self.value_schemas:
                 whole[i] = True
             else:
