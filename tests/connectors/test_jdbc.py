@@ -767,3 +767,23 @@ def test_nan_and_infinities_are_refused_per_record_by_mariadb_floats_and_kept_by
             assert "column 'f64' cannot hold inf" in refused[2][1] and "DOUBLE" in refused[2][1]
         else:
             assert ids == [1, 2, 3, 4, 5] and refused == []
+
+
+def test_a_string_key_longer_than_its_mariadb_column_names_the_record(spark, kafka_broker, tmp_path, my_db):
+    """A string key column is VARCHAR(256) on MariaDB (an index cannot take LONGTEXT): a longer key is that
+    record's refusal (error 1406, a DataError), found by halving and named with errors.tolerance in the message;
+    the records before it are not committed either."""
+    topic = unique("longkey")
+    schema = {"type": "struct", "optional": False, "fields": [{"field": "code", "type": "string", "optional": False},
+                                                              {"field": "n", "type": "int32", "optional": True}]}
+    values = [json.dumps({"schema": schema, "payload": {"code": code, "n": i}}).encode()
+              for i, code in enumerate(["a", "b" * 256, "c" * 257, "d"])]
+    _produce(kafka_broker, topic, [(json.dumps({"payload": {"id": 0}}).encode(), v) for v in values], partitions=1)
+    cfg = {"connector.class": "JdbcSinkConnector", "connection.url": my_url(my_db), "topics": topic,
+           "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "code"}
+    with pytest.raises(ConnectException) as info:
+        run_connector(JdbcSinkConnector, spark, kafka_broker, cfg, tmp_path, unique("longkey"))
+    assert f"{topic}[0] offset 2" in str(info.value) and "errors.tolerance" in str(info.value)
+    assert "Data too long for column 'code'" in str(info.value)
+    with my(my_db) as m:
+        assert rows(m, f"SELECT COUNT(*) FROM `{topic}`") == [(0,)]
