@@ -163,8 +163,12 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             def on_delivery(err, msg, state=state):
                 if err is not None:
                     state["failed"] += 1
-                    if state["error"] is None:
+                    if state["error"] is None:  # check() raises with it
                         state["error"] = err
+                        if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:  # the broker's limit (the producer's: below)
+                            state["error"] = (f"{err.str()} (raise the topic's max.message.bytes: "
+                                              "topic.creation.default.max.message.bytes for a topic the connector "
+                                              "creates, else the topic's config on the broker)")
 
             def on_error(err, state=state):
                 if err.fatal() and state["fatal"] is None:
@@ -181,13 +185,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             if state["fatal"] is not None:
                 raise RuntimeError(f"[kafka] fatal producer error for topic {topic!r}: {state['fatal']}")
             if state["error"] is not None:
-                err = state["error"]
-                # the broker refused a record over the topic's max.message.bytes (the producer's own
-                # limit is checked locally, in produce(), below)
-                hint = (" (raise the topic's max.message.bytes: topic.creation.default.max.message.bytes for a "
-                        "topic the connector creates, else the topic's config on the broker)"
-                        if getattr(err, "code", lambda: None)() == KafkaError.MSG_SIZE_TOO_LARGE else "")
-                raise RuntimeError(f"[kafka] delivery to topic {topic!r} failed: {err}{hint}")
+                raise RuntimeError(f"[kafka] delivery to topic {topic!r} failed: {state['error']}")
 
         produce = producer.produce
         poll = producer.poll
