@@ -497,3 +497,293 @@ def test_hostile_values_stay_values_whatever_the_servers_sql_mode(my_db, server_
             assert cur.fetchone()[0] == 1
     finally:
         conn.close()
+
+
+# --------------------------------------------------------------------------------------
+# large records: Connect's override keys raise Kafka's limits (issue 15, items 3 and 4)
+# --------------------------------------------------------------------------------------
+_BIG = 5 * 1024 * 1024
+#: the keys a source of records over 1 MB needs (Connect's names); 16 MiB: a 5 MiB bytea is 6.7 MiB of base64
+_BIG_SOURCE_KEYS = {"producer.override.max.request.size": "16777216",
+                    "topic.creation.default.max.message.bytes": "16777216"}
+_BIG_SINK_KEYS = {"consumer.override.max.partition.fetch.bytes": "16777216",
+                  "consumer.override.fetch.max.bytes": "33554432"}
+
+
+def test_five_megabyte_rows_need_connects_override_keys_and_reach_both_sinks_intact(
+        spark, kafka_broker, tmp_path, pg_db, my_db):
+    """5 MiB text (4-byte UTF-8 included; read by COPY) and bytea (read by a cursor) rows: without the
+    producer key the source fails naming the keys to raise; with them every byte reaches PostgreSQL and
+    MariaDB (tables created by the sinks: TEXT/BYTEA, LONGTEXT/LONGBLOB)."""
+    import random
+
+    from confluent_kafka.admin import ConfigResource
+
+    from webapp.kafka.topics import admin_client
+
+    texts, blobs = unique("bigtext"), unique("bigblob")
+    body = ("a🚀漢" * (_BIG // 8))[:-1] + "\u00e9"  # 8 bytes a repeat: 5 MiB of 1-, 4- and 3-byte characters
+    blob = random.Random(15).randbytes(_BIG)
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{texts}" (id INT PRIMARY KEY, body TEXT)')
+        c.execute(f'CREATE TABLE "{blobs}" (id INT PRIMARY KEY, data BYTEA)')
+        c.execute(f'INSERT INTO "{texts}" VALUES (1, %s), (2, \'small\'), (3, NULL)', (body,))
+        c.execute(f'INSERT INTO "{blobs}" VALUES (1, %s), (2, \'\\x00ff\'::bytea)', (blob,))
+    src = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": f"{texts},{blobs}", "poll.interval.ms": "0",
+           "topic.creation.default.partitions": "1"}
+
+    # without the keys: librdkafka's 1,000,000-byte limit, and a message that says which keys raise it
+    refused = dict(src, **{"topic.prefix": unique("small") + "-"})
+    task = JdbcSourceTask(context(spark, kafka_broker, "big-refused", 0, tmp_path), refused)
+    task.start()
+    try:
+        with pytest.raises(ConnectException) as info:
+            drain(task, {})
+    finally:
+        task.stop()
+    assert "producer.override.max.request.size" in str(info.value)
+    assert "max.message.bytes" in str(info.value)
+
+    prefix = unique("big") + "-"
+    offsets: dict = {}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, dict(src, **_BIG_SOURCE_KEYS,
+                                                                       **{"topic.prefix": prefix}),
+                         tmp_path, "big-src", offsets) == 5
+    # the topics the source created carry the topic.creation.default.* topic config, as in Connect
+    admin = admin_client(kafka_broker.client_config())
+    described = admin.describe_configs([ConfigResource("topic", prefix + texts)])
+    assert next(iter(described.values())).result(30)["max.message.bytes"].value == "16777216"
+
+    for server in ("postgresql", "mariadb"):
+        url = pg_url(pg_db) if server == "postgresql" else my_url(my_db)
+        sink = {"connector.class": "JdbcSinkConnector", "connection.url": url, "topics": f"{prefix}{texts},{prefix}{blobs}",
+                "auto.create": "true", "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert",
+                "table.name.format": "copy_${topic}".replace("-", "_"), **_BIG_SINK_KEYS}
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, sink, tmp_path, unique("big-sink")) == 5
+        conn = pg(pg_db) if server == "postgresql" else my(my_db)
+        q = '"' if server == "postgresql" else "`"
+        try:
+            got_texts = rows(conn, f"SELECT id, body FROM {q}copy_{prefix}{texts}{q} ORDER BY id")
+            got_blobs = [(i, bytes(b)) for i, b in rows(conn, f"SELECT id, data FROM {q}copy_{prefix}{blobs}{q} "
+                                                               "ORDER BY id")]
+        finally:
+            conn.close()
+        assert got_texts == [(1, body), (2, "small"), (3, None)], server
+        assert got_blobs == [(1, blob), (2, b"\x00\xff")], server
+
+
+# --------------------------------------------------------------------------------------
+# values at the edges of MariaDB's types (issue 15, item 2): PostgreSQL -> Kafka -> MariaDB
+# --------------------------------------------------------------------------------------
+_FLT_MAX, _FLT_MIN_NORMAL = 3.4028234663852886e+38, 1.1754943508222875e-38
+_FLT_TRUE_MIN, _FLT_MAX_SUBNORMAL = 1.401298464324817e-45, 1.1754942106924411e-38
+_DEC_38_10 = decimal.Decimal("9" * 28 + "." + "9" * 10)
+_DEC_38_10_MIN = decimal.Decimal("-" + str(_DEC_38_10))  # not -_DEC_38_10: that rounds to 28 digits
+_EDGE_DDL = ("id INT PRIMARY KEY, ts TIMESTAMP(3), tstz TIMESTAMPTZ(3), d DATE, t TIME(3), dec NUMERIC(38,10), "
+             "f32 REAL, f64 DOUBLE PRECISION, txt TEXT, bin BYTEA")
+_BIG_TEXT = "𝄞漢é!" * 70_000  # 700 KB of 4-, 3-, 2- and 1-byte characters: past TEXT's 64 KB
+_EDGE_ROWS = [
+    (1, dt.datetime(1, 1, 1), dt.datetime(1, 1, 1, tzinfo=_UTC), dt.date(1, 1, 1), dt.time(0, 0, 0, 1000),
+     _DEC_38_10, _FLT_MAX, 1.7976931348623157e308, _BIG_TEXT, bytes(range(256)) * 256),  # 64 KiB: past BLOB's
+    (2, dt.datetime(999, 12, 31, 23, 59, 59, 999000),
+     dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone(dt.timedelta(hours=-8))),
+     dt.date(9999, 12, 31), dt.time(23, 59, 59, 999000), _DEC_38_10_MIN, -_FLT_MAX, -1.7976931348623157e308, "", b""),
+    (3, dt.datetime(9999, 12, 31, 23, 59, 59, 999000), dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=_UTC),
+     dt.date(1000, 1, 1), dt.time(12, 0), decimal.Decimal("0.0000000001"), _FLT_TRUE_MIN, 5e-324, "'",
+     b"\x00"),
+    (4, dt.datetime(1969, 12, 31, 23, 59, 59, 1000),
+     dt.datetime(1900, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+     dt.date(1969, 12, 31), dt.time(0, 0), decimal.Decimal("-0.0000000001"), _FLT_MIN_NORMAL,
+     2.2250738585072014e-308, "\\", None),
+    (5, dt.datetime(1970, 1, 1), None, None, None, decimal.Decimal(0), _FLT_MAX_SUBNORMAL, -5e-324, None, None),
+    (6,) + (None,) * 9,
+]
+
+
+@pytest.mark.parametrize("sink_path", ["direct", "pipeline"])
+def test_edge_values_reach_mariadb_exactly_in_the_tables_the_sink_creates(spark, kafka_broker, tmp_path, pg_db,
+                                                                          my_db, sink_path):
+    """Dates and timestamps from 0001 to 9999 (MariaDB documents 1000 as DATETIME's low end; it stores
+    earlier ones), numeric(38,10) bounds, float32 max/min/subnormals, float64 extremes, text and bytes
+    past TEXT's and BLOB's 64 KB: each value read back from MariaDB equals PostgreSQL's."""
+    table = unique("edges")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" ({_EDGE_DDL})')
+        with c.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{table}" VALUES ({", ".join(["%s"] * 10)})', _EDGE_ROWS)
+        # REAL as the double it converts to exactly (psycopg reads it as its shortest float32 text)
+        original = rows(c, f'SELECT id, ts, tstz, d, t, dec, f32::float8, f64, txt, bin FROM "{table}" ORDER BY id')
+    assert original[0][6] == _FLT_MAX and original[2][6] == _FLT_TRUE_MIN
+    prefix = unique("edge") + "-"
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, {
+        "connection.url": pg_url(pg_db), "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": table, "topic.prefix": prefix, "poll.interval.ms": "0",
+        "topic.creation.default.partitions": "1"}, tmp_path, unique("edge-src")) == len(_EDGE_ROWS)
+    target = f"to_my_{table}"
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, {
+        "connection.url": my_url(my_db), "topics": prefix + table, "table.name.format": target,
+        "auto.create": "true", "pk.mode": "record_value", "pk.fields": "id", "insert.mode": "upsert",
+        # errors.tolerance=all takes the sink through SinkPipeline (decode, transform, write); nothing is skipped
+        **({"errors.tolerance": "all"} if sink_path == "pipeline" else {})},
+        tmp_path, unique("edge-sink")) == len(_EDGE_ROWS)
+    with my(my_db) as m:
+        # FLOAT read as the DOUBLE it converts to exactly (MariaDB prints a FLOAT with 6 digits)
+        back = rows(m, f"SELECT id, ts, tstz, d, t, `dec`, CAST(f32 AS DOUBLE), f64, txt, bin FROM `{target}` "
+                       "ORDER BY id")
+        types = dict(rows(m, "SELECT column_name, column_type FROM information_schema.columns "
+                             "WHERE table_schema = DATABASE() AND table_name = %s", (target,)))
+    assert types["dec"] == "decimal(38,10)" and types["txt"] == "longtext" and types["bin"] == "longblob"
+    assert len(back) == len(original)
+    for want, got in zip(original, back):
+        i = want[0]
+        for name, w, g in zip(("id", "ts", "tstz", "d", "t", "dec", "f32", "f64", "txt", "bin"), want, got):
+            if w is None:
+                assert g is None, (i, name)
+            elif name == "tstz":  # DATETIME keeps the UTC instant
+                assert g == w.astimezone(_UTC).replace(tzinfo=None), (i, name)
+            elif name == "t":  # PyMySQL reads TIME as a timedelta
+                assert g == dt.timedelta(hours=w.hour, minutes=w.minute, seconds=w.second,
+                                         microseconds=w.microsecond), (i, name)
+            elif name == "bin":
+                assert bytes(g) == bytes(w), (i, name)
+            else:
+                assert g == w and type(g) is type(w), (i, name, w, g)
+
+
+_NARROW_SCHEMA = {"type": "struct", "optional": False, "fields": [
+    {"field": "id", "type": "int32", "optional": False},
+    {"field": "amount", "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+     "version": 1, "parameters": {"scale": "36", "connect.decimal.precision": "38"}},
+    {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp",
+     "version": 1}]}
+
+
+def _narrow(i: int, unscaled: int, at_ms: int) -> tuple[bytes, bytes]:
+    amount = base64.b64encode(unscaled.to_bytes(16, "big", signed=True)).decode()
+    return _kv(i, None)[0], json.dumps({"schema": _NARROW_SCHEMA, "payload": {"id": i, "amount": amount,
+                                                                              "at": at_ms}}).encode()
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mariadb"])
+def test_a_value_the_target_type_cannot_hold_fails_its_record_clearly_and_tolerance_skips_it(
+        spark, kafka_broker, tmp_path, pg_db, my_db, server):
+    """Decimal(38,36) and a timestamp of year 10000: PostgreSQL's auto-created NUMERIC(38,36) and TIMESTAMP hold
+    both; MariaDB's widest DECIMAL keeps 30 decimal places (it would round 1E-36 to 0 with only a note) and
+    DATETIME ends at 9999. There, the record fails naming its offset, its column and errors.tolerance (nothing of
+    the batch is written); with errors.tolerance=all it goes to the dead letter queue and the rest is written."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    y2024 = int(dt.datetime(2024, 1, 1, tzinfo=_UTC).timestamp() * 1000)
+    year_10000 = int((dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=_UTC)).timestamp() * 1000) + 1
+    year_1 = int(dt.datetime(1, 1, 1, tzinfo=_UTC).timestamp() * 1000)
+    one_and_half = 15 * 10 ** 35
+    records = [_narrow(1, one_and_half, y2024), _narrow(2, 1, y2024), _narrow(3, one_and_half, year_10000),
+               _narrow(4, -(10 ** 37), year_1), _narrow(5, 0, y2024)]
+    topic = unique("narrow")
+    _produce(kafka_broker, topic, records, partitions=1)
+    url = pg_url(pg_db) if server == "postgresql" else my_url(my_db)
+    base = {"connector.class": "JdbcSinkConnector", "connection.url": url, "topics": topic, "auto.create": "true",
+            "pk.mode": "record_value", "pk.fields": "id", "table.name.format": "${topic}_strict"}
+    q = '"' if server == "postgresql" else "`"
+
+    def written(table: str) -> list[tuple]:
+        conn = pg(pg_db) if server == "postgresql" else my(my_db)
+        try:
+            return rows(conn, f"SELECT id, amount FROM {q}{table}{q} ORDER BY id")
+        finally:
+            conn.close()
+
+    if server == "postgresql":  # the auto-created types hold every value
+        assert run_connector(JdbcSinkConnector, spark, kafka_broker, base, tmp_path, unique("narrow")) == 5
+        got = written(f"{topic}_strict")
+        assert [i for i, _ in got] == [1, 2, 3, 4, 5] and got[1][1] == decimal.Decimal("1E-36")
+        return
+
+    with pytest.raises(ConnectException) as info:
+        run_connector(JdbcSinkConnector, spark, kafka_broker, base, tmp_path, unique("narrow"))
+    message = str(info.value)
+    assert f"{topic}[0] offset 1" in message and "'amount'" in message and "30 decimal places" in message
+    assert "errors.tolerance" in message
+    assert written(f"{topic}_strict") == []  # the batch rolled back
+
+    dlq = unique("narrow-dlq")
+    tolerant = dict(base, **{"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+                             "errors.deadletterqueue.context.headers.enable": "true",
+                             "table.name.format": "${topic}_tolerant"})
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, tolerant, tmp_path, unique("narrow-all")) == 5
+    assert written(f"{topic}_tolerant") == [(1, decimal.Decimal("1.5")), (4, decimal.Decimal("-10")),
+                                            (5, decimal.Decimal(0))]
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "narrow",
+                  "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(dlq, 0, 0)])
+        dead = []
+        while True:  # up to the partition's end
+            m = c.poll(30)
+            assert m is not None, "no end of the dead letter queue seen"
+            if m.error():
+                break
+            dead.append(m)
+    finally:
+        c.close()
+    assert [m.value() for m in dead] == [records[1][1], records[2][1]]
+    reasons = [dict(m.headers())["__connect.errors.exception.message"].decode() for m in dead]
+    assert "'amount'" in reasons[0] and "DATETIME holds years 1 to 9999" in reasons[1]
+
+
+def test_nan_and_infinities_are_refused_per_record_by_mariadb_floats_and_kept_by_postgresql(pg_db, my_db):
+    """MariaDB's FLOAT/DOUBLE hold no NaN or infinity (the rendered ``nan`` would be read as a column name):
+    such a record is refused as data, found by halving the batch; PostgreSQL stores all of them."""
+    nan, inf = float("nan"), float("inf")
+    batch = pa.record_batch([pa.array([10, 11, 12, 13, 14], pa.int64()), pa.array([False] * 5),
+                             pa.array([1, 2, 3, 4, 5], pa.int32()),
+                             pa.array([1.5, nan, -inf, 2.5, None], pa.float32()),
+                             pa.array([0.5, 1.0, 2.0, inf, None], pa.float64())],
+                            names=["__offset", "__tombstone", "v0", "v1", "v2"])
+    cols = [["id", "int32", "v0"], ["f32", "float32", "v1"], ["f64", "float64", "v2"]]
+    for dialect, db in (("mysql", my_db), ("postgresql", pg_db)):
+        params = {"dialect": dialect, "host": "127.0.0.1", "port": 3306 if dialect == "mysql" else 5432,
+                  "database": db, "user": "root" if dialect == "mysql" else "postgres", "password": ""}
+        table = unique("floats")
+        conn = jdbc_io.connect(params)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"CREATE TABLE {jdbc_io.quote(dialect, table)} (id INT PRIMARY KEY, "
+                        + ("f32 FLOAT, f64 DOUBLE)" if dialect == "mysql" else "f32 REAL, f64 DOUBLE PRECISION)"))
+            plan = {"dialect": dialect, "table": jdbc_io.quote(dialect, table), "insert_mode": "insert",
+                    "columns": cols, "pk": [], "batch_size": 100}
+            refused: list = []
+            jdbc_io._write_isolating(cur, jdbc_io._TableWriter(cur, plan, "t", 0), batch, table,
+                                     lambda key, offset, error: refused.append((offset, str(error))))
+            conn.commit()
+            cur.execute(f"SELECT id FROM {jdbc_io.quote(dialect, table)} ORDER BY id")
+            ids = [r[0] for r in cur.fetchall()]
+        finally:
+            conn.close()
+        if dialect == "mysql":
+            assert ids == [1, 5] and [o for o, _ in refused] == [11, 12, 13]
+            assert "column 'f32' cannot hold nan" in refused[0][1] and "FLOAT holds no NaN" in refused[0][1]
+            assert "column 'f64' cannot hold inf" in refused[2][1] and "DOUBLE" in refused[2][1]
+        else:
+            assert ids == [1, 2, 3, 4, 5] and refused == []
+
+
+def test_a_string_key_longer_than_its_mariadb_column_names_the_record(spark, kafka_broker, tmp_path, my_db):
+    """A string key column is VARCHAR(256) on MariaDB (an index cannot take LONGTEXT): a longer key is that
+    record's refusal (error 1406, a DataError), found by halving and named with errors.tolerance in the message;
+    the records before it are not committed either."""
+    topic = unique("longkey")
+    schema = {"type": "struct", "optional": False, "fields": [{"field": "code", "type": "string", "optional": False},
+                                                              {"field": "n", "type": "int32", "optional": True}]}
+    values = [json.dumps({"schema": schema, "payload": {"code": code, "n": i}}).encode()
+              for i, code in enumerate(["a", "b" * 256, "c" * 257, "d"])]
+    _produce(kafka_broker, topic, [(json.dumps({"payload": {"id": 0}}).encode(), v) for v in values], partitions=1)
+    cfg = {"connector.class": "JdbcSinkConnector", "connection.url": my_url(my_db), "topics": topic,
+           "auto.create": "true", "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "code"}
+    with pytest.raises(ConnectException) as info:
+        run_connector(JdbcSinkConnector, spark, kafka_broker, cfg, tmp_path, unique("longkey"))
+    assert f"{topic}[0] offset 2" in str(info.value) and "errors.tolerance" in str(info.value)
+    assert "Data too long for column 'code'" in str(info.value)
+    with my(my_db) as m:
+        assert rows(m, f"SELECT COUNT(*) FROM `{topic}`") == [(0,)]

@@ -73,6 +73,7 @@ __all__ = [
     "JdbcSinkConnector",
     "JdbcSinkTask",
     "parse_connection_url",
+    "topic_creation_config",
     "MODES",
 ]
 
@@ -354,6 +355,11 @@ def _ddl_type(dialect: str, kind: str, key: bool) -> str:
             "timestamp": "DATETIME(3)"}[kind]
 
 
+def _is_decimal_column(dialect: str, desc) -> bool:
+    """Whether a cursor description entry is a DECIMAL/NUMERIC column (PostgreSQL numeric, MySQL NEWDECIMAL)."""
+    return desc[1] == 1700 if dialect == "postgresql" else desc[1] in (0, 246)
+
+
 def _describe(conn, dialect: str, select_sql: str) -> tuple[list[str], list[str]]:
     """Column names and kinds of ``select_sql`` (run with ``WHERE 1=0``-style limit)."""
     cur = conn.cursor()
@@ -404,6 +410,23 @@ def _create_if_missing(cur, create_sql: str, probe_sql: str) -> None:
         else:
             return
         raise
+
+
+_TOPIC_CREATION = "topic.creation.default."
+#: ``topic.creation.default.*`` keys that are not topic configs
+_TOPIC_CREATION_OWN = ("partitions", "replication.factor", "include", "exclude")
+
+
+def topic_creation_config(config: Mapping[str, str]) -> dict[str, str]:
+    """The topic configs a source connector gives the topics it creates, as in Connect's topic creation.
+
+    Every ``topic.creation.default.<name>`` key but ``partitions``,
+    ``replication.factor``, ``include`` and ``exclude`` is the topic config ``<name>``
+    (e.g. ``topic.creation.default.max.message.bytes`` → ``{"max.message.bytes": ...}``),
+    passed to the broker unchanged; an existing topic keeps its own configs.
+    """
+    return {k[len(_TOPIC_CREATION):]: str(v) for k, v in config.items()
+            if k.startswith(_TOPIC_CREATION) and k[len(_TOPIC_CREATION):] not in _TOPIC_CREATION_OWN}
 
 
 def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
@@ -457,7 +480,8 @@ class JdbcSourceConnector(SourceConnector):
     ``timestamp.column.name``, ``table.whitelist``, ``table.blacklist``, ``query``,
     ``topic.prefix``, ``poll.interval.ms``, ``batch.max.rows``,
     ``timestamp.delay.interval.ms``, ``tasks.max``; plus ``topic.creation.default.*``
-    and ``producer.override.*``. Task configs add ``tables`` (JSON list).
+    (partitions, replication factor and topic configs such as ``max.message.bytes``, see
+    :func:`topic_creation_config`) and ``producer.override.*``. Task configs add ``tables`` (JSON list).
     """
 
     version = "0.1.0"
@@ -590,7 +614,8 @@ class JdbcSourceTask(Task):
             try:
                 ensure_topic_cached(self.context.kafka_config, s.topic,
                                     _int(cd, cfg, "topic.creation.default.partitions"),
-                                    _int(cd, cfg, "topic.creation.default.replication.factor"))
+                                    _int(cd, cfg, "topic.creation.default.replication.factor"),
+                                    topic_creation_config(cfg))
             except TopicError as e:
                 raise ConnectException(str(e)) from e
 
@@ -963,6 +988,7 @@ class JdbcSinkTask(Task):
             except TopicError as e:
                 raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
+        self._scales: dict[str, dict[str, int | None]] = {}  # table -> DECIMAL column -> its scale
         self._next: dict[tuple[str, int], int] = {}
         for entry in self.context.offsets.values():
             part, off = entry.partition, entry.offset
@@ -1210,12 +1236,19 @@ class JdbcSinkTask(Task):
         if have is not None and all(c[0] in have for c in cols):
             return
         conn = jdbc_io.connect(self.params, autocommit=True)
+
+        def described() -> set[str]:
+            cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
+            desc = cur.description
+            cur.fetchall()
+            # the scale of each DECIMAL/NUMERIC column (None: unconstrained), for the writers' rounding check
+            self._scales[table] = {d[0]: d[5] for d in desc if _is_decimal_column(self.dialect, d)}
+            return {d[0] for d in desc}
+
         try:
             cur = conn.cursor()
             try:
-                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                have = {d[0] for d in cur.description}
-                cur.fetchall()
+                have = described()
             except Exception:
                 have = None
             if have is None:
@@ -1228,9 +1261,7 @@ class JdbcSinkTask(Task):
                 suffix = "" if self.dialect == "postgresql" else " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
                 _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {q(table)} ({', '.join(defs)}){suffix}",
                                    f"SELECT 1 FROM {q(table)} WHERE 1 = 0")
-                cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                have = {d[0] for d in cur.description}
-                cur.fetchall()
+                have = described()
             missing = [c for c in cols if c[0] not in have]
             if missing:
                 if not self.auto_evolve:
@@ -1240,15 +1271,23 @@ class JdbcSinkTask(Task):
                     try:
                         cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN {q(n)} {_ddl_type(self.dialect, k, False)} NULL")
                     except Exception:  # another task may have added it meanwhile
-                        cur.execute(f"SELECT * FROM {q(table)} WHERE 1 = 0")
-                        now = {d[0] for d in cur.description}
-                        cur.fetchall()
-                        if n not in now:
+                        if n not in described():
                             raise
-                    have.add(n)
+                have = described()
         finally:
             conn.close()
         self._tables[table] = have
+
+    def _narrower_scales(self, table: str, cols: list[list[str]]) -> dict[str, int]:
+        """``{column: scale}`` of the Decimal columns of ``table`` that keep fewer decimal places than the
+        records' schema carries (see ``scales`` in :func:`jdbc_io.write_partition`)."""
+        scales = self._scales.get(table, {})
+        out = {}
+        for name, kind, _ in cols:
+            if kind.startswith("decimal:") and scales.get(name) is not None:
+                if int(scales[name]) < int(kind.split(":")[2]):
+                    out[name] = int(scales[name])
+        return out
 
     def _sink_topic(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
         """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
@@ -1272,7 +1311,7 @@ class JdbcSinkTask(Task):
         write_plan = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
                       "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
                       "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
-                      "batch_size": self.batch_size}
+                      "batch_size": self.batch_size, "scales": self._narrower_scales(table, cols)}
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
         decode = self._decode_plan(plan, cols)
@@ -1391,9 +1430,9 @@ class JdbcSinkTask(Task):
         """(merged value schema, compact schema prefixes, every schema) of the peeked values whose
         envelope names a struct schema.
 
-        Values that are not such envelopes are left to the workers, where they fail
-        in the converter stage (and ``errors.tolerance`` decides); the payloads are
-        not parsed here for the same reason. Envelopes not in JsonConverter's compact
+        Values that are not such envelopes, or whose schema has a nested struct/array/map
+        field (:data:`_NESTED`), are left to the workers, where they fail in the converter
+        stage (and ``errors.tolerance`` decides); the payloads are not parsed here for the same reason. Envelopes not in JsonConverter's compact
         schema-first layout are parsed whole (here and in the workers).
         """
         from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
@@ -1403,15 +1442,15 @@ class JdbcSinkTask(Task):
         for b in values:
             text = b.decode("utf-8", "replace")
             schema = _envelope_schema(text)
-            if schema is not None:
+            if schema is not None and _nested_field(schema) is None:
                 prefix = text[:text.find(',"payload":')]
                 if prefix in prefixes:
                     continue
                 prefixes.append(prefix)
             else:
-                schema = _whole_envelope_schema(text)
-                if schema is None:
-                    continue
+                schema = schema or _whole_envelope_schema(text)
+                if schema is None or _nested_field(schema) is not None:
+                    continue  # the workers' converter error (see _TransformSpec.transformed)
             if schema not in schemas:
                 schemas.append(schema)
         if not schemas:
@@ -1452,19 +1491,16 @@ class JdbcSinkTask(Task):
             return []
         values = [m[3] for m in peeked if m[3] is not None]
         decode_schema, prefixes, schemas = self._value_plan(topic, values)
-        vfields = decode_schema.get("fields", [])
+        vfields = decode_schema.get("fields", [])  # never nested: those records are the workers' errors
         nested = ("struct", "array", "map")
-        if any(f.get("type") in nested for f in vfields):
-            raise ConnectException(f"Topic {topic}: with transforms, errors.tolerance=all or a dead letter queue "
-                                   "the JDBC sink does not decode nested struct/array/map fields yet")
         pipeline = self._sink_pipeline(decode_schema)
         out_value = pipeline.out.value_schema
         if not out_value or out_value.get("type") != "struct":
             raise ConnectException(f"Topic {topic}: the transformations must give struct values with a schema "
                                    f"to be written to a table, got {out_value and out_value.get('type')}")
-        if any(f.get("type") in nested for f in out_value.get("fields", [])):
-            raise ConnectException(f"Topic {topic}: transformed values with nested struct/array/map fields cannot "
-                                   "be written yet")
+        if _nested_field(out_value) is not None:
+            raise ConnectException(f"Topic {topic}: the transformations give values with a nested field "
+                                   f"({_nested_field(out_value)}); {_NESTED_WHY}")
         transformed_key = pipeline.arrow_out.get_field_index(pipeline.KEY) >= 0
         key_schema = key_prefixes = None
         key_mode = None
@@ -1515,7 +1551,8 @@ class JdbcSinkTask(Task):
                 self._ensure_table(table, cols, pk, optional)
             plans[r] = {"dialect": self.dialect, "table": jdbc_io.quote(self.dialect, table), "connector": self.connector,
                         "topic": topic, "record_topic": r, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                        "delete_enabled": spec.deletes, "batch_size": self.batch_size}
+                        "delete_enabled": spec.deletes, "batch_size": self.batch_size,
+                        "scales": self._narrower_scales(table, cols)}
         spec = dataclasses.replace(spec, routes=frozenset(plans))
         spans = [(r.topic, r.partition, r.start) for r in ranges]
         schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
@@ -1565,6 +1602,19 @@ _SCHEMA_HEAD = '{"schema":'
 _NOT_ENVELOPE = ('Converting byte[] to Kafka Connect data failed due to serialization error: the JDBC sink needs '
                  'JsonConverter envelopes {"schema":...,"payload":...} whose schema is a struct')
 _BAD_PAYLOAD = "Converting byte[] to Kafka Connect data failed due to serialization error"
+
+
+#: why a record with a nested field is not written (Kafka Connect's JDBC sink refuses them too)
+_NESTED_WHY = ("the JDBC sink writes primitive and logical fields only, as Kafka Connect's JDBC sink does "
+               "(drop the field before the sink, or write the record with a connector that takes nested data)")
+
+
+def _nested_field(schema: Mapping[str, Any]) -> str | None:
+    """``"name (struct)"`` for the first struct/array/map field of a struct schema, or None."""
+    for f in schema.get("fields") or []:
+        if f.get("type") in ("struct", "array", "map"):
+            return f"{f.get('field')} ({f.get('type')})"
+    return None
 
 
 def _envelope_schema(text: str) -> dict | None:
@@ -1661,7 +1711,9 @@ class _TransformSpec:
         """(the pipeline's output table, rows of ``raw`` it covers): decode, convert and transform ``raw``.
 
         Processing stops before the first record whose envelope names a struct schema
-        that was not planned (the driver plans again from there).
+        that was not planned (the driver plans again from there). A record whose schema
+        has a nested struct/array/map field is a converter error (stage
+        ``VALUE_CONVERTER``): Connect's JDBC sink cannot write such fields either.
         """
         import pyarrow as pa
 
@@ -1681,6 +1733,8 @@ class _TransformSpec:
             schema = _envelope_schema(text) or _whole_envelope_schema(text)
             if schema is None:
                 errors[i] = _NOT_ENVELOPE
+            elif _nested_field(schema) is not None:
+                errors[i] = f"The record value has a nested field {_nested_field(schema)}: {_NESTED_WHY}"
             elif _canonical(schema) in self.value_schemas:
                 whole[i] = True
             else:

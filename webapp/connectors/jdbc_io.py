@@ -37,6 +37,7 @@ __all__ = [
     "logical_to_wire",
     "decode_batch",
     "StaleOffsetError",
+    "TargetTypeError",
 ]
 
 #: The sink's offsets table in the target database (exactly-once delivery).
@@ -49,6 +50,23 @@ _EXACT = _decimal.Context(prec=_decimal.MAX_PREC, Emax=_decimal.MAX_EMAX, Emin=_
 
 class StaleOffsetError(RuntimeError):
     """The target database holds a different offset than the batch started from (another writer moved it)."""
+
+
+class TargetTypeError(ValueError):
+    """A record's value that its target column's type cannot hold, found before the database sees it.
+
+    Raised by :class:`_TableWriter` for what a database would refuse with an opaque
+    error or, worse, store changed: NaN and infinities in a MySQL/MariaDB FLOAT or
+    DOUBLE, a date or timestamp outside years 1..9999 in MySQL/MariaDB, a Decimal with
+    more decimal places than its column's scale (the database would round it). The
+    sink treats it as the database's ``DataError``: the record is refused (stage
+    ``TASK_PUT``), skipped with ``errors.tolerance=all``, else the task fails naming it.
+    """
+
+
+#: the instants MySQL/MariaDB DATE/DATETIME hold and Python can name: 0001-01-01 .. 9999-12-31 (UTC)
+_MYSQL_MIN_DAYS, _MYSQL_MAX_DAYS = -719162, 2932896
+_MYSQL_MIN_MS, _MYSQL_MAX_MS = _MYSQL_MIN_DAYS * 86_400_000, (_MYSQL_MAX_DAYS + 1) * 86_400_000 - 1
 
 
 def connect(params: Mapping[str, Any], autocommit: bool = False):
@@ -661,6 +679,47 @@ class _TableWriter:
         self.rendered = self.use_copy or (dialect != "postgresql" and mode in ("insert", "upsert"))
         self.mysql_suffix = write_sql[write_sql.index(" ON DUPLICATE KEY UPDATE"):] \
             if " ON DUPLICATE KEY UPDATE" in write_sql else ""
+        # values the target types cannot hold, checked before the database sees them (TargetTypeError)
+        scales = plan.get("scales") or {}
+        mysql = dialect != "postgresql"
+        self.checks = [(name, kind, src, scales.get(name)) for name, kind, src in cols
+                       if not src.startswith("kafka_")
+                       and ((mysql and kind in ("float32", "float64", "date", "timestamp"))
+                            or (kind.startswith("decimal:") and scales.get(name) is not None
+                                and scales[name] < _decimal_ps(kind)[1]))]
+
+    def _check(self, b) -> None:
+        """Raise :class:`TargetTypeError` for the first value of ``b`` its column cannot hold."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for name, kind, src, scale in self.checks:
+            arr = b.column(src)
+            if kind in ("float32", "float64"):
+                bad = pc.invert(pc.is_finite(arr))
+                what = f"{'FLOAT' if kind == 'float32' else 'DOUBLE'} holds no NaN or infinity"
+            elif kind in ("date", "timestamp"):
+                lo, hi = (_MYSQL_MIN_DAYS, _MYSQL_MAX_DAYS) if kind == "date" else (_MYSQL_MIN_MS, _MYSQL_MAX_MS)
+                arr = arr.cast(pa.int32() if kind == "date" else pa.int64())
+                bad = pc.or_(pc.less(arr, lo), pc.greater(arr, hi))
+                what = f"{'DATE' if kind == 'date' else 'DATETIME'} holds years 1 to 9999 only"
+            else:
+                p, s = _decimal_ps(kind)
+                step = 10 ** (s - scale)
+                unscaled = [None if v is None else int.from_bytes(v, "big", signed=True) for v in arr.to_pylist()]
+                bad = pa.array([v is not None and v % step != 0 for v in unscaled], pa.bool_())
+                what = f"its column keeps {scale} decimal places: the database would round it"
+            bad = pc.fill_null(bad, False)
+            if pc.any(bad).as_py():
+                i = pc.index(bad, True).as_py()
+                if kind == "timestamp":  # as text: Python's datetime ends at year 9999
+                    value = arr.slice(i, 1).view(pa.timestamp("ms")).cast(pa.string())[0].as_py()
+                elif kind == "date":
+                    value = arr.slice(i, 1).view(pa.date32()).cast(pa.string())[0].as_py()
+                else:
+                    value = from_wire_array(arr.slice(i, 1), kind, self.dialect)[0]
+                raise TargetTypeError(f"column {name!r} cannot hold {value!r} (offset "
+                                      f"{b.column('__offset')[i].as_py()}): {what}")
 
     def _flush(self, kind: str | None, rows: list) -> None:
         cur, bs = self.cur, self.batch_size
@@ -726,6 +785,8 @@ class _TableWriter:
         """Apply the records of ``b`` (``__offset``, ``__tombstone``, source columns) in offset order."""
         if b.num_rows == 0:
             return
+        if self.checks:
+            self._check(b)
         offsets = b.column("__offset")
         tomb = b.column("__tombstone").to_pylist()
         if self.rendered and not any(tomb):
@@ -770,7 +831,9 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
     ``connector``, ``topic``, ``insert_mode`` (insert/upsert/update), ``columns``
     (``[[name, kind, source]]`` where source is ``"v<i>"``/``"k<i>"`` — an input
     column — or ``"kafka_topic"``/``"kafka_partition"``/``"kafka_offset"``),
-    ``pk`` (column names), ``delete_enabled``, ``batch_size``. Input columns:
+    ``pk`` (column names), ``delete_enabled``, ``batch_size``, ``scales`` (optional:
+    ``{column: scale}`` of Decimal columns whose table keeps fewer decimal places than
+    the records carry; a value that would be rounded is a :class:`TargetTypeError`). Input columns:
     ``__offset`` (long), ``__tombstone`` (bool), ``__planned`` (bool: the record's
     schemas are those planned), then ``v<i>`` / ``k<i>``.
 
@@ -831,8 +894,10 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
 
 
 def _is_data_error(e: BaseException) -> bool:
-    """A database's refusal of the data itself (DB-API ``DataError``/``IntegrityError``), not of the connection."""
-    return any(c.__name__ in ("DataError", "IntegrityError") for c in type(e).__mro__)
+    """A refusal of the data itself (DB-API ``DataError``/``IntegrityError``, :class:`TargetTypeError`), not of
+    the connection."""
+    return isinstance(e, TargetTypeError) or any(c.__name__ in ("DataError", "IntegrityError")
+                                                 for c in type(e).__mro__)
 
 
 def _write_isolating(cur, writer: "_TableWriter", b, key: str, on_row_error) -> None:

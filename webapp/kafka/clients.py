@@ -81,8 +81,10 @@ def partition_count_cached(kafka_config: Mapping[str, Any], topic: str, *, max_a
 
 
 def ensure_topic_cached(kafka_config: Mapping[str, Any], topic: str, partitions: int,
-                        replication_factor: int = -1) -> int:
+                        replication_factor: int = -1, config: Mapping[str, str] | None = None) -> int:
     """:func:`~webapp.kafka.topics.ensure_topic`, asked only when the cache does not know ``topic``.
+
+    ``config``: topic configs for a topic this call creates (an existing topic keeps its own).
 
     The count the topic ends up with goes into the cache at once, so a task of
     this process that looked for ``topic`` before it existed (and was told "missing"
@@ -99,7 +101,7 @@ def ensure_topic_cached(kafka_config: Mapping[str, Any], topic: str, partitions:
     n = partition_count_cached(kafka_config, topic)
     if n:
         return n
-    n = ensure_topic(kafka_config, topic, partitions, replication_factor)
+    n = ensure_topic(kafka_config, topic, partitions, replication_factor, config=config)
     with _counts_lock:
         _counts[(str(kafka_config.get("bootstrap.servers")), topic)] = (time.monotonic(), n)
     return n

@@ -163,8 +163,12 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
             def on_delivery(err, msg, state=state):
                 if err is not None:
                     state["failed"] += 1
-                    if state["error"] is None:
+                    if state["error"] is None:  # check() raises with it
                         state["error"] = err
+                        if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:  # the broker's limit (the producer's: below)
+                            state["error"] = (f"{err.str()} (raise the topic's max.message.bytes: "
+                                              "topic.creation.default.max.message.bytes for a topic the connector "
+                                              "creates, else the topic's config on the broker)")
 
             def on_error(err, state=state):
                 if err.fatal() and state["fatal"] is None:
