@@ -206,7 +206,9 @@ class ConnectNode:
         self.store = StoreRouter(self.raft, self.stores)
         self.switches = SwitchManager(self.raft, self.store, hold_seconds=o.switch_hold_seconds)
         self.coordinator = GroupCoordinator(raft=self.raft, store=self.store, node_id=o.node_id,
-                                            dispatcher=CeleryDispatcher(),
+                                            dispatcher=CeleryDispatcher(
+                                                local_worker_id=o.node_id if "worker" in o.roles else None,
+                                                shared_broker=_shared_broker(environment.celery_broker())),
                                             session_timeout_ms=o.session_timeout_ms,
                                             leader_weight_cap=o.leader_weight_cap)
         self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
@@ -452,12 +454,41 @@ class ConnectNode:
 
 
 class CeleryDispatcher:
-    """Sends assignment views to agents as Celery messages on their own queues."""
+    """Sends assignment views to agents as Celery messages on their own queues (the fast path).
+
+    Args:
+        local_worker_id: the worker of this node's own agent, or None.
+        shared_broker: whether every node's agent consumes the same broker
+            (``RAFTCONNECT_CELERY_BROKER`` names a Redis or RabbitMQ server). The
+            embedded filesystem broker lives in this node's data directory: only
+            this node's agent reads it, so a message for another node's worker
+            would never be delivered. Then only the local worker gets messages and
+            remote workers learn their views from heartbeat replies (within one
+            heartbeat interval, 1 s by default); :attr:`skipped` counts the views
+            not sent.
+    """
+
+    def __init__(self, local_worker_id: str | None = None, shared_broker: bool = False):
+        self.local_worker_id = local_worker_id
+        self.shared_broker = shared_broker
+        self.skipped = 0
+
+    def reaches(self, worker_id: str) -> bool:
+        """Whether a Celery message to ``worker_id`` can be delivered through this node's broker."""
+        return self.shared_broker or worker_id == self.local_worker_id
 
     def send(self, worker_id: str, view: dict[str, Any]) -> None:
-        """Queue ``raftconnect.apply_assignment(view)`` for ``worker_id``; expires after 30 s."""
+        """Queue ``raftconnect.apply_assignment(view)`` for ``worker_id`` (expires after 30 s), if it can arrive."""
+        if not self.reaches(worker_id):
+            self.skipped += 1
+            return
         celery_app.send_task("raftconnect.apply_assignment", args=[view], queue=worker_queue(worker_id),
                              expires=30)
+
+
+def _shared_broker(url: str | None) -> bool:
+    """Whether ``RAFTCONNECT_CELERY_BROKER`` names a broker every node reaches (not the embedded filesystem one)."""
+    return bool(url) and not url.startswith("filesystem")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec

@@ -581,6 +581,9 @@ class Worker:
         self.restart_tracker = RestartTracker()
         #: what the node's GET /health reads about this agent (see webapp.runtime.agent_status)
         self.status_file = AgentStatusWriter(data_dir, worker_id)
+        #: assignment generations that reached this agent first by each path (``celery``, ``heartbeat``)
+        self.first_delivered_by: dict[str, int] = {"celery": 0, "heartbeat": 0}
+        self._newest_generation = -1
 
     def spark(self):
         """The agent's SparkSession, created now if no batch has needed it yet."""
@@ -722,7 +725,7 @@ class Worker:
                 if view.get("unchanged") and self._last_view is not None \
                         and view.get("digest") == self._last_view.get("digest"):
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
-                self.apply_assignment(view)
+                self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
                 silent = time.monotonic() - self._last_contact
                 if silent > self.session_timeout and (self.tasks or self.connectors):
@@ -743,21 +746,28 @@ class Worker:
                                                  "connectors": len(running["connectors"]),
                                                  "tasks": len(running["tasks"])}
             self.status_file.heartbeat(ok=ok, error=error, session_timeout_s=self.session_timeout,
-                                       spark=self.lazy_spark.health(), **counts)
+                                       spark=self.lazy_spark.health(), first_delivered_by=dict(self.first_delivered_by),
+                                       **counts)
         except Exception:  # the heartbeat matters more than its record
             log.debug("could not record the heartbeat", exc_info=True)
 
     # -------------------------------------------------------------- reconcile
-    def apply_assignment(self, view: dict[str, Any]) -> None:
+    def apply_assignment(self, view: dict[str, Any], via: str = "celery") -> None:
         """Queue ``view`` (see GroupCoordinator.worker_view) to be applied; returns at once.
 
         Only the newest view is kept; views older than the newest applied are
         ignored. Applying happens on the reconcile thread, so a heartbeat never
         waits for a connector or a stopping task (which could take a whole batch)
-        and the session cannot expire because of it.
+        and the session cannot expire because of it. ``via`` (``"celery"`` or
+        ``"heartbeat"``) names the path the view came by: the first to bring a new
+        generation is counted in :attr:`first_delivered_by`.
         """
         if self._stop.is_set() or view.get("unchanged"):
             return
+        generation = view.get("generation", 0)
+        if generation > self._newest_generation:
+            self._newest_generation = generation
+            self.first_delivered_by[via] = self.first_delivered_by.get(via, 0) + 1
         if "tasks" in view:
             self._last_view = view
         with self._pending_cv:
