@@ -246,3 +246,28 @@ def test_partition_reader_gives_each_records_own_offset_across_transaction_marke
     # 4 records then a marker, three times: 0-3, 5-8, 10-13, then the plain records from 15
     assert offsets == [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17]
     assert set(got.column("kafka_topic").to_pylist()) == {topic} and set(got.column("kafka_partition").to_pylist()) == {0}
+
+
+def test_the_producer_pool_evicts_the_least_recently_used_config(kafka_broker):
+    """Five configs in a pool bounded at four: the one used longest ago goes, the one just used stays."""
+    import sys
+
+    import pyarrow as pa
+
+    cfg = kafka_broker.client_config()
+    topic = f"lru-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 1)
+    batch = pa.record_batch([pa.array([b"v"], pa.binary())], names=["value"])
+    pools = sys.__dict__.setdefault("_raftconnect_kafka_producers", {})
+    for old in list(pools):  # start from an empty pool (earlier tests of this process left theirs)
+        for e in pools.pop(old):
+            e["producer"].flush(1)
+    configs = [{**cfg, "client.id": f"lru-{i}"} for i in range(5)]
+    fns = [produce_function(topic, c) for c in configs]
+    for fn in fns[:4]:
+        assert [b.column(0)[0].as_py() for b in fn(iter([batch]))] == [1]
+    first_key = next(iter(pools))
+    assert [b.column(0)[0].as_py() for b in fns[0](iter([batch]))] == [1]  # config 0 used again: now the newest
+    assert [b.column(0)[0].as_py() for b in fns[4](iter([batch]))] == [1]  # a fifth config: one must go
+    assert len(pools) == 4 and first_key in pools  # config 0 stayed; config 1 (least recently used) went
+    assert not any("lru-1" in key for key in pools)

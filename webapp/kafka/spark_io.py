@@ -299,6 +299,10 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
                         "bytes; raise producer.override.max.request.size and the topic's max.message.bytes)")
             raise RuntimeError(f"[kafka] cannot produce to topic {topic!r} at {servers}: "
                                f"{err.str() if hasattr(err, 'str') else e}{hint}") from None
+        # this config is now the most recently used (dicts keep insertion order): the bound below
+        # evicts the least recently used configs, never the one a concurrent piece just returned to
+        idle = cache.pop(cache_key, [])
+        cache[cache_key] = idle
         while len(cache) > 4:  # bound: a few distinct configs per worker, a few idle producers each
             for old in cache.pop(next(iter(cache))):
                 old["producer"].flush(1)
@@ -308,7 +312,6 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
         seen = entry.setdefault("topics", set())
         seen.add(topic)
         seen.update(routed)
-        idle = cache.setdefault(cache_key, [])
         if len(idle) < 8 and len(seen) <= MAX_TOPICS_PER_PRODUCER:
             idle.append(entry)
         yield pa.RecordBatch.from_pydict({"delivered": pa.array([sent], pa.int64())})
