@@ -1,8 +1,10 @@
 """REST authentication: HTTP basic with a bounded cache of verified credentials, and API tokens.
 
-Tokens are DRF's ``rest_framework.authtoken`` (one per user, in the node's
-SQLite), sent as ``Authorization: Token <key>`` or ``Authorization: Bearer <key>``;
-create one with ``manage.py drf_create_token USER`` or ``POST /raftconnect/v1/tokens``.
+Users and tokens are the replicated ones (:mod:`webapp.connect.api.accounts`), so a
+credential works on every Raft member. Tokens are sent as ``Authorization: Token <key>``
+or ``Authorization: Bearer <key>``; issue them with ``POST /raftconnect/v1/tokens``.
+A worker-only node (no replicated state) still uses its own database: local users and
+DRF ``authtoken`` tokens.
 
 Django hashes passwords with PBKDF2 (about a million iterations, ~0.3 s of CPU
 here), which is right for a login form and wrong for an API where automation
@@ -23,8 +25,11 @@ from collections import OrderedDict
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.authentication import BasicAuthentication, TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 
-__all__ = ["CachedBasicAuthentication", "BearerTokenAuthentication"]
+from . import accounts
+
+__all__ = ["CachedBasicAuthentication", "ReplicatedTokenAuthentication", "BearerTokenAuthentication"]
 
 
 class _VerifiedCache:
@@ -74,6 +79,15 @@ class CachedBasicAuthentication(BasicAuthentication):
         return super().authenticate_header(request)
 
     def authenticate_credentials(self, userid, password, request=None):
+        state = accounts.directory()
+        if state is not None:  # the replicated users; the hash in the key is the replicated one
+            rec = state.user(userid)
+            if rec is not None and rec["active"] and _cache.hit(_cache.key(userid, password, rec["password"])):
+                return accounts.mirror(userid, rec), None
+            result = super().authenticate_credentials(userid, password, request)  # ReplicatedUserBackend
+            if rec is not None:
+                _cache.add(_cache.key(userid, password, rec["password"]))
+            return result
         model = get_user_model()
         try:
             user = model._default_manager.get_by_natural_key(userid)
@@ -89,7 +103,23 @@ class CachedBasicAuthentication(BasicAuthentication):
         return result
 
 
-class BearerTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication under the ``Bearer`` keyword (the ``Token`` keyword is DRF's own class)."""
+class ReplicatedTokenAuthentication(TokenAuthentication):
+    """``Authorization: Token <key>``: a replicated token (named, expiring, revocable; see ``accounts``).
+
+    Refused (401) when unknown, revoked, expired (by this node's clock) or when its user is
+    deleted or inactive. Without a replicated state here: DRF's local ``authtoken`` table.
+    """
+
+    def authenticate_credentials(self, key):
+        if accounts.directory() is None:
+            return super().authenticate_credentials(key)
+        found = accounts.token_user(key)
+        if found is None:
+            raise AuthenticationFailed("Invalid, expired or revoked token")
+        return found
+
+
+class BearerTokenAuthentication(ReplicatedTokenAuthentication):
+    """:class:`ReplicatedTokenAuthentication` under the ``Bearer`` keyword."""
 
     keyword = "Bearer"

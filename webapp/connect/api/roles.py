@@ -10,10 +10,11 @@ Roles are ordered, each including the ones before it:
   restart, offsets, delete, plugin validation);
 * ``admin``    — plus cluster operations: Raft membership, metadata-store
   switch/rollback, logger levels (``/admin/loggers*``, reads too), backup and
-  restore (reads too).
+  restore (reads too), users (``/raftconnect/v1/users*``, reads too).
 
-A user's role is the highest of the Django groups named like the roles
-(created by migration ``connect.0001_roles``); a superuser is an admin; a user
+A replicated user's role is its record's (``accounts.mirror`` puts it on the user);
+otherwise the highest of the Django groups named like the roles (created by migration
+``connect.0001_roles``, and kept by the mirror); a superuser is an admin; a user
 in none of the groups has no role and is refused (403) everywhere but ``/``
 and ``/health``. A request forwarded by another cluster member carries the
 role the forwarding node computed (``ForwardedUser.role``).
@@ -48,7 +49,8 @@ POLICY: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = tuple(
         (r"^/raftconnect/v1/raft(/|$)", WRITES, ADMIN),
         (r"^/raftconnect/v1/metadata-store(/|$)", WRITES, ADMIN),
         (r"^/raftconnect/v1/(backup|restore)$", ANY, ADMIN),  # the backup holds every config and password hash
-        (r"^/raftconnect/v1/tokens$", ANY, VIEWER),  # anyone with a role may manage their own token
+        (r"^/raftconnect/v1/users(/|$)", ANY, ADMIN),  # users hold password hashes and roles
+        (r"^/raftconnect/v1/tokens(/|$)", ANY, VIEWER),  # anyone with a role may manage their own tokens
         (r".*", SAFE, VIEWER),
         (r".*", WRITES, OPERATOR),
     )

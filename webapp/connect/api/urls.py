@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 
 from webapp.states import TargetState
 
-from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import internal, lifecycle, loggers, openapi, plugins, tokens, users, views  # noqa: F401 - openapi declares the schema of the views
 from . import stores as store_api
 
 __all__ = ["urlpatterns"]
@@ -40,6 +40,9 @@ urlpatterns = [
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
     path("raftconnect/v1/tokens", tokens.TokensView.as_view()),
+    path("raftconnect/v1/tokens/<str:name>", tokens.TokenView.as_view()),
+    path("raftconnect/v1/users", users.UsersView.as_view()),
+    path("raftconnect/v1/users/<str:name>", users.UserView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/metadata-store", store_api.MetadataStoreView.as_view()),
     path("raftconnect/v1/metadata-store/switch", store_api.MetadataStoreSwitchView.as_view()),
