@@ -87,7 +87,8 @@ def test_contexts_file_and_token_auth(context, cli_node, tmp_path):
     assert listed == [{"name": "local", "current": True, "url": cli_node.url, "user": "admin", "auth": "basic"}]
     assert cli_node.auth[1] not in run_cli("config", "get-contexts").out
     assert run_cli("config", "current-context").out.strip() == "local"
-    token = requests.post(cli_node.url + "/raftconnect/v1/tokens", auth=cli_node.auth, timeout=10).json()["token"]
+    token = requests.post(cli_node.url + "/raftconnect/v1/tokens", json={"name": "cli"}, auth=cli_node.auth,
+                          timeout=10).json()["token"]
     assert run_cli("config", "set-context", "tok", "--url", cli_node.url, "--token", token, "--use").code == 0
     assert run_cli("get", "plugins").code == 0
     assert run_cli("--token", "wrong", "get", "connectors").code == 1

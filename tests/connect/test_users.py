@@ -8,7 +8,7 @@ from django.test import Client
 
 from webapp.connect.api.accounts import token_digest
 
-from .conftest import basic
+from .conftest import basic, make_user
 from .test_rest import post
 
 TOKENS = "/raftconnect/v1/tokens"
@@ -130,3 +130,23 @@ def test_only_admins_see_or_change_users(api):
     assert api.get(USERS).status_code == 403
     assert post(api, USERS, {"name": "x", "password": "p", "role": "admin"}).status_code == 403
     assert patch(api, f"{USERS}/operator", {"role": "admin"}).status_code == 403
+
+
+def test_backup_users_come_from_the_replicated_state_and_restore_only_the_missing_ones(db, node):
+    from django.contrib.auth.hashers import check_password
+
+    from webapp.connect.api.stores import export_users, import_users
+
+    make_user("ops", "operator", password="ops-password")
+    exported = export_users()
+    assert exported == [{"username": "ops", "password": node.raft.state.user("ops")["password"], "is_active": True,
+                         "is_superuser": False, "groups": ["operator"]}]
+    node.raft.commands.user_delete(name="ops")
+    make_user("kept", "viewer", password="mine")
+    result = import_users(exported + [{"username": "kept", "password": "pbkdf2_sha256$other", "groups": ["admin"]},
+                                      {"username": "norole", "password": "x", "groups": []}])
+    assert result == {"created": ["ops", "norole"], "kept": ["kept"]}
+    back = node.raft.state.user("ops")
+    assert check_password("ops-password", back["password"]) and back["role"] == "operator" and back["active"]
+    assert check_password("mine", node.raft.state.user("kept")["password"])  # not overwritten by the backup
+    assert node.raft.state.user("norole")["active"] is False  # no role in the backup: nobody gains rights

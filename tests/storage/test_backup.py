@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.connect.conftest import node  # noqa: F401 - an in-process node holds the replicated users
 from webapp.storage.backup import BackupError, FORMAT, digest, parse_backup
 
 
@@ -42,24 +41,3 @@ def test_a_bad_document_is_refused_with_the_reason(change, message):
     with pytest.raises(BackupError, match=message) as caught:
         parse_backup(doc)
     assert caught.value.status == 400
-
-
-def test_users_come_from_the_replicated_state_and_restore_only_the_missing_ones(db, node):
-    from django.contrib.auth.hashers import check_password
-
-    from tests.connect.conftest import make_user
-    from webapp.connect.api.stores import export_users, import_users
-
-    make_user("ops", "operator", password="ops-password")
-    exported = export_users()
-    assert exported == [{"username": "ops", "password": node.raft.state.user("ops")["password"], "is_active": True,
-                         "is_superuser": False, "groups": ["operator"]}]
-    node.raft.commands.user_delete(name="ops")
-    make_user("kept", "viewer", password="mine")
-    result = import_users(exported + [{"username": "kept", "password": "pbkdf2_sha256$other", "groups": ["admin"]},
-                                      {"username": "norole", "password": "x", "groups": []}])
-    assert result == {"created": ["ops", "norole"], "kept": ["kept"]}
-    back = node.raft.state.user("ops")
-    assert check_password("ops-password", back["password"]) and back["role"] == "operator" and back["active"]
-    assert check_password("mine", node.raft.state.user("kept")["password"])  # not overwritten by the backup
-    assert node.raft.state.user("norole")["active"] is False  # no role in the backup: nobody gains rights
