@@ -150,3 +150,12 @@ def test_backup_users_come_from_the_replicated_state_and_restore_only_the_missin
     assert check_password("ops-password", back["password"]) and back["role"] == "operator" and back["active"]
     assert check_password("mine", node.raft.state.user("kept")["password"])  # not overwritten by the backup
     assert node.raft.state.user("norole")["active"] is False  # no role in the backup: nobody gains rights
+
+
+def test_an_edit_of_a_nodes_mirror_row_grants_nothing_and_is_undone(api, node, django_user_model):
+    assert api.get("/connectors").status_code == 200  # the operator's row now mirrors the replicated user
+    django_user_model.objects.filter(username="operator").update(is_superuser=True, is_staff=True)
+    denied = post(api, "/raftconnect/v1/raft/members", {"address": "x:1"})
+    assert denied.status_code == 403 and "has the operator role" in denied.json()["message"]
+    row = django_user_model.objects.get(username="operator")
+    assert not row.is_superuser and not row.is_staff

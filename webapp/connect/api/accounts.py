@@ -208,33 +208,34 @@ def token_revoke(*, user: str, name: str) -> None:
 
 
 # ------------------------------------------------------------- authentication
-_mirrored: dict[str, tuple] = {}
+_groups_done: dict[str, str] = {}  # user name -> role whose group this process last gave the row
 _mirror_lock = threading.Lock()
 
 
 def mirror(name: str, rec: dict[str, Any]):
-    """This node's ``auth_user`` row for replicated user ``name`` (record ``rec``), written when it differs.
+    """This node's ``auth_user`` row for replicated user ``name`` (record ``rec``), rewritten where it differs.
 
     The row gets the replicated password hash and active flag, staff and superuser for the admin
-    role, and exactly the role's group. The returned user carries the replicated role
-    (``_raftconnect_role``, read by ``roles.user_role``).
+    role (and neither otherwise), and exactly the role's group, so an edit of the row (the Django
+    admin's user pages) is undone at the user's next authentication. The returned user carries the
+    replicated role (``_raftconnect_role``, which ``roles.user_role`` prefers to anything on the row).
     """
     from django.contrib.auth.models import Group
     from django.db import transaction
 
     model = get_user_model()
-    want = (rec["password"], rec["role"], bool(rec["active"]))
+    admin = rec["role"] == ADMIN
+    want = {"password": rec["password"], "is_active": bool(rec["active"]), "is_staff": admin, "is_superuser": admin}
     user = model._default_manager.filter(username=name).first()
-    if user is None or _mirrored.get(name) != want:
+    if user is None or any(getattr(user, k) != v for k, v in want.items()) or _groups_done.get(name) != rec["role"]:
         with _mirror_lock, transaction.atomic():
             user = model._default_manager.filter(username=name).first() or model(username=name)
-            admin = rec["role"] == ADMIN
-            user.password, user.is_active = rec["password"], bool(rec["active"])
-            user.is_staff = user.is_superuser = admin
+            for k, v in want.items():
+                setattr(user, k, v)
             user.save()
             user.groups.remove(*Group.objects.filter(name__in=ROLES).exclude(name=rec["role"]))
             user.groups.add(*Group.objects.filter(name=rec["role"]))
-            _mirrored[name] = want
+            _groups_done[name] = rec["role"]
     user._raftconnect_role = rec["role"]
     return user
 

@@ -63,20 +63,21 @@ def role_at_least(role: str | None, needed: str) -> bool:
 
 
 def user_role(user: Any) -> str | None:
-    """The highest role of ``user``: superuser -> admin, else its role groups, else ``None``.
+    """The role of ``user``: a replicated user's (set by ``accounts.mirror``), else superuser -> admin,
+    else its role groups, else ``None``.
 
     A forwarded user (``webapp.connect.api.forwarding.ForwardedUser``) has its role as an attribute.
     """
     if user is None or not getattr(user, "is_authenticated", False):
         return None
+    cached = getattr(user, "_raftconnect_role", "unset")  # a replicated user's role, or an earlier answer
+    if cached != "unset":
+        return cached
     if getattr(user, "is_superuser", False):
         return ADMIN
     forwarded = getattr(user, "role", None)
     if forwarded is not None or not hasattr(user, "groups"):
         return forwarded if forwarded in ROLES else None
-    cached = getattr(user, "_raftconnect_role", "unset")
-    if cached != "unset":
-        return cached
     names = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
     role = next((r for r in reversed(ROLES) if r in names), None)
     user._raftconnect_role = role
