@@ -159,3 +159,41 @@ def test_an_edit_of_a_nodes_mirror_row_grants_nothing_and_is_undone(api, node, d
     assert denied.status_code == 403 and "has the operator role" in denied.json()["message"]
     row = django_user_model.objects.get(username="operator")
     assert not row.is_superuser and not row.is_staff
+
+
+def test_a_worker_only_nodes_directory_is_a_refreshed_copy_kept_for_a_while_when_the_cluster_is_gone():
+    from webapp.connect.api.accounts import RemoteDirectory
+
+    now = [0.0]
+    answers = [{"users": {"a": {"role": "viewer"}}, "tokens": {"d": {"user": "a", "name": "t", "created": 1.0,
+                                                                         "expires": None}}}]
+    calls = []
+
+    def fetch():
+        calls.append(now[0])
+        if not answers:
+            raise ConnectionError("no member answers")
+        return answers.pop(0)
+
+    remote = RemoteDirectory(fetch, ttl=2.0, max_stale=60.0, clock=lambda: now[0])
+    assert remote.ready() and remote.user("a") == {"role": "viewer"} and remote.token("d")["name"] == "t"
+    assert remote.user_tokens("a") == [{"name": "t", "created": 1.0, "expires": None}]
+    assert calls == [0.0]  # within the ttl: no second fetch
+    answers.append({"users": {}, "tokens": {}})
+    now[0] = 2.5
+    assert remote.user("a") is None and remote.token("d") is None  # a deletion arrives with the next copy
+    now[0] = 5.0
+    assert remote.ready()  # the fetch failed: the last copy is still served
+    now[0] = 70.0
+    assert not remote.ready()  # and dropped once too old: the node falls back to its own database
+
+
+def test_the_internal_user_directory_is_for_signed_members_only(admin_api, node):
+    from webapp.coordinator.signing import signed_headers
+
+    path = "/raftconnect/v1/internal/users"
+    assert admin_api.get(path).status_code in (401, 403)  # an admin's password is not a member's signature
+    signed = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "GET", path, b"").items()}
+    body = Client().get(path, **signed).json()
+    assert set(body["users"]) == {"admin", "operator"} and body["tokens"] == {}
+    assert body["users"]["admin"]["password"] == node.raft.state.user("admin")["password"]

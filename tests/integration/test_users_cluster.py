@@ -1,5 +1,6 @@
-"""Replicated users and tokens on a real 3-node cluster: created through one node, valid on all, after a leader
-change and a restart; roles travel with forwarded writes; revocation and expiry hold everywhere."""
+"""Replicated users and tokens on a real cluster (3 Raft members and a worker-only node): created through one node,
+valid on all, after a leader change and a restart; roles travel with forwarded writes; revocation and expiry hold
+everywhere, the worker-only node (which reads a copy from a member) included."""
 from __future__ import annotations
 
 import pytest
@@ -23,10 +24,10 @@ def test_users_and_tokens_created_through_one_node_work_on_every_node(tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("a\n1\n")
     cluster = LocalCluster(data_dir=str(tmp_path / "c"), bootstrap_servers="127.0.0.1:9", raft_nodes=3,
-                           raft_roles="raft").start()
+                           worker_nodes=1, raft_roles="raft").start()
     try:
         leader = cluster.leader()
-        follower = next(n for n in cluster.nodes if n is not leader)
+        follower = next(n for n in cluster.nodes if n is not leader and "raft" in n.roles)
         others = [n for n in cluster.nodes if n is not follower]
         # the bootstrap admin of runnode is one replicated user, not three local ones
         assert [u["name"] for u in follower.client().request("GET", "/raftconnect/v1/users")] == ["admin"]
@@ -62,7 +63,7 @@ def test_users_and_tokens_created_through_one_node_work_on_every_node(tmp_path):
 
         # a leader change and a restart of the old leader: the users and the token are in every member's log
         leader.kill()
-        survivors = [n for n in cluster.nodes if n is not leader]
+        survivors = [n for n in cluster.nodes if n is not leader]  # two members, then the worker-only node
         cluster.leader()
         for node in survivors:
             assert status(node, **bearer(key)) == 200

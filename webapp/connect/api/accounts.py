@@ -21,8 +21,12 @@ passwords against the replicated hash, and a session whose user was deleted, dea
 whose password changed on any node ends at its next request. Editing a row in the Django admin
 changes nothing that matters: the next authentication overwrites it.
 
-Without a replicated state in this process (a worker-only node, a management command) the
-local database is used as before (Django's ``ModelBackend``, DRF's ``authtoken``).
+A worker-only node holds no replica: it reads a copy of the users and token digests from a
+Raft member of ``--cluster`` (:class:`RemoteDirectory`, signed ``GET
+/raftconnect/v1/internal/users``, refreshed when older than 2 s, so a revocation reaches it
+within that). Without either (no node in this process, a management command, or a
+worker-only node that never reached a member) the local database is used as before
+(Django's ``ModelBackend``, DRF's ``authtoken``).
 
 Must not touch Raft except through ``node.raft.commands`` and the state's read methods.
 """
@@ -47,7 +51,7 @@ from webapp.connect.node import NodeNotReady, current, current_or_none
 
 from .roles import ADMIN, ROLES
 
-__all__ = ["ReplicatedUserBackend", "directory", "mirror", "token_digest", "user_list", "user_get", "user_create",
+__all__ = ["ReplicatedUserBackend", "RemoteDirectory", "directory", "mirror", "token_digest", "user_list", "user_get", "user_create",
            "user_update", "user_delete", "token_list", "token_create", "token_revoke", "token_user",
            "export_users", "import_users", "bootstrap_users", "MIGRATED_MARKER"]
 
@@ -63,11 +67,106 @@ MIGRATED_MARKER = "users-migrated"
 
 
 # ------------------------------------------------------------------ selectors
+class RemoteDirectory:
+    """A worker-only node's copy of the replicated users and token digests, read from a Raft member.
+
+    Offers the state machine's read methods (``user``, ``user_names``, ``token``, ``user_tokens``).
+    ``fetch()`` returns ``{"users", "tokens"}`` or raises; the copy is fetched again when older
+    than ``ttl`` seconds (``clock``: ``time.monotonic``); when a fetch fails the previous copy is
+    kept for up to ``max_stale`` seconds. :meth:`ready` tells whether there is a copy at all.
+    """
+
+    def __init__(self, fetch, ttl: float = 2.0, max_stale: float = 60.0, clock=time.monotonic):
+        self._fetch, self.ttl, self.max_stale, self._clock = fetch, ttl, max_stale, clock
+        self._data: dict[str, Any] | None = None
+        self._at = 0.0
+        self._lock = threading.Lock()
+
+    def _current(self) -> dict[str, Any] | None:
+        now = self._clock()
+        if self._data is not None and now - self._at < self.ttl:
+            return self._data
+        with self._lock:
+            if self._data is not None and self._clock() - self._at < self.ttl:
+                return self._data
+            try:
+                data = self._fetch()
+                self._data = {"users": dict(data["users"]), "tokens": dict(data["tokens"])}
+                self._at = self._clock()
+            except Exception as exc:  # noqa: BLE001 - any failure: keep the last copy for a while
+                log.warning("users: could not read the replicated users from the cluster: %s", exc)
+                if self._data is not None and now - self._at >= self.max_stale:
+                    self._data = None
+        return self._data
+
+    def ready(self) -> bool:
+        """Whether a copy is available (fetching one if needed)."""
+        return self._current() is not None
+
+    def _part(self, key: str) -> dict[str, Any]:
+        data = self._current()
+        return {} if data is None else data[key]
+
+    def user(self, name: str) -> dict[str, Any] | None:
+        """As ``ClusterStateMachine.user``."""
+        rec = self._part("users").get(name)
+        return dict(rec) if rec is not None else None
+
+    def user_names(self) -> list[str]:
+        """As ``ClusterStateMachine.user_names``."""
+        return sorted(self._part("users"))
+
+    def token(self, digest: str) -> dict[str, Any] | None:
+        """As ``ClusterStateMachine.token``."""
+        rec = self._part("tokens").get(digest)
+        return dict(rec) if rec is not None else None
+
+    def user_tokens(self, user: str) -> list[dict[str, Any]]:
+        """As ``ClusterStateMachine.user_tokens``."""
+        return sorted(({"name": t["name"], "created": t["created"], "expires": t["expires"]}
+                       for t in self._part("tokens").values() if t["user"] == user), key=lambda t: t["name"])
+
+
+def _fetch_from_cluster(node) -> dict[str, Any]:
+    import requests
+
+    from webapp.coordinator.signing import signed_headers
+
+    path = "/raftconnect/v1/internal/users"
+    errors = []
+    for address in node.options.cluster:
+        try:
+            resp = requests.get(f"http://{address}{path}", timeout=2,
+                                headers=signed_headers(node.secret, "GET", path, b""))
+            if resp.ok:
+                return resp.json()
+            errors.append(f"{address}: HTTP {resp.status_code}")
+        except (requests.RequestException, ValueError) as exc:
+            errors.append(f"{address}: {exc}")
+    raise ConnectionError("; ".join(errors) or "no --cluster address")
+
+
+_remote_lock = threading.Lock()
+
+
 def directory():
-    """The replicated state holding users and tokens (``ClusterStateMachine``), or ``None`` without one here."""
+    """Where this process reads users and tokens: the Raft member's state (``ClusterStateMachine``), a
+    worker-only node's :class:`RemoteDirectory`, or ``None`` (use the local database)."""
     node = current_or_none()
+    if node is None:
+        return None
     raft = getattr(node, "raft", None)
-    return None if raft is None else raft.state
+    if raft is not None:
+        return raft.state
+    if not getattr(node, "options", None) or not node.options.cluster:
+        return None
+    remote = getattr(node, "user_directory", None)
+    if remote is None:
+        with _remote_lock:
+            remote = getattr(node, "user_directory", None)
+            if remote is None:
+                remote = node.user_directory = RemoteDirectory(lambda: _fetch_from_cluster(node))
+    return remote if remote.ready() else None
 
 
 def _commands():
