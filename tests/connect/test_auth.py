@@ -150,6 +150,8 @@ def test_local_users_and_drf_tokens_move_into_raft_once(db, node, django_user_mo
     accounts.bootstrap_users(node, admin_user=None, admin_password=None)  # marker: no second import
     assert node.raft.state.user("old") is None
     assert as_user(Client(), "old").get("/connectors").status_code == 401
+    stale = django_user_model.objects.get(username="old")  # its mirror row can no longer bring it back
+    assert not stale.is_active and not stale.has_usable_password()
 
 
 def test_the_bootstrap_admin_is_replicated_and_not_rehashed_when_unchanged(db, node):

@@ -470,11 +470,15 @@ def _migrate_local(node) -> None:
 
 def bootstrap_users(node, *, admin_user: str | None, admin_password: str | None) -> None:
     """At ``runnode`` on a Raft member, after the control plane started: move this node's local users in
-    (once, :data:`MIGRATED_MARKER`), then make ``admin_user`` an active replicated admin with
+    (once, :data:`MIGRATED_MARKER`), disable the local rows of users the cluster no longer has, then make ``admin_user`` an active replicated admin with
     ``admin_password`` unless it already is one with that password (so nodes started with the same
     settings propose nothing). Errors: ``RaftUnavailable`` when nothing could be committed.
     """
     _migrate_local(node)
+    # rows of users deleted from the cluster since (stale mirrors): disabled, so that even a lost marker
+    # cannot bring them back with their old password (rows are kept: the Django admin's log refers to them)
+    get_user_model()._default_manager.exclude(username__in=node.raft.state.user_names()).update(
+        is_active=False, password=make_password(None))
     if not admin_user or not admin_password:
         return
     def current_admin() -> bool:
