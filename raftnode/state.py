@@ -173,8 +173,9 @@ class ClusterStateMachine(SyncObjConsumer):
 
     def user_tokens(self, user: str) -> list[dict[str, Any]]:
         """User ``user``'s tokens, sorted by name: ``[{"name", "created", "expires"}]`` (no digests)."""
+        tokens = list(self.tokens.values())  # one step under the GIL: apply may change the dict meanwhile
         return sorted(({"name": t["name"], "created": t["created"], "expires": t["expires"]}
-                       for t in self.tokens.values() if t["user"] == user), key=lambda t: t["name"])
+                       for t in tokens if t["user"] == user), key=lambda t: t["name"])
 
     def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
         """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.

@@ -197,3 +197,14 @@ def test_the_internal_user_directory_is_for_signed_members_only(admin_api, node)
     body = Client().get(path, **signed).json()
     assert set(body["users"]) == {"admin", "operator"} and body["tokens"] == {}
     assert body["users"]["admin"]["password"] == node.raft.state.user("admin")["password"]
+
+
+def test_a_new_users_password_reaches_neither_the_logs_nor_the_replicated_state(admin_api, node, caplog):
+    import logging
+
+    secret = "Yx-unique-user-password-4417"
+    with caplog.at_level(logging.DEBUG):
+        assert post(admin_api, USERS, {"name": "pat", "password": secret, "role": "viewer"}).status_code == 201
+        assert post(admin_api, USERS, {"name": "pat", "password": secret, "role": "viewer"}).status_code == 409
+    assert secret not in "\n".join(r.getMessage() + str(r.args) for r in caplog.records)
+    assert secret not in repr(node.raft.state._serialize())
