@@ -184,6 +184,9 @@ def test_a_worker_only_nodes_directory_is_a_refreshed_copy_kept_for_a_while_when
     assert remote.user("a") is None and remote.token("d") is None  # a deletion arrives with the next copy
     now[0] = 5.0
     assert remote.ready()  # the fetch failed: the last copy is still served
+    assert calls == [0.0, 2.5, 5.0]
+    now[0] = 6.0
+    assert remote.ready() and calls == [0.0, 2.5, 5.0]  # no new attempt within the ttl after a failure
     now[0] = 70.0
     assert not remote.ready()  # and dropped once too old: the node falls back to its own database
 

@@ -73,27 +73,35 @@ class RemoteDirectory:
     Offers the state machine's read methods (``user``, ``user_names``, ``token``, ``user_tokens``).
     ``fetch()`` returns ``{"users", "tokens"}`` or raises; the copy is fetched again when older
     than ``ttl`` seconds (``clock``: ``time.monotonic``); when a fetch fails the previous copy is
-    kept for up to ``max_stale`` seconds. :meth:`ready` tells whether there is a copy at all.
+    kept for up to ``max_stale`` seconds, and no new fetch is tried for ``ttl`` seconds (requests
+    do not each wait for an unreachable cluster). :meth:`ready` tells whether there is a copy at all.
     """
 
     def __init__(self, fetch, ttl: float = 2.0, max_stale: float = 60.0, clock=time.monotonic):
         self._fetch, self.ttl, self.max_stale, self._clock = fetch, ttl, max_stale, clock
         self._data: dict[str, Any] | None = None
         self._at = 0.0
+        self._failed_at: float | None = None
         self._lock = threading.Lock()
+
+    def _fresh(self, now: float) -> bool:
+        return (self._data is not None and now - self._at < self.ttl) or (
+            self._failed_at is not None and now - self._failed_at < self.ttl)
 
     def _current(self) -> dict[str, Any] | None:
         now = self._clock()
-        if self._data is not None and now - self._at < self.ttl:
+        if self._fresh(now):
             return self._data
         with self._lock:
-            if self._data is not None and self._clock() - self._at < self.ttl:
+            if self._fresh(self._clock()):
                 return self._data
+            self._failed_at = None
             try:
                 data = self._fetch()
                 self._data = {"users": dict(data["users"]), "tokens": dict(data["tokens"])}
                 self._at = self._clock()
             except Exception as exc:  # noqa: BLE001 - any failure: keep the last copy for a while
+                self._failed_at = self._clock()
                 log.warning("users: could not read the replicated users from the cluster: %s", exc)
                 if self._data is not None and now - self._at >= self.max_stale:
                     self._data = None
