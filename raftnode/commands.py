@@ -151,3 +151,31 @@ class ClusterCommands:
                      timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Abort (roll back) a switch that has not committed."""
         return self._propose("_abort_switch", epoch, switch_id, reason, now, timeout=timeout)
+
+    # ------------------------------------------------------------- users and tokens
+    def user_put(self, *, name: str, changes: dict[str, Any], create: bool, now: float,
+                 timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Create (``create``) or update user ``name``: ``changes`` ⊆ ``{"password": Django hash, "role", "active"}``.
+
+        ``now``: the caller's unix seconds. Returns ``{"ok", "created": bool}``. Rejected: 409 exists
+        (create) or would leave no active admin, 404 unknown (update), 400 create without hash/role.
+        """
+        return self._propose("_user_put", name, dict(changes), bool(create), float(now), timeout=timeout)
+
+    def user_delete(self, *, name: str, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Delete user ``name`` and its tokens. Rejected: 404 unknown, 409 the last active admin."""
+        return self._propose("_user_delete", name, timeout=timeout)
+
+    def token_create(self, *, user: str, name: str, digest: str, now: float, expires: float | None,
+                     timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Add ``user``'s token ``name`` whose key has SHA-256 hex ``digest`` (never the key itself).
+
+        ``now``/``expires``: unix seconds (``expires`` None: never). Rejected: 404 unknown user,
+        409 duplicate name.
+        """
+        return self._propose("_token_create", user, name, digest, float(now),
+                             None if expires is None else float(expires), timeout=timeout)
+
+    def token_revoke(self, *, user: str, name: str, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Remove ``user``'s token ``name``. Rejected: 404 unknown."""
+        return self._propose("_token_revoke", user, name, timeout=timeout)

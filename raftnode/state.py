@@ -2,8 +2,8 @@
 
 Owns the state every Raft member holds identically: cluster members, the
 coordinator epoch, the current assignment and its generation, the active metadata
-store, and — while the active store is ``raft`` — the connector metadata itself
-(configs, target states, task configs, statuses, offsets).
+store, the REST users and their API tokens, and — while the active store is ``raft`` —
+the connector metadata itself (configs, target states, task configs, statuses, offsets).
 
 Every replicated method here is private, deterministic and apply-only: it reads
 only its arguments and the current state (no clocks, no randomness, no I/O), so
@@ -20,7 +20,22 @@ from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
 
-__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING"]
+__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING", "LEGACY_COMMANDS"]
+
+#: The replicated commands of the first journals, in pysyncobj's numbering order. pysyncobj numbers
+#: a consumer's replicated methods by sorting their names and logs that number, not the name: a new
+#: command must sort after all of these (and keep ``ver`` 0), or existing journals replay the wrong
+#: commands. ``tests/raftnode/test_state.py`` checks that these keep their numbers.
+LEGACY_COMMANDS = (
+    "_abort_switch", "_become_coordinator", "_begin_switch", "_clear_metadata", "_commit_offsets",
+    "_commit_switch", "_delete_connector", "_import_names", "_init_store", "_put_connector_config",
+    "_put_status", "_put_target_state", "_put_task_configs", "_put_topics", "_register_member",
+    "_remove_member", "_request_restart", "_reset_offsets", "_reset_topics", "_set_assignment",
+    "_switch_phase",
+)
+#: the role that may manage users; the state machine keeps at least one active user with it
+#: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
+ADMIN_ROLE = "admin"
 
 STORE_RAFT = "raft"
 
@@ -74,6 +89,11 @@ class ClusterStateMachine(SyncObjConsumer):
             state like the assignment (kept whatever store is active): the coordinator puts each
             counter in the worker's view and the worker restarts an instance whose counter
             changed since it started it.
+        users: ``{name: {"password": Django password hash, "role": role name, "active": bool,
+            "created": float, "updated": float}}`` (unix seconds, from the proposer). Never a
+            password: the proposer hashes it.
+        tokens: ``{sha256 hex digest of the key: {"user": name, "name": token name,
+            "created": float, "expires": float | None}}``; (user, name) is unique. Never a key.
 
     The connector metadata here is the ``raft`` store's. While another store is
     active it is not served and plain metadata writes are refused (the ``raft``
@@ -99,6 +119,13 @@ class ClusterStateMachine(SyncObjConsumer):
         self.topics: dict[str, list[str]] = {}
         self.config_seq = 0
         self.restarts: dict[str, int] = {}
+        self.users: dict[str, dict[str, Any]] = {}
+        self.tokens: dict[str, dict[str, Any]] = {}
+
+    def _deserialize(self, data: dict[str, Any]) -> None:
+        """Load a snapshot; one written before users and tokens existed leaves them empty."""
+        self.users, self.tokens = {}, {}
+        super()._deserialize(data)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -129,6 +156,26 @@ class ClusterStateMachine(SyncObjConsumer):
     def connector_topics(self, name: str) -> list[str]:
         """Active topics of ``name`` (sorted copy)."""
         return list(self.topics.get(name, []))
+
+    def user(self, name: str) -> dict[str, Any] | None:
+        """A copy of user ``name``'s record (see the class docstring), or ``None``."""
+        rec = self.users.get(name)
+        return dict(rec) if rec is not None else None
+
+    def user_names(self) -> list[str]:
+        """Names of the replicated users, sorted."""
+        return sorted(self.users)
+
+    def token(self, digest: str) -> dict[str, Any] | None:
+        """A copy of the token whose key has SHA-256 hex ``digest``, or ``None`` (expiry is not checked here)."""
+        rec = self.tokens.get(digest)
+        return dict(rec) if rec is not None else None
+
+    def user_tokens(self, user: str) -> list[dict[str, Any]]:
+        """User ``user``'s tokens, sorted by name: ``[{"name", "created", "expires"}]`` (no digests)."""
+        tokens = list(self.tokens.values())  # one step under the GIL: apply may change the dict meanwhile
+        return sorted(({"name": t["name"], "created": t["created"], "expires": t["expires"]}
+                       for t in tokens if t["user"] == user), key=lambda t: t["name"])
 
     def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
         """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.
@@ -477,3 +524,72 @@ class ClusterStateMachine(SyncObjConsumer):
                 self.offsets[name] = {key: [partition, offset] for key, partition, offset in offsets}
             else:
                 self.offsets.pop(name, None)
+
+    # ------------------------------------------------------ replicated: users, tokens
+    # Names sort after every LEGACY_COMMANDS entry (pysyncobj numbers commands by name order).
+    def _active_admins(self) -> set[str]:
+        return {n for n, u in self.users.items() if u["active"] and u["role"] == ADMIN_ROLE}
+
+    @replicated
+    def _user_put(self, name: str, changes: dict[str, Any], create: bool, now: float) -> dict[str, Any]:
+        """Create (``create``) or update user ``name`` with ``changes`` ⊆ ``password``/``role``/``active``.
+
+        Rejected: 409 creating an existing user, 404 updating an unknown one, 400 creating without
+        a password hash and a role, 409 when it would leave no active admin (once there is one).
+        """
+        changes = {k: changes[k] for k in ("password", "role", "active") if k in changes}
+        rec = self.users.get(name)
+        if create:
+            if rec is not None:
+                return Rejected(f"User {name} already exists", 409)
+            if not changes.get("password") or not changes.get("role"):
+                return Rejected("A new user needs a password hash and a role", 400)
+            self.users[name] = {"password": changes["password"], "role": changes["role"],
+                                "active": bool(changes.get("active", True)), "created": now, "updated": now}
+            return {"ok": True, "created": True}
+        if rec is None:
+            return Rejected(f"User {name} not found", 404)
+        admins = self._active_admins()
+        after = dict(rec, **changes)
+        if admins == {name} and not (after["active"] and after["role"] == ADMIN_ROLE):
+            return Rejected(f"User {name} is the last active admin; make another user an admin first", 409)
+        after["active"] = bool(after["active"])
+        after["updated"] = now
+        self.users[name] = after
+        return {"ok": True, "created": False}
+
+    @replicated
+    def _user_delete(self, name: str) -> dict[str, Any]:
+        """Delete user ``name`` and all its tokens. Rejected: 404 unknown, 409 the last active admin."""
+        if name not in self.users:
+            return Rejected(f"User {name} not found", 404)
+        if self._active_admins() == {name}:
+            return Rejected(f"User {name} is the last active admin; make another user an admin first", 409)
+        del self.users[name]
+        self.tokens = {d: t for d, t in self.tokens.items() if t["user"] != name}
+        return {"ok": True}
+
+    @replicated
+    def _token_create(self, user: str, name: str, digest: str, now: float, expires: float | None) -> dict[str, Any]:
+        """Add token ``name`` of ``user`` (key digest ``digest``), first dropping the user's tokens expired at ``now``.
+
+        Rejected: 404 unknown user, 409 the user already has a token ``name`` (or the digest exists).
+        """
+        if user not in self.users:
+            return Rejected(f"User {user} not found", 404)
+        self.tokens = {d: t for d, t in self.tokens.items()
+                       if not (t["user"] == user and t["expires"] is not None and t["expires"] <= now)}
+        if any(t["user"] == user and t["name"] == name for t in self.tokens.values()) or digest in self.tokens:
+            return Rejected(f"User {user} already has a token named {name}", 409)
+        self.tokens[digest] = {"user": user, "name": name, "created": now, "expires": expires}
+        return {"ok": True}
+
+    @replicated
+    def _token_revoke(self, user: str, name: str) -> dict[str, Any]:
+        """Remove ``user``'s token ``name``. Rejected: 404 when it has none of that name."""
+        found = [d for d, t in self.tokens.items() if t["user"] == user and t["name"] == name]
+        if not found:
+            return Rejected(f"User {user} has no token named {name}", 404)
+        for d in found:
+            del self.tokens[d]
+        return {"ok": True}

@@ -171,6 +171,14 @@ class NodeProcess:
         """A REST client for this node with the admin credentials."""
         return ConnectClient(self.url, self.auth)
 
+    def create_user(self, name: str, role: str, password: str = "pw") -> dict:
+        """Create a replicated REST user through this node as the admin (``POST /raftconnect/v1/users``).
+
+        Returns the user; raises :class:`ConnectHTTPError` on an error answer.
+        """
+        return self.client().request("POST", "/raftconnect/v1/users",
+                                     json={"name": name, "password": password, "role": role})
+
     def start(self, wait: bool = True, timeout: float = 60.0) -> "NodeProcess":
         """Start the process; with ``wait``, block until ``/health`` is 200. Raises ``RuntimeError``."""
         os.makedirs(self.data_dir, exist_ok=True)

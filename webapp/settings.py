@@ -98,6 +98,8 @@ DATABASES = {
 }
 
 AUTH_PASSWORD_VALIDATORS: list[dict] = []
+# users are replicated in Raft; each node mirrors them into auth_user (webapp/connect/api/accounts.py)
+AUTHENTICATION_BACKENDS = ["webapp.connect.api.accounts.ReplicatedUserBackend"]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_TZ = True
@@ -118,7 +120,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Basic first: DRF answers 401 with its WWW-Authenticate challenge.
         "webapp.connect.api.authentication.CachedBasicAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "webapp.connect.api.authentication.ReplicatedTokenAuthentication",
         "webapp.connect.api.authentication.BearerTokenAuthentication",
         "webapp.connect.api.forwarding.ForwardedUserAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -153,7 +155,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "webapp.connect.api.openapi.add_error_responses"],
     "AUTHENTICATION_WHITELIST": ["webapp.connect.api.authentication.CachedBasicAuthentication",
-                                 "rest_framework.authentication.TokenAuthentication",
+                                 "webapp.connect.api.authentication.ReplicatedTokenAuthentication",
                                  "webapp.connect.api.authentication.BearerTokenAuthentication",
                                  "rest_framework.authentication.SessionAuthentication"],
 }

@@ -21,7 +21,8 @@ COMMANDS = [[], ["get"], ["get", "connectors"], ["get", "tasks"], ["get", "plugi
             ["config"], ["config", "set-context"], ["config", "use-context"], ["config", "get-contexts"],
             ["config", "current-context"], ["config", "delete-context"], ["store"], ["store", "list"],
             ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"], ["backup"], ["backup", "export"],
-            ["backup", "restore"]]
+            ["backup", "restore"], ["tokens"], ["tokens", "list"], ["tokens", "create"], ["tokens", "revoke"],
+            ["users"], ["users", "list"], ["users", "create"], ["users", "set"], ["users", "delete"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "raftconnect")
@@ -87,7 +88,8 @@ def test_contexts_file_and_token_auth(context, cli_node, tmp_path):
     assert listed == [{"name": "local", "current": True, "url": cli_node.url, "user": "admin", "auth": "basic"}]
     assert cli_node.auth[1] not in run_cli("config", "get-contexts").out
     assert run_cli("config", "current-context").out.strip() == "local"
-    token = requests.post(cli_node.url + "/raftconnect/v1/tokens", auth=cli_node.auth, timeout=10).json()["token"]
+    token = requests.post(cli_node.url + "/raftconnect/v1/tokens", json={"name": "cli"}, auth=cli_node.auth,
+                          timeout=10).json()["token"]
     assert run_cli("config", "set-context", "tok", "--url", cli_node.url, "--token", token, "--use").code == 0
     assert run_cli("get", "plugins").code == 0
     assert run_cli("--token", "wrong", "get", "connectors").code == 1
@@ -192,3 +194,28 @@ def test_backup_export_writes_a_private_checked_file_and_restore_refuses_names_t
     assert json.loads(restored.out)["connectors"] == 0
     (tmp_path / "bad.json").write_text("{not json")
     assert run_cli("backup", "restore", str(tmp_path / "bad.json")).code == 1
+
+
+def test_users_and_tokens_commands(context, cli_node, run_cli):
+    run_cli_ = context
+    created = run_cli_("users", "create", "cli-user", "--role", "viewer", "-o", "json",
+                       env={"RAFTCONNECT_NEW_USER_PASSWORD": "cli-pw"})
+    assert created.code == 0, created.err
+    assert json.loads(created.out)[0]["role"] == "viewer" and "cli-pw" not in created.out
+    assert run_cli_("users", "create", "cli-user", "--role", "viewer",
+                    env={"RAFTCONNECT_NEW_USER_PASSWORD": "cli-pw"}).code == 1  # exists
+    assert run_cli_("users", "set", "cli-user").code == 2  # nothing to change
+    assert "operator" in run_cli_("users", "set", "cli-user", "--role", "operator").out
+    listed = run_cli_("users", "list").out
+    assert "cli-user" in listed and "operator" in listed
+    as_user = ("--url", cli_node.url, "--user", "cli-user", "--password", "cli-pw")
+    key = run_cli(*as_user, "tokens", "create", "ci", "--expires-in", "3600").out.strip()
+    assert key.startswith("rct_")
+    assert run_cli(*as_user, "tokens", "create", "ci").code == 1  # never replaced
+    assert run_cli("--url", cli_node.url, "--token", key, "get", "connectors").code == 0
+    tokens = json.loads(run_cli(*as_user, "tokens", "list", "-o", "json").out)
+    assert [t["name"] for t in tokens] == ["ci"] and key not in str(tokens)
+    assert run_cli(*as_user, "tokens", "revoke", "ci").code == 0
+    assert run_cli("--url", cli_node.url, "--token", key, "get", "connectors").code == 1
+    assert run_cli_("users", "delete", "cli-user").code == 0
+    assert run_cli(*as_user, "get", "connectors").code == 1

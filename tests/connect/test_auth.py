@@ -32,8 +32,8 @@ def users(db, node):
         make_user(role, role)
     from django.contrib.auth import get_user_model
 
-    get_user_model().objects.create_user("nobody", password="pw")  # in no role group
-    get_user_model().objects.create_superuser("root", password="pw")
+    get_user_model().objects.create_user("nobody", password="pw")  # only in this node's database
+    make_user("root", "admin")
 
 
 def as_user(client: Client, name: str) -> Client:
@@ -94,7 +94,7 @@ def test_the_policy_declares_the_role_per_path(method, path, role):
     assert required_role(object(), method, path) == role
 
 
-@pytest.mark.parametrize("admin", ["admin", "root"])  # the admin group, and a superuser
+@pytest.mark.parametrize("admin", ["admin", "root"])
 def test_admins_pass_the_cluster_checks(users, client, admin):
     as_user(client, admin)
     # passes the role check, then fails validation: the admin may perform the operation
@@ -102,18 +102,23 @@ def test_admins_pass_the_cluster_checks(users, client, admin):
     assert resp.status_code == 400, resp.json()
 
 
-def test_a_user_without_a_role_is_refused(users, client):
+def test_a_user_only_in_this_nodes_database_is_not_a_cluster_user(users, client):
     as_user(client, "nobody")
     resp = client.get("/connectors")
-    assert resp.status_code == 403 and "has no RaftConnect role" in resp.json()["message"]
+    assert resp.status_code == 401 and resp.json()["error_code"] == 401
     assert client.get("/health").status_code == 200  # still public
 
 
-def test_tokens_token_and_bearer_rotation_and_revocation(users, client):
+def test_a_forwarded_user_without_a_role_is_refused(users, node):
+    path = "/connectors"
+    resp = Client().get(path, **_forwarded(node, "GET", path, b"", "ghost;role="))
+    assert resp.status_code == 403 and "has no RaftConnect role" in resp.json()["message"]
+
+
+def test_token_and_bearer_schemes_carry_the_users_role(users, client):
     as_user(client, "operator")
-    assert client.get("/raftconnect/v1/tokens").json() == {"user": "operator", "exists": False}
-    issued = client.post("/raftconnect/v1/tokens")
-    assert issued.status_code == 201
+    issued = post(client, "/raftconnect/v1/tokens", {"name": "ci"})
+    assert issued.status_code == 201, issued.json()
     key = issued.json()["token"]
     anon = Client()
     assert anon.get("/connectors", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
@@ -121,17 +126,46 @@ def test_tokens_token_and_bearer_rotation_and_revocation(users, client):
     assert anon.get("/connectors", HTTP_AUTHORIZATION="Bearer not-a-token").status_code == 401
     # the token carries the user's role: an operator's token cannot change Raft membership
     assert post(anon, RAFT_MEMBERS, {"address": "x:1"}, HTTP_AUTHORIZATION=f"Token {key}").status_code == 403
-    rotated = client.post("/raftconnect/v1/tokens").json()["token"]
-    assert rotated != key
+    assert client.delete("/raftconnect/v1/tokens/ci").status_code == 204
     assert anon.get("/connectors", HTTP_AUTHORIZATION=f"Token {key}").status_code == 401
-    assert client.delete("/raftconnect/v1/tokens").status_code == 204
-    assert anon.get("/connectors", HTTP_AUTHORIZATION=f"Token {rotated}").status_code == 401
 
 
-def test_drf_create_token_command_issues_a_working_token(users, capsys):
-    call_command("drf_create_token", "viewer")
-    key = capsys.readouterr().out.split()[2]
+def test_local_users_and_drf_tokens_move_into_raft_once(db, node, django_user_model):
+    from rest_framework.authtoken.models import Token
+
+    from webapp.connect.api import accounts
+
+    old = django_user_model.objects.create_user("old", password="pw")
+    from django.contrib.auth.models import Group
+
+    old.groups.add(Group.objects.get(name="operator"))
+    django_user_model.objects.create_superuser("boss", password="pw")
+    key = Token.objects.create(user=old).key
+    accounts.bootstrap_users(node, admin_user=None, admin_password=None)
+    assert node.raft.state.user("old")["role"] == "operator"
+    assert node.raft.state.user("boss")["role"] == "admin"
     assert Client().get("/connectors", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    assert as_user(Client(), "old").get("/connectors").status_code == 200
+    node.raft.commands.user_delete(name="old")
+    accounts.bootstrap_users(node, admin_user=None, admin_password=None)  # marker: no second import
+    assert node.raft.state.user("old") is None
+    assert as_user(Client(), "old").get("/connectors").status_code == 401
+    stale = django_user_model.objects.get(username="old")  # its mirror row can no longer bring it back
+    assert not stale.is_active and not stale.has_usable_password()
+
+
+def test_the_bootstrap_admin_is_replicated_and_not_rehashed_when_unchanged(db, node):
+    from webapp.connect.api import accounts
+
+    accounts.bootstrap_users(node, admin_user="boot", admin_password="s3cret")
+    first = node.raft.state.user("boot")
+    assert first["role"] == "admin" and first["active"] and first["password"] != "s3cret"
+    accounts.bootstrap_users(node, admin_user="boot", admin_password="s3cret")
+    assert node.raft.state.user("boot") == first  # nothing proposed
+    accounts.bootstrap_users(node, admin_user="boot", admin_password="changed")
+    assert node.raft.state.user("boot")["password"] != first["password"]
+    assert Client().get("/connectors", HTTP_AUTHORIZATION=basic("boot", "changed")).status_code == 200
+    assert Client().get("/connectors", HTTP_AUTHORIZATION=basic("boot", "s3cret")).status_code == 401
 
 
 def test_createconnectuser_sets_exactly_one_role(db, node, monkeypatch):
@@ -143,7 +177,18 @@ def test_createconnectuser_sets_exactly_one_role(db, node, monkeypatch):
     from django.contrib.auth import get_user_model
 
     assert list(get_user_model().objects.get(username="carol").groups.values_list("name", flat=True)) == ["viewer"]
+    assert node.raft.state.user("carol")["role"] == "viewer"
     assert post(c, "/connectors", {"name": "x", "config": {}}).status_code == 403
+
+
+def test_createconnectuser_refuses_once_the_data_dirs_users_are_replicated(db, tmp_path, monkeypatch):
+    from django.core.management.base import CommandError
+
+    (tmp_path / "users-migrated").write_text("")
+    monkeypatch.setenv("RAFTCONNECT_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAFTCONNECT_USER_PASSWORD", "pw")
+    with pytest.raises(CommandError, match="/raftconnect/v1/users"):
+        call_command("createconnectuser", "dave", "--role", "viewer")
 
 
 def test_session_writes_need_the_csrf_token(users, django_user_model, tmp_path):
@@ -262,20 +307,20 @@ def test_a_follower_checks_the_role_before_forwarding_and_forwards_it(users, cli
 
 
 def test_the_admin_user_set_at_start_is_not_hashed_again_by_its_first_request(db, node, monkeypatch, settings):
-    """runnode sets the admin's password (one PBKDF2) and counts it verified; the first request costs no second one."""
-    from django.contrib.auth import base_user
+    """runnode makes the admin a replicated user (one PBKDF2) and counts it verified: the first request with
+    that password costs no second PBKDF2; any other password is checked in full."""
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
-    from webapp.connect.management.commands.runnode import ensure_admin_user
+    from webapp.connect.api.accounts import bootstrap_users
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
-    monkeypatch.setenv("RAFTCONNECT_ADMIN_USER", "boot")
-    monkeypatch.setenv("RAFTCONNECT_ADMIN_PASSWORD", "boot-secret")
-    ensure_admin_user()
+    bootstrap_users(node, admin_user="boot", admin_password="boot-secret")
     checks = []
-    real = base_user.check_password  # what AbstractBaseUser.check_password calls
-    monkeypatch.setattr(base_user, "check_password", lambda *a, **k: checks.append(a[0]) or real(*a, **k))
+    real = PBKDF2PasswordHasher.verify
+    monkeypatch.setattr(PBKDF2PasswordHasher, "verify",
+                        lambda self, password, encoded: checks.append(password) or real(self, password, encoded))
     c = Client()
     assert c.get("/connectors", HTTP_AUTHORIZATION=basic("boot", "boot-secret")).status_code == 200
     assert checks == []
     assert c.get("/connectors", HTTP_AUTHORIZATION=basic("boot", "wrong")).status_code == 401
-    assert checks == ["wrong"]  # any other password is checked in full, and refused
+    assert checks == ["wrong"]

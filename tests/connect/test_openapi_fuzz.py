@@ -1,6 +1,6 @@
 """Schema fuzzing (schemathesis) of a live node: no 5xx, and every response conforms to the published schema.
 
-Runs as an operator (created with ``manage.py createconnectuser`` on the node's
+Runs as an operator (created with ``POST /raftconnect/v1/users`` on the node's
 data dir), so the generated requests exercise connector writes while Raft
 membership and metadata-store switches (admin) are refused with 403 instead of
 reshaping the one-node cluster under test. Bounded by
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-import subprocess
-import sys
 
 import pytest
 import schemathesis
@@ -21,7 +19,6 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from tools.launcher import REPO_ROOT
 
 from .conftest import basic
 
@@ -35,9 +32,7 @@ CHECKS = [not_a_server_error, response_schema_conformance, status_code_conforman
 
 @pytest.fixture(scope="session")
 def fuzz_auth(live_node) -> dict[str, str]:
-    env = {**os.environ, "RAFTCONNECT_DATA_DIR": live_node.data_dir, "RAFTCONNECT_USER_PASSWORD": "fuzz-pw"}
-    subprocess.run([sys.executable, str(REPO_ROOT / "manage.py"), "createconnectuser", "fuzzer", "--role", "operator"],
-                   env=env, check=True, capture_output=True, timeout=120)
+    live_node.create_user("fuzzer", "operator", password="fuzz-pw")
     return {"Authorization": basic("fuzzer", "fuzz-pw")}
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from webapp.coordinator.signing import signed_headers
 
+from .conftest import make_user
+
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 
 
@@ -32,8 +34,8 @@ def test_root_and_health_need_no_authentication(db, node, client):
 
 
 @pytest.mark.parametrize("auth", [None, "Basic b3BlcmF0b3I6d3Jvbmc="])  # operator:wrong
-def test_everything_else_requires_authentication(db, node, client, django_user_model, auth):
-    django_user_model.objects.create_user("operator", password="pw")
+def test_everything_else_requires_authentication(db, node, client, auth):
+    make_user("operator", "operator")
     headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
     for path in ("/connectors", "/connector-plugins", "/raftconnect/v1/cluster", "/connectors/x/status"):
         resp = client.get(path, **headers)
@@ -156,12 +158,13 @@ def test_stale_offset_commit_is_fenced_with_409(api, node, tmp_path):
     assert api.get("/connectors/src/offsets").json() == {"offsets": []}
 
 
-def test_password_change_invalidates_cached_credentials(api, django_user_model):
+def test_password_change_invalidates_cached_credentials(api, node):
+    from django.contrib.auth.hashers import make_password
+
     assert api.get("/connectors").status_code == 200
     assert api.get("/connectors").status_code == 200  # served from the verified-credentials cache
-    user = django_user_model.objects.get(username="operator")
-    user.set_password("new")
-    user.save()
+    # the replicated hash changes (as when another node changed the password): the cache key no longer matches
+    node.raft.commands.user_put(name="operator", changes={"password": make_password("new")}, create=False, now=1.0)
     assert api.get("/connectors").status_code == 401
 
 

@@ -30,11 +30,9 @@ def pg_node(tmp_path, django_db_blocker):
 
 
 def test_admin_page_is_for_superusers_and_switches_the_store(db, pg_node, client, django_user_model):
-    staff = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
-    client.force_login(staff)
-    assert client.get("/admin/metadata-store/").status_code == 403
-    admin = django_user_model.objects.create_superuser("root", password="pw")
-    client.force_login(admin)
+    client.force_login(make_user("op", "operator"))  # replicated users below admin are not staff
+    assert client.get("/admin/metadata-store/").status_code == 302  # to the admin's login page
+    client.force_login(make_user("root", "admin"))  # the admin role is staff and superuser in each node's mirror
     page = client.get("/admin/metadata-store/")
     assert page.status_code == 200
     html = page.content.decode()
@@ -51,14 +49,14 @@ def test_admin_page_needs_the_csrf_token(db, pg_node, django_user_model):
     from django.test import Client
 
     csrf_client = Client(enforce_csrf_checks=True)
-    csrf_client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
+    csrf_client.force_login(make_user("root", "admin"))
     assert csrf_client.post("/admin/metadata-store/", {"action": "rollback"}).status_code == 403
     assert pg_node.raft.state.switch is None
 
 
 def test_rest_switch_needs_an_admin_and_reports_progress(db, pg_node, client, django_user_model):
     make_user("viewer", "viewer")
-    django_user_model.objects.create_superuser("root", password="pw")
+    make_user("root", "admin")
     assert client.get("/raftconnect/v1/metadata-store").status_code == 401
     client.defaults["HTTP_AUTHORIZATION"] = basic("viewer", "pw")
     assert client.get("/raftconnect/v1/metadata-store").json()["active"] == "raft"

@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 
-from tests.connect.conftest import basic
+from tests.connect.conftest import basic, make_user
 from webapp.console import middleware as console_files
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
@@ -22,19 +21,17 @@ def login(client: Client, username: str, password: str):
                        content_type="application/json", HTTP_X_CSRFTOKEN=token, **XHR)
 
 
-@pytest.mark.parametrize("groups, superuser, roles", [
-    ([], False, []),  # no role: the API refuses the user, whoami still says who it is
-    (["viewer"], False, ["viewer"]),
-    (["viewer", "unrelated"], False, ["viewer"]),
-    (["operator", "admin"], False, ["admin"]),
-    ([], True, ["admin"]),
-])
-def test_whoami_derives_roles_from_groups(db, node, client, django_user_model, groups, superuser, roles):
-    user = django_user_model.objects.create_user("u", password="pw", is_superuser=superuser)
-    for g in groups:
-        user.groups.add(Group.objects.get_or_create(name=g)[0])
+@pytest.mark.parametrize("role, staff", [("viewer", False), ("operator", False), ("admin", True)])
+def test_whoami_gives_the_replicated_role(db, node, client, role, staff):
+    make_user("u", role)  # replicated; the node's auth_user row mirrors it (admins are staff and superuser)
     body = client.get("/raftconnect/v1/whoami", HTTP_AUTHORIZATION=basic("u", "pw")).json()
-    assert body == {"username": "u", "roles": roles, "is_superuser": superuser, "is_staff": False}
+    assert body == {"username": "u", "roles": [role], "is_superuser": staff, "is_staff": staff}
+
+
+def test_whoami_of_a_user_without_a_role_on_a_node_without_replicated_users(db, client, django_user_model):
+    django_user_model.objects.create_user("u", password="pw")  # no node in this process: the local database
+    body = client.get("/raftconnect/v1/whoami", HTTP_AUTHORIZATION=basic("u", "pw")).json()
+    assert body == {"username": "u", "roles": [], "is_superuser": False, "is_staff": False}
 
 
 def test_whoami_unauthenticated_sets_csrf_cookie_and_no_basic_challenge_for_scripts(db, node, client):
@@ -46,8 +43,7 @@ def test_whoami_unauthenticated_sets_csrf_cookie_and_no_basic_challenge_for_scri
 
 
 def test_session_login_enforces_csrf_and_authenticates_the_api(db, node, django_user_model, tmp_path):
-    user = django_user_model.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get_or_create(name="operator")[0])
+    make_user("op", "operator")
     client = Client(enforce_csrf_checks=True)
     no_token = client.post("/raftconnect/v1/session", data=json.dumps({"username": "op", "password": "pw"}),
                            content_type="application/json")
@@ -68,6 +64,15 @@ def test_session_login_enforces_csrf_and_authenticates_the_api(db, node, django_
     assert created.status_code == 201, created.json()
 
     assert client.delete("/raftconnect/v1/session", HTTP_X_CSRFTOKEN=token, **XHR).status_code == 204
+    assert client.get("/connectors", **XHR).status_code == 401
+
+
+def test_a_session_ends_when_its_replicated_user_is_deactivated_elsewhere(db, node):
+    make_user("op", "operator")
+    client = Client(enforce_csrf_checks=True)
+    assert login(client, "op", "pw").status_code == 200
+    assert client.get("/connectors", **XHR).status_code == 200
+    node.raft.commands.user_put(name="op", changes={"active": False}, create=False, now=1.0)  # as another node would
     assert client.get("/connectors", **XHR).status_code == 401
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import requests
@@ -49,12 +47,8 @@ def browser():
 
 
 def add_user(node: NodeProcess, username: str, password: str, group: str) -> None:
-    """Create a user in a group in the node's own database (as an admin would in the Django admin)."""
-    code = ("from django.contrib.auth.models import Group, User; "
-            f"u = User.objects.create_user({username!r}, password={password!r}); "
-            f"u.groups.add(Group.objects.get_or_create(name={group!r})[0])")
-    subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=REPO_ROOT, check=True, timeout=120,
-                   env={**os.environ, "RAFTCONNECT_DATA_DIR": os.path.abspath(node.data_dir)})
+    """Create a replicated user with the role ``group`` (as an admin would over REST)."""
+    node.create_user(username, group, password=password)
 
 
 def shot(page, name: str) -> None:

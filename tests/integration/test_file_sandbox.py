@@ -11,15 +11,13 @@ a running task.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tools.demo import SINK_CLASS, SOURCE_CLASS
-from tools.launcher import REPO_ROOT, ConnectClient, ConnectHTTPError, NodeProcess, wait_for
+from tools.launcher import ConnectClient, ConnectHTTPError, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 from tests.kafka_helpers import read_topic
 
@@ -40,9 +38,7 @@ def sandbox(tmp_path_factory, kafka_broker):
                        bootstrap_servers=kafka_broker.bootstrap_servers, env={"RAFTCONNECT_FILE_ALLOWED_PATHS": ""})
     node.start(timeout=120)
     try:
-        env = {**os.environ, "RAFTCONNECT_DATA_DIR": os.path.abspath(node.data_dir), "RAFTCONNECT_USER_PASSWORD": "pw"}
-        subprocess.run([sys.executable, str(REPO_ROOT / "manage.py"), "createconnectuser", "otto", "--role",
-                        "operator"], env=env, check=True, capture_output=True, timeout=120)
+        node.create_user("otto", "operator")
         files = Path(node.data_dir) / "files"
         assert files.is_dir()  # created by the node at start
         yield node, ConnectClient(node.url, ("otto", "pw")), files, outside

@@ -41,24 +41,3 @@ def test_a_bad_document_is_refused_with_the_reason(change, message):
     with pytest.raises(BackupError, match=message) as caught:
         parse_backup(doc)
     assert caught.value.status == 400
-
-
-@pytest.mark.django_db
-def test_users_are_created_with_their_hash_and_roles_and_existing_ones_kept():
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-
-    from webapp.connect.api.stores import export_users, import_users
-
-    model = get_user_model()
-    ops = model.objects.create_user("ops", password="ops-password")
-    ops.groups.add(Group.objects.get(name="operator"))
-    exported = export_users()
-    assert [u["username"] for u in exported] == ["ops"] and exported[0]["groups"] == ["operator"]
-    ops.delete()
-    model.objects.create_user("kept", password="mine")
-    result = import_users(exported + [{"username": "kept", "password": "pbkdf2_sha256$other", "groups": ["admin"]}])
-    assert result == {"created": ["ops"], "kept": ["kept"]}
-    back = model.objects.get(username="ops")
-    assert back.check_password("ops-password") and [g.name for g in back.groups.all()] == ["operator"]
-    assert model.objects.get(username="kept").check_password("mine")  # not overwritten by the backup

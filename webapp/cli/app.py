@@ -446,6 +446,136 @@ def store_rollback(ctx: click.Context, output: str) -> None:
     _print_store(body or {}, output)
 
 
+# ------------------------------------------------------------ users, tokens
+def _when(seconds: float | None) -> str:
+    import datetime
+
+    if seconds is None:
+        return "never"
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@cli.group()
+def tokens() -> None:
+    """Your API tokens (named, several per user, optional expiry), the same on every node."""
+
+
+@tokens.command("list")
+@output_option
+@click.pass_context
+def tokens_list(ctx: click.Context, output: str) -> None:
+    """Your tokens, never their keys (GET /raftconnect/v1/tokens)."""
+    data = _client(ctx).get("/raftconnect/v1/tokens")
+    if output == "json":
+        return _echo_json(data)
+    _table(("NAME", "CREATED", "EXPIRES", "EXPIRED"),
+           [(t["name"], _when(t["created"]), _when(t["expires"]), "yes" if t["expired"] else "") for t in data])
+
+
+@tokens.command("create")
+@click.argument("name")
+@click.option("--expires-in", "expires_in", type=click.IntRange(min=1), help="lifetime in seconds (default: never)")
+@output_option
+@click.pass_context
+def tokens_create(ctx: click.Context, name: str, expires_in: int | None, output: str) -> None:
+    """Issue token NAME and print its key, shown only this once (POST /raftconnect/v1/tokens; exit 1 if you
+    already have a token NAME: it is never replaced)."""
+    body: dict[str, Any] = {"name": name}
+    if expires_in is not None:
+        body["expires_in_s"] = expires_in
+    _, answer = _client(ctx).request("POST", "/raftconnect/v1/tokens", json=body)
+    if output == "json":
+        return _echo_json(answer)
+    click.echo(answer["token"])
+
+
+@tokens.command("revoke")
+@click.argument("name")
+@click.pass_context
+def tokens_revoke(ctx: click.Context, name: str) -> None:
+    """Revoke your token NAME on every node (DELETE /raftconnect/v1/tokens/{name})."""
+    _client(ctx).request("DELETE", f"/raftconnect/v1/tokens/{segment(name)}")
+    click.echo(f"token {name} revoked")
+
+
+@cli.group()
+def users() -> None:
+    """The cluster's REST users (admin role): roles viewer, operator, admin."""
+
+
+def _print_users(data: list[dict[str, Any]], output: str) -> None:
+    if output == "json":
+        return _echo_json(data)
+    _table(("NAME", "ROLE", "ACTIVE", "TOKENS"),
+           [(u["name"], u["role"], "yes" if u["active"] else "no", u["tokens"]) for u in data])
+
+
+@users.command("list")
+@output_option
+@click.pass_context
+def users_list(ctx: click.Context, output: str) -> None:
+    """Every user (GET /raftconnect/v1/users)."""
+    _print_users(_client(ctx).get("/raftconnect/v1/users"), output)
+
+
+def _new_password(env: str) -> str:
+    password = os.environ.get(env)
+    if password is None:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"set {env} (there is no terminal to ask for the password on)")
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return password
+
+
+_PASSWORD_ENV_HELP = "environment variable holding the password (asked for on a terminal when unset)"
+
+
+@users.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["viewer", "operator", "admin"]), required=True)
+@click.option("--password-env", default="RAFTCONNECT_NEW_USER_PASSWORD", show_default=True, help=_PASSWORD_ENV_HELP)
+@output_option
+@click.pass_context
+def users_create(ctx: click.Context, name: str, role: str, password_env: str, output: str) -> None:
+    """Create user NAME (POST /raftconnect/v1/users); the password never appears on the command line."""
+    _, answer = _client(ctx).request("POST", "/raftconnect/v1/users",
+                                     json={"name": name, "password": _new_password(password_env), "role": role})
+    _print_users([answer], output)
+
+
+@users.command("set")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["viewer", "operator", "admin"]))
+@click.option("--active/--inactive", default=None, help="allow or refuse the user's password and tokens")
+@click.option("--password", "change_password", is_flag=True, help="set a new password (from --password-env)")
+@click.option("--password-env", default="RAFTCONNECT_NEW_USER_PASSWORD", show_default=True, help=_PASSWORD_ENV_HELP)
+@output_option
+@click.pass_context
+def users_set(ctx: click.Context, name: str, role: str | None, active: bool | None, change_password: bool,
+              password_env: str, output: str) -> None:
+    """Change user NAME's role, active flag and/or password (PATCH /raftconnect/v1/users/{name})."""
+    body: dict[str, Any] = {}
+    if role is not None:
+        body["role"] = role
+    if active is not None:
+        body["active"] = active
+    if change_password:
+        body["password"] = _new_password(password_env)
+    if not body:
+        raise click.UsageError("nothing to change: give --role, --active/--inactive or --password")
+    _, answer = _client(ctx).request("PATCH", f"/raftconnect/v1/users/{segment(name)}", json=body)
+    _print_users([answer], output)
+
+
+@users.command("delete")
+@click.argument("name")
+@click.pass_context
+def users_delete(ctx: click.Context, name: str) -> None:
+    """Delete user NAME and its tokens (DELETE /raftconnect/v1/users/{name})."""
+    _client(ctx).request("DELETE", f"/raftconnect/v1/users/{segment(name)}")
+    click.echo(f"user {name} deleted")
+
+
 # ------------------------------------------------------------------ backup
 @cli.group()
 def backup() -> None:

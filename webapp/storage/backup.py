@@ -12,8 +12,8 @@ What a backup holds, per connector name (the unit the store switch copies,
 its target state, its task configs and its committed offsets, including the
 offsets of deleted connectors, which Connect keeps too. Statuses are left out:
 they describe workers of the old cluster, and the new one reports its own.
-Optionally the REST users of the node taking the backup (name, password hash,
-role groups); API tokens are not exported (issue new ones).
+Optionally the cluster's replicated REST users (name, password hash, role as a
+group, active); API tokens are not exported (issue new ones).
 
 Consistency: :func:`export_backup` holds the router's write gate exclusively
 while it reads, the same gate the store switch uses to verify a copy, so no
@@ -77,7 +77,7 @@ def export_backup(router, *, users: list[dict[str, Any]] | None = None,
                   now: datetime | None = None) -> dict[str, Any]:
     """The backup document of everything ``router`` (the leader's StoreRouter) holds, read at one point.
 
-    ``users``: the REST users to include (see :func:`webapp.connect.api.users.export_users`
+    ``users``: the REST users to include (see :func:`webapp.connect.api.accounts.export_users`
     for their shape), or None for none. Errors: :class:`BackupError` 409 while a
     store switch runs (the data is moving between stores).
     """

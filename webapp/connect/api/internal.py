@@ -29,7 +29,7 @@ from .views import ConnectAPIView
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterMemberAuthentication", "LeaderView", "LocalRaftView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
+__all__ = ["ClusterMemberAuthentication", "LeaderView", "LocalRaftView", "UserDirectoryView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
            "OffsetsCommitView"]
 
 
@@ -122,6 +122,25 @@ class LeaderView(InternalView):
             raise ConnectRestError("This node is not a Raft member", 421)
         address = node.options.rest_address if node.raft.is_leader else node.leader_rest_address()
         return Response({"leader_rest_address": address})
+
+
+class UserDirectoryView(InternalView):
+    """``GET /raftconnect/v1/internal/users``: this member's replicated users and token digests (never forwarded).
+
+    ``{"users": {name: record}, "tokens": {digest: record}}`` as in ``ClusterStateMachine``; for
+    worker-only nodes, which hold no replica (``accounts.RemoteDirectory``). Members only (signed).
+    """
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        APIView.initial(self, request, *args, **kwargs)
+
+    def get(self, request: Request) -> Response:
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member", 404)
+        state = node.raft.state
+        return Response({"users": {n: state.user(n) for n in state.user_names()},
+                         "tokens": {d: dict(t) for d, t in list(state.tokens.items())}})
 
 
 class LocalRaftView(InternalView):

@@ -259,6 +259,16 @@ class _BasicScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "basic"}
 
 
+class _TokenScheme(OpenApiAuthenticationExtension):
+    target_class = "webapp.connect.api.authentication.ReplicatedTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "Token-based authentication with required prefix \"Token\" "
+                               "(a key from POST /raftconnect/v1/tokens)"}
+
+
 class _BearerScheme(OpenApiAuthenticationExtension):
     target_class = "webapp.connect.api.authentication.BearerTokenAuthentication"
     name = "bearerAuth"

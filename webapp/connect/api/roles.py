@@ -10,10 +10,11 @@ Roles are ordered, each including the ones before it:
   restart, offsets, delete, plugin validation);
 * ``admin``    — plus cluster operations: Raft membership, metadata-store
   switch/rollback, logger levels (``/admin/loggers*``, reads too), backup and
-  restore (reads too).
+  restore (reads too), users (``/raftconnect/v1/users*``, reads too).
 
-A user's role is the highest of the Django groups named like the roles
-(created by migration ``connect.0001_roles``); a superuser is an admin; a user
+A replicated user's role is its record's (``accounts.mirror`` puts it on the user);
+otherwise the highest of the Django groups named like the roles (created by migration
+``connect.0001_roles``, and kept by the mirror); a superuser is an admin; a user
 in none of the groups has no role and is refused (403) everywhere but ``/``
 and ``/health``. A request forwarded by another cluster member carries the
 role the forwarding node computed (``ForwardedUser.role``).
@@ -48,7 +49,8 @@ POLICY: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = tuple(
         (r"^/raftconnect/v1/raft(/|$)", WRITES, ADMIN),
         (r"^/raftconnect/v1/metadata-store(/|$)", WRITES, ADMIN),
         (r"^/raftconnect/v1/(backup|restore)$", ANY, ADMIN),  # the backup holds every config and password hash
-        (r"^/raftconnect/v1/tokens$", ANY, VIEWER),  # anyone with a role may manage their own token
+        (r"^/raftconnect/v1/users(/|$)", ANY, ADMIN),  # users hold password hashes and roles
+        (r"^/raftconnect/v1/tokens(/|$)", ANY, VIEWER),  # anyone with a role may manage their own tokens
         (r".*", SAFE, VIEWER),
         (r".*", WRITES, OPERATOR),
     )
@@ -61,20 +63,21 @@ def role_at_least(role: str | None, needed: str) -> bool:
 
 
 def user_role(user: Any) -> str | None:
-    """The highest role of ``user``: superuser -> admin, else its role groups, else ``None``.
+    """The role of ``user``: a replicated user's (set by ``accounts.mirror``), else superuser -> admin,
+    else its role groups, else ``None``.
 
     A forwarded user (``webapp.connect.api.forwarding.ForwardedUser``) has its role as an attribute.
     """
     if user is None or not getattr(user, "is_authenticated", False):
         return None
+    cached = getattr(user, "_raftconnect_role", "unset")  # a replicated user's role, or an earlier answer
+    if cached != "unset":
+        return cached
     if getattr(user, "is_superuser", False):
         return ADMIN
     forwarded = getattr(user, "role", None)
     if forwarded is not None or not hasattr(user, "groups"):
         return forwarded if forwarded in ROLES else None
-    cached = getattr(user, "_raftconnect_role", "unset")
-    if cached != "unset":
-        return cached
     names = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
     role = next((r for r in reversed(ROLES) if r in names), None)
     user._raftconnect_role = role

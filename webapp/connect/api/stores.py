@@ -10,8 +10,8 @@ with their passwords redacted.
 ``GET /raftconnect/v1/backup`` (``?users=false`` leaves the REST users out) and
 ``POST /raftconnect/v1/restore`` with a backup document: the cluster's metadata
 as one file and back (:mod:`webapp.storage.backup`); both run on the leader and
-need the admin role. Users are per node: they are read from, and restored
-into, the leader's user database.
+need the admin role. Users are the replicated ones (:mod:`.accounts`): exported
+with their password hashes, restored as replicated users where the cluster lacks them.
 
 Part of the web layer (it lived in ``webapp.storage`` before, which made storage import
 the REST views); must not hold switch logic (``webapp.storage.switch`` owns it).
@@ -28,6 +28,7 @@ from webapp.connect.node import current
 from webapp.storage.backup import BackupError, export_backup, restore_backup
 from webapp.storage.switch import SwitchError, SwitchManager
 
+from .accounts import export_users, import_users
 from .views import ConnectAPIView
 
 __all__ = ["MetadataStoreView", "MetadataStoreSwitchView", "MetadataStoreRollbackView", "BackupView", "RestoreView",
@@ -74,43 +75,6 @@ class MetadataStoreRollbackView(ConnectAPIView):
 
     def post(self, request: Request) -> Response:
         return _run(_switches().rollback)
-
-
-def export_users() -> list[dict[str, Any]]:
-    """This node's REST users: ``[{"username", "password" (Django hash), "is_active", "is_superuser", "groups"}]``."""
-    from django.contrib.auth import get_user_model
-
-    model = get_user_model()
-    return [{"username": u.get_username(), "password": u.password, "is_active": u.is_active,
-             "is_superuser": u.is_superuser, "groups": sorted(g.name for g in u.groups.all())}
-            for u in model._default_manager.order_by("username").prefetch_related("groups")]
-
-
-def import_users(users: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Create the backup's users that this node does not have; existing users are left as they are.
-
-    Only role groups that exist here are joined. Returns ``{"created": [...], "kept": [...]}``.
-    """
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-    from django.db import transaction
-
-    model = get_user_model()
-    created, kept = [], []
-    with transaction.atomic():
-        groups = {g.name: g for g in Group.objects.all()}
-        for u in users:
-            name = u["username"]
-            if model._default_manager.filter(username=name).exists():
-                kept.append(name)
-                continue
-            user = model(username=name, is_active=bool(u.get("is_active", True)),
-                         is_superuser=bool(u.get("is_superuser", False)), is_staff=bool(u.get("is_superuser", False)))
-            user.password = str(u.get("password") or "!")  # a Django hash; "!" = unusable
-            user.save()
-            user.groups.set([groups[g] for g in u.get("groups") or [] if g in groups])
-            created.append(name)
-    return {"created": created, "kept": kept}
 
 
 def _router():

@@ -1,56 +1,67 @@
-"""``/raftconnect/v1/tokens``: the calling user's API token (DRF ``authtoken``).
+"""``/raftconnect/v1/tokens``: the calling user's named API tokens, replicated (see :mod:`.accounts`).
 
-Tokens live in this node's SQLite like the users, so the request is served by
-the node it reaches and never forwarded; use a token on the node that issued it.
-``POST`` creates the token, or replaces it (the old key stops working at once);
-``GET`` says whether one exists (never shows the key again); ``DELETE`` revokes it.
-Any user with a role may manage their own token (``roles.POLICY``). Error
-responses are added to the schema by ``openapi.add_error_responses``.
+``GET`` lists the caller's tokens (names, creation and expiry, never keys); ``POST``
+``{"name", "expires_in_s"?}`` issues a new one and shows its key once (201), 409 when the
+caller already has a token of that name (nothing is ever replaced);
+``DELETE /raftconnect/v1/tokens/{name}`` revokes one on every node (204). Writes go
+through the leader like every write (:class:`~.views.ConnectAPIView`). Any user with a
+role may manage their own tokens (``roles.POLICY``). Error responses are added to the
+schema by ``openapi.add_error_responses``.
 """
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from .roles import HasRole
+from webapp.connect.herder import BadRequest
 
-__all__ = ["TokensView"]
+from . import accounts
+from .views import ConnectAPIView
 
-_TOKEN = inline_serializer("Token", {"user": serializers.CharField(), "token": serializers.CharField(),
-                                     "created": serializers.DateTimeField()})
+__all__ = ["TokensView", "TokenView"]
+
+_TOKEN_INFO = inline_serializer("TokenInfo", {
+    "name": serializers.CharField(), "created": serializers.FloatField(help_text="unix seconds"),
+    "expires": serializers.FloatField(allow_null=True, help_text="unix seconds; null: never"),
+    "expired": serializers.BooleanField()})
+_NEW_TOKEN = inline_serializer("NewToken", {
+    "user": serializers.CharField(), "name": serializers.CharField(),
+    "token": serializers.CharField(help_text="the key: shown only in this response"),
+    "created": serializers.FloatField(), "expires": serializers.FloatField(allow_null=True)})
+_NEW_TOKEN_REQUEST = inline_serializer("NewTokenRequest", {
+    "name": serializers.CharField(), "expires_in_s": serializers.FloatField(required=False, allow_null=True)})
 
 
-class TokensView(APIView):
-    """The authenticated user's token: ``GET`` ``{"user", "exists"}``, ``POST`` 201 ``{"user", "token", "created"}``, ``DELETE`` 204."""
+def _caller(request: Request) -> str:
+    name = getattr(request.user, "username", None) or str(request.user)
+    if not name:
+        raise BadRequest("Tokens are issued to authenticated users")
+    return name
 
-    permission_classes = [HasRole]
 
-    def _user(self, request: Request):
-        user = request.user
-        if not getattr(user, "pk", None):
-            from webapp.connect.herder import BadRequest
+class TokensView(ConnectAPIView):
+    """``GET``: the caller's tokens ``[{"name", "created", "expires", "expired"}]``; ``POST``: a new token (201)."""
 
-            raise BadRequest("Tokens are issued to users of this node; authenticate with a password here")
-        return user
-
-    @extend_schema(responses={200: inline_serializer("TokenState", {"user": serializers.CharField(),
-                                                                    "exists": serializers.BooleanField()})})
+    @extend_schema(responses={200: serializers.ListSerializer(child=_TOKEN_INFO)})
     def get(self, request: Request) -> Response:
-        user = self._user(request)
-        return Response({"user": user.get_username(), "exists": Token.objects.filter(user=user).exists()})
+        return Response(accounts.token_list(_caller(request)))
 
-    @extend_schema(request=None, responses={201: _TOKEN})
+    @extend_schema(request=_NEW_TOKEN_REQUEST, responses={201: _NEW_TOKEN})
     def post(self, request: Request) -> Response:
-        user = self._user(request)
-        Token.objects.filter(user=user).delete()
-        token = Token.objects.create(user=user)
-        return Response({"user": user.get_username(), "token": token.key, "created": token.created}, status=201)
+        body = request.data
+        if not isinstance(body, dict) or set(body) - {"name", "expires_in_s"} or "name" not in body:
+            raise BadRequest('Request body must be {"name": "<token name>", "expires_in_s": <seconds, optional>}')
+        user = _caller(request)
+        token = accounts.token_create(user=user, name=body["name"], expires_in_s=body.get("expires_in_s"))
+        return Response({"user": user, **token}, status=201)
+
+
+class TokenView(ConnectAPIView):
+    """``DELETE /raftconnect/v1/tokens/{name}``: revoke the caller's token ``name`` everywhere (204; 404 unknown)."""
 
     @extend_schema(request=None, responses={204: None})
-    def delete(self, request: Request) -> Response:
-        Token.objects.filter(user=self._user(request)).delete()
+    def delete(self, request: Request, name: str) -> Response:
+        accounts.token_revoke(user=_caller(request), name=name)
         return Response(status=204)

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, 
 
 from webapp.states import TargetState
 
-from . import internal, lifecycle, loggers, openapi, plugins, tokens, views  # noqa: F401 - openapi declares the schema of the views
+from . import internal, lifecycle, loggers, openapi, plugins, tokens, users, views  # noqa: F401 - openapi declares the schema of the views
 from . import stores as store_api
 
 __all__ = ["urlpatterns"]
@@ -40,6 +40,9 @@ urlpatterns = [
     path("raftconnect/v1/raft/members", views.RaftMembersView.as_view()),
     path("raftconnect/v1/raft/members/<str:address>", views.RaftMemberView.as_view()),
     path("raftconnect/v1/tokens", tokens.TokensView.as_view()),
+    path("raftconnect/v1/tokens/<str:name>", tokens.TokenView.as_view()),
+    path("raftconnect/v1/users", users.UsersView.as_view()),
+    path("raftconnect/v1/users/<str:name>", users.UserView.as_view()),
     path("raftconnect/v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("raftconnect/v1/docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="openapi-docs"),
     path("raftconnect/v1/redoc", SpectacularRedocView.as_view(url_name="openapi", template_name="raftconnect/redoc.html"), name="openapi-redoc"),
@@ -52,6 +55,7 @@ urlpatterns = [
     path("raftconnect/v1/internal/leave", internal.LeaveView.as_view()),
     path("raftconnect/v1/internal/leader", internal.LeaderView.as_view()),
     path("raftconnect/v1/internal/raft", internal.LocalRaftView.as_view()),
+    path("raftconnect/v1/internal/users", internal.UserDirectoryView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/tasks", internal.TaskConfigsView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/status", internal.StatusReportView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),

@@ -4,9 +4,12 @@ The password is read from the environment variable named by ``--password-env``
 (default ``RAFTCONNECT_USER_PASSWORD``) or prompted for; it is never taken from
 the command line (it would show in ``ps`` and shell history). Running it again
 for an existing user changes the role (and the password, when one is given).
-Users live in the node's SQLite (``RAFTCONNECT_DATA_DIR``): run it with the
-same environment as ``runnode`` on every node the user should reach, or give
-the user a token on one node (``POST /raftconnect/v1/tokens``) and use that node.
+Users are replicated in Raft (``webapp.connect.api.accounts``). Before a node's first
+start, this command creates the user in the node's database (``RAFTCONNECT_DATA_DIR``)
+and ``runnode`` moves it into the replicated users when it starts; once a data
+directory's users were moved (its ``users-migrated`` marker), it refuses and points to
+``POST /raftconnect/v1/users``, which works on any node. In a process running a node
+(tests), it writes the replicated users directly.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from webapp import environment
+from webapp.connect.api import accounts
 from webapp.connect.api.roles import ADMIN, ROLES
 
 __all__ = ["Command", "create_connect_user"]
@@ -32,6 +37,15 @@ def create_connect_user(*, username: str, role: str, password: str | None) -> bo
     """
     if role not in ROLES:
         raise ValueError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}")
+    state = accounts.directory()
+    if state is not None:  # a node runs in this process: its replicated users are the truth
+        created = state.user(username) is None
+        if created:
+            accounts.user_create(name=username, password=password, role=role)
+        else:
+            accounts.user_update(name=username, password=password, role=role)
+        accounts.mirror(username, state.user(username))  # this node's row now, not at the first login
+        return created
     model = get_user_model()
     with transaction.atomic():
         user, created = model.objects.get_or_create(username=username)
@@ -58,6 +72,10 @@ class Command(BaseCommand):
                             help="keep the current password (token-only user when new)")
 
     def handle(self, *args, **o) -> None:
+        data_dir = os.environ.get(environment.DATA_DIR_ENV)
+        if data_dir and os.path.exists(os.path.join(data_dir, accounts.MIGRATED_MARKER)):
+            raise CommandError("This node's users are replicated in Raft: create or change users with "
+                               "POST/PATCH /raftconnect/v1/users on any node (admin role)")
         password = None
         if not o["no_password"]:
             password = os.environ.get(o["password_env"])

@@ -14,7 +14,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from raftnode import CommandRejected, RaftUnavailable
 from webapp import environment
+from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connectors import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
@@ -26,7 +28,10 @@ log = logging.getLogger("raftconnect.node")
 
 
 def ensure_admin_user() -> None:
-    """Create or update the admin user named by RAFTCONNECT_ADMIN_USER / _PASSWORD, if set."""
+    """Worker-only nodes: create or update the local admin user named by RAFTCONNECT_ADMIN_USER / _PASSWORD, if set.
+
+    A Raft member makes it a replicated user instead (``accounts.bootstrap_users``).
+    """
     user, password = environment.admin_credentials()
     if not user or not password:
         return
@@ -35,7 +40,7 @@ def ensure_admin_user() -> None:
     obj.is_staff = obj.is_superuser = True
     obj.set_password(password)
     obj.save()
-    from webapp.connect.api.authentication import remember_verified
+    from webapp.connect.api.verified import remember_verified
 
     remember_verified(user, password, obj.password)  # the first request need not hash the password again
 
@@ -83,7 +88,8 @@ class Command(BaseCommand):
         if o["weight"] <= 0:
             raise CommandError("--weight must be positive")
         call_command("migrate", verbosity=0, interactive=False)
-        ensure_admin_user()
+        if "raft" not in options.roles:
+            ensure_admin_user()  # no replicated state here: this node authenticates with its own database
         try:
             node = ConnectNode(options)
         except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
@@ -93,7 +99,11 @@ class Command(BaseCommand):
         node.start_agent()
         try:
             node.start_control_plane()
-        except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
+            if node.raft is not None:  # local users move into Raft once; the admin becomes a replicated user
+                admin_user, admin_password = environment.admin_credentials()
+                bootstrap_users(node, admin_user=admin_user, admin_password=admin_password)
+        except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError, RaftUnavailable,
+                CommandRejected) as exc:
             node.stop_agent()
             raise CommandError(str(exc)) from exc
         host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)

@@ -1,0 +1,213 @@
+"""REST users and tokens on an in-process node: ``/raftconnect/v1/tokens`` and ``/raftconnect/v1/users``."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.test import Client
+
+from webapp.connect.api.accounts import token_digest
+
+from .conftest import basic, make_user
+from .test_rest import post
+
+TOKENS = "/raftconnect/v1/tokens"
+USERS = "/raftconnect/v1/users"
+
+
+def patch(client, path, body):
+    import json
+
+    return client.patch(path, data=json.dumps(body), content_type="application/json")
+
+
+def as_token(key: str) -> Client:
+    c = Client()
+    c.defaults["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    return c
+
+
+def test_tokens_are_named_listed_without_keys_and_never_replaced(api, node):
+    first = post(api, TOKENS, {"name": "ci"})
+    assert first.status_code == 201
+    body = first.json()
+    assert body["user"] == "operator" and body["name"] == "ci" and body["expires"] is None
+    assert body["token"].startswith("rct_")
+    second = post(api, TOKENS, {"name": "laptop", "expires_in_s": 3600})
+    assert second.status_code == 201 and second.json()["expires"] == pytest.approx(time.time() + 3600, abs=60)
+    dup = post(api, TOKENS, {"name": "ci"})
+    assert dup.status_code == 409
+    assert dup.json() == {"error_code": 409, "message": "User operator already has a token named ci"}
+    assert as_token(body["token"]).get("/connectors").status_code == 200  # the first one still works
+    listed = api.get(TOKENS).json()
+    assert [t["name"] for t in listed] == ["ci", "laptop"]
+    assert all(set(t) == {"name", "created", "expires", "expired"} for t in listed)
+    assert body["token"] not in str(node.raft.state.tokens)  # only the digest is replicated
+    assert token_digest(body["token"]) in node.raft.state.tokens
+
+
+def test_a_revoked_or_expired_token_is_refused(api, node):
+    key = post(api, TOKENS, {"name": "ci"}).json()["token"]
+    assert api.delete(f"{TOKENS}/ci").status_code == 204
+    refused = as_token(key).get("/connectors")
+    assert refused.status_code == 401 and refused.json()["error_code"] == 401
+    assert api.delete(f"{TOKENS}/ci").status_code == 404
+    expired_key = "rct_expired-for-the-test"
+    node.raft.commands.token_create(user="operator", name="old", digest=token_digest(expired_key),
+                                    now=time.time() - 100, expires=time.time() - 1)
+    assert as_token(expired_key).get("/connectors").status_code == 401
+    assert [t["expired"] for t in api.get(TOKENS).json()] == [True]
+
+
+@pytest.mark.parametrize("body", [{}, {"name": ""}, {"name": "a/b"}, {"name": "x", "expires_in_s": -1},
+                                  {"name": "x", "expires_in_s": "60"}, {"name": "x", "expires_in_s": True},
+                                  {"name": "x", "other": 1}, ["x"]])
+def test_bad_token_requests_get_connects_400(api, body):
+    resp = post(api, TOKENS, body)
+    assert resp.status_code == 400 and set(resp.json()) == {"error_code", "message"}
+    assert api.get(TOKENS).json() == []
+
+
+def test_tokens_need_authentication(db, node):
+    assert Client().get(TOKENS).status_code == 401
+    assert post(Client(), TOKENS, {"name": "x"}).status_code == 401
+
+
+def test_an_admin_manages_users_and_the_changes_apply_at_once(admin_api, node):
+    created = post(admin_api, USERS, {"name": "eve", "password": "pw-eve", "role": "viewer"})
+    assert created.status_code == 201, created.json()
+    assert created.json()["name"] == "eve" and created.json()["role"] == "viewer" and created.json()["active"]
+    assert "password" not in created.json()
+    assert node.raft.state.user("eve")["password"] not in ("pw-eve", "") and "pw-eve" not in str(node.raft.state.users)
+    eve = Client()
+    eve.defaults["HTTP_AUTHORIZATION"] = basic("eve", "pw-eve")
+    assert eve.get("/connectors").status_code == 200
+    assert post(eve, "/connectors", {"name": "x", "config": {}}).status_code == 403  # viewer
+    assert post(admin_api, USERS, {"name": "eve", "password": "p", "role": "admin"}).status_code == 409
+    key = post(eve, TOKENS, {"name": "t"}).json()["token"]
+
+    assert patch(admin_api, f"{USERS}/eve", {"role": "operator"}).json()["role"] == "operator"
+    assert post(eve, "/connectors", {"name": "x", "config": {}}).status_code == 400  # operator: reaches validation
+    assert patch(admin_api, f"{USERS}/eve", {"password": "new"}).status_code == 200
+    assert eve.get("/connectors").status_code == 401
+    eve.defaults["HTTP_AUTHORIZATION"] = basic("eve", "new")
+    assert eve.get("/connectors").status_code == 200
+    assert patch(admin_api, f"{USERS}/eve", {"active": False}).json()["active"] is False
+    assert eve.get("/connectors").status_code == 401
+    assert as_token(key).get("/connectors").status_code == 401  # an inactive user's tokens are refused too
+    assert patch(admin_api, f"{USERS}/eve", {"active": True}).status_code == 200
+    assert as_token(key).get("/connectors").status_code == 200
+    assert [u["name"] for u in admin_api.get(USERS).json()] == ["admin", "eve", "operator"]
+    assert admin_api.get(f"{USERS}/eve").json()["tokens"] == 1
+    assert admin_api.delete(f"{USERS}/eve").status_code == 204
+    assert as_token(key).get("/connectors").status_code == 401
+    assert eve.get("/connectors").status_code == 401
+    assert admin_api.get(f"{USERS}/eve").status_code == 404
+    assert admin_api.delete(f"{USERS}/eve").status_code == 404
+
+
+def test_the_last_active_admin_stays(admin_api):
+    for change in ({"role": "viewer"}, {"active": False}):
+        resp = patch(admin_api, f"{USERS}/admin", change)
+        assert resp.status_code == 409 and "last active admin" in resp.json()["message"]
+    assert admin_api.delete(f"{USERS}/admin").status_code == 409
+    assert admin_api.get(USERS).status_code == 200  # still an admin
+
+
+@pytest.mark.parametrize("body", [{"name": "x", "password": "p"}, {"name": "x", "password": "p", "role": "root"},
+                                  {"name": "a b", "password": "p", "role": "viewer"},
+                                  {"name": "x", "password": "", "role": "viewer"},
+                                  {"name": "x", "password": None, "role": "viewer"},
+                                  {"name": "x", "password": "p", "role": "viewer", "active": "yes"},
+                                  {"name": "x", "password": "p", "role": "viewer", "email": "e"}])
+def test_bad_user_requests_get_connects_400(admin_api, node, body):
+    resp = post(admin_api, USERS, body)
+    assert resp.status_code == 400 and set(resp.json()) == {"error_code", "message"}
+    assert node.raft.state.user("x") is None
+
+
+def test_only_admins_see_or_change_users(api):
+    assert api.get(USERS).status_code == 403
+    assert post(api, USERS, {"name": "x", "password": "p", "role": "admin"}).status_code == 403
+    assert patch(api, f"{USERS}/operator", {"role": "admin"}).status_code == 403
+
+
+def test_backup_users_come_from_the_replicated_state_and_restore_only_the_missing_ones(db, node):
+    from django.contrib.auth.hashers import check_password
+
+    from webapp.connect.api.stores import export_users, import_users
+
+    make_user("ops", "operator", password="ops-password")
+    exported = export_users()
+    assert exported == [{"username": "ops", "password": node.raft.state.user("ops")["password"], "is_active": True,
+                         "is_superuser": False, "groups": ["operator"]}]
+    node.raft.commands.user_delete(name="ops")
+    make_user("kept", "viewer", password="mine")
+    result = import_users(exported + [{"username": "kept", "password": "pbkdf2_sha256$other", "groups": ["admin"]},
+                                      {"username": "norole", "password": "x", "groups": []}])
+    assert result == {"created": ["ops", "norole"], "kept": ["kept"]}
+    back = node.raft.state.user("ops")
+    assert check_password("ops-password", back["password"]) and back["role"] == "operator" and back["active"]
+    assert check_password("mine", node.raft.state.user("kept")["password"])  # not overwritten by the backup
+    assert node.raft.state.user("norole")["active"] is False  # no role in the backup: nobody gains rights
+
+
+def test_an_edit_of_a_nodes_mirror_row_grants_nothing_and_is_undone(api, node, django_user_model):
+    assert api.get("/connectors").status_code == 200  # the operator's row now mirrors the replicated user
+    django_user_model.objects.filter(username="operator").update(is_superuser=True, is_staff=True)
+    denied = post(api, "/raftconnect/v1/raft/members", {"address": "x:1"})
+    assert denied.status_code == 403 and "has the operator role" in denied.json()["message"]
+    row = django_user_model.objects.get(username="operator")
+    assert not row.is_superuser and not row.is_staff
+
+
+def test_a_worker_only_nodes_directory_is_a_refreshed_copy_kept_for_a_while_when_the_cluster_is_gone():
+    from webapp.connect.api.accounts import RemoteDirectory
+
+    now = [0.0]
+    answers = [{"users": {"a": {"role": "viewer"}}, "tokens": {"d": {"user": "a", "name": "t", "created": 1.0,
+                                                                         "expires": None}}}]
+    calls = []
+
+    def fetch():
+        calls.append(now[0])
+        if not answers:
+            raise ConnectionError("no member answers")
+        return answers.pop(0)
+
+    remote = RemoteDirectory(fetch, ttl=2.0, max_stale=60.0, clock=lambda: now[0])
+    assert remote.ready() and remote.user("a") == {"role": "viewer"} and remote.token("d")["name"] == "t"
+    assert remote.user_tokens("a") == [{"name": "t", "created": 1.0, "expires": None}]
+    assert calls == [0.0]  # within the ttl: no second fetch
+    answers.append({"users": {}, "tokens": {}})
+    now[0] = 2.5
+    assert remote.user("a") is None and remote.token("d") is None  # a deletion arrives with the next copy
+    now[0] = 5.0
+    assert remote.ready()  # the fetch failed: the last copy is still served
+    assert calls == [0.0, 2.5, 5.0]
+    now[0] = 6.0
+    assert remote.ready() and calls == [0.0, 2.5, 5.0]  # no new attempt within the ttl after a failure
+    now[0] = 70.0
+    assert not remote.ready()  # and dropped once too old: the node falls back to its own database
+
+
+def test_the_internal_user_directory_is_for_signed_members_only(admin_api, node):
+    from webapp.coordinator.signing import signed_headers
+
+    path = "/raftconnect/v1/internal/users"
+    assert admin_api.get(path).status_code in (401, 403)  # an admin's password is not a member's signature
+    signed = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "GET", path, b"").items()}
+    body = Client().get(path, **signed).json()
+    assert set(body["users"]) == {"admin", "operator"} and body["tokens"] == {}
+    assert body["users"]["admin"]["password"] == node.raft.state.user("admin")["password"]
+
+
+def test_a_new_users_password_reaches_neither_the_logs_nor_the_replicated_state(admin_api, node, caplog):
+    import logging
+
+    secret = "Yx-unique-user-password-4417"
+    with caplog.at_level(logging.DEBUG):
+        assert post(admin_api, USERS, {"name": "pat", "password": secret, "role": "viewer"}).status_code == 201
+        assert post(admin_api, USERS, {"name": "pat", "password": secret, "role": "viewer"}).status_code == 409
+    assert secret not in "\n".join(r.getMessage() + str(r.args) for r in caplog.records)
+    assert secret not in repr(node.raft.state._serialize())
