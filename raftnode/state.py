@@ -74,6 +74,11 @@ class ClusterStateMachine(SyncObjConsumer):
             state like the assignment (kept whatever store is active): the coordinator puts each
             counter in the worker's view and the worker restarts an instance whose counter
             changed since it started it.
+        view_version: counts the applied commands that may change what a worker is told to run
+            (members, the assignment, restart counters, connector configs, target states, task
+            configs, imports, the active store) — not status reports, offset commits or topics,
+            which are most of the log under load. The coordinator rebuilds workers' views only
+            when it moved (see ``GroupCoordinator``).
 
     The connector metadata here is the ``raft`` store's. While another store is
     active it is not served and plain metadata writes are refused (the ``raft``
@@ -99,6 +104,7 @@ class ClusterStateMachine(SyncObjConsumer):
         self.topics: dict[str, list[str]] = {}
         self.config_seq = 0
         self.restarts: dict[str, int] = {}
+        self.view_version = 0
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -172,11 +178,13 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _register_member(self, node_id: str, info: dict[str, Any]) -> dict[str, Any]:
         self.members[node_id] = dict(info)
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
     def _remove_member(self, node_id: str) -> dict[str, Any]:
         self.members.pop(node_id, None)
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
@@ -185,6 +193,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
         self.epoch = epoch
         self.assignment["leader"] = leader
+        self.view_version += 1
         return {"ok": True, "epoch": epoch}
 
     @replicated
@@ -205,6 +214,7 @@ class ClusterStateMachine(SyncObjConsumer):
         }
         # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
         self.restarts = {k: v for k, v in self.restarts.items() if k in connectors or k in tasks}
+        self.view_version += 1
         return {"ok": True, "generation": generation}
 
     @replicated
@@ -213,6 +223,7 @@ class ClusterStateMachine(SyncObjConsumer):
         keys = ([name] if connector else []) + [_task_key(name, int(t)) for t in tasks]
         for key in keys:
             self.restarts[key] = self.restarts.get(key, 0) + 1
+        self.view_version += 1
         return {"ok": True, "restarts": {k: self.restarts[k] for k in keys}}
 
     # -------------------------------------------------------- replicated: metadata
@@ -236,6 +247,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 rec["target_state"] = target_state
         rec["config"] = dict(config)
         rec["config_seq"] = self.config_seq
+        self.view_version += 1
         return {"ok": True, "created": created}
 
     @replicated
@@ -248,6 +260,7 @@ class ClusterStateMachine(SyncObjConsumer):
         del self.connectors[name]
         self.statuses.pop(name, None)
         self.topics.pop(name, None)
+        self.view_version += 1
         # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
         return {"ok": True}
 
@@ -260,6 +273,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
         rec["target_state"] = target_state
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
@@ -277,6 +291,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 return Rejected(why)
         if rec["tasks"] != task_configs:
             rec["tasks"] = [dict(t) for t in task_configs]
+            self.view_version += 1
             # Statuses of tasks that no longer exist are dropped.
             st = self.statuses.get(name)
             if st:
@@ -351,6 +366,7 @@ class ClusterStateMachine(SyncObjConsumer):
         """First leader of a new cluster: the store the cluster starts on (``runnode --metadata-store``)."""
         if not self.store_initialized:
             self.store_initialized = True
+            self.view_version += 1
             if not (self.connectors or self.offsets):  # data already in raft stays there (switch to move it)
                 self.active_store = name
         return {"ok": True, "active_store": self.active_store}
@@ -407,6 +423,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"switch {switch_id} is in phase {sw['phase']}, not verify")
         self.previous_store = sw["source"]
         self.active_store = sw["target"]
+        self.view_version += 1
         sw["phase"] = "committed"
         sw["progress"] = dict(sw["progress"], digest=digest)
         sw["updated_at"] = now
@@ -432,6 +449,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if closed or self.active_store == STORE_RAFT:
             return closed or Rejected("the active metadata store raft cannot be cleared", 409)
         self.connectors, self.statuses, self.offsets, self.topics = {}, {}, {}, {}
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
@@ -446,6 +464,7 @@ class ClusterStateMachine(SyncObjConsumer):
         closed = self._raft_store_importable()
         if closed:
             return closed
+        self.view_version += 1
         for name, kinds, record, statuses, offsets, *rest in items:  # entries logged before topics had 5 fields
             self._import_one(name, kinds, record, statuses, offsets)
             if "statuses" in kinds:

@@ -107,3 +107,41 @@ def test_status_never_reports_leader_of_a_term_it_does_not_lead(raft_dir):
         assert torn["term"] == st["term"] + 1 and torn["state"] == "FOLLOWER"
     finally:
         node.destroy()
+
+
+def test_view_version_moves_with_what_workers_run_and_not_with_reports(raft_dir):
+    """The coordinator rebuilds views when ``view_version`` moves: it must move on every change a view is
+    made of, and stay put under status reports, offset commits and topics (most of a busy log)."""
+    node = start(raft_dir, free_port())
+    try:
+        st = node.state
+        seen = [st.view_version]
+
+        def moved() -> bool:
+            seen.append(st.view_version)
+            return seen[-1] != seen[-2]
+
+        node.propose("_become_coordinator", node.term, "n1")
+        assert moved()
+        node.propose("_put_connector_config", "c", {"k": "v"}, None, True)
+        assert moved()
+        node.propose("_set_assignment", node.term, 1, {"c": "w1"}, {"c-0": "w1"})
+        assert moved()
+        node.propose("_put_task_configs", "c", "w1", 1, [{"t": "0"}])
+        assert moved()
+        node.propose("_put_task_configs", "c", "w1", 1, [{"t": "0"}])  # the same configs again
+        assert not moved()
+        node.propose("_put_status", "c", 0, "w1", 1, {"state": "RUNNING", "trace": None})
+        node.propose("_commit_offsets", "c", 0, "w1", 1, [["p", {"f": 1}, {"position": 1}]])
+        node.propose("_put_topics", "c", ["t"])
+        assert not moved()
+        node.propose("_put_target_state", "c", "PAUSED")
+        assert moved()
+        node.propose("_request_restart", "c", False, [0])
+        assert moved()
+        node.propose("_register_member", "w1", {"roles": ["worker"], "weight": 2.0})
+        assert moved()
+        node.propose("_delete_connector", "c")
+        assert moved()
+    finally:
+        node.destroy()

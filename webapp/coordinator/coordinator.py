@@ -78,6 +78,7 @@ class GroupCoordinator:
         self._inputs_sig: Any = None
         self._views: dict[str, tuple[Any, dict[str, Any], str]] = {}  # worker -> (marker, view, digest)
         self._view_epoch = 0
+        self._owned_index: tuple[dict[str, Any], dict[str, tuple[list[str], list[str]]]] | None = None
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -157,12 +158,18 @@ class GroupCoordinator:
                     **extra}
         return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
 
+    def _view_marker(self) -> tuple[int, int]:
+        """What a cached view depends on: the state machine's ``view_version`` (assignment, configs, task
+        configs, restarts, members: not the status reports and offset commits that make up most of the
+        log under load) and the pokes (a metadata store other than Raft changes without a Raft write)."""
+        return (self.raft.state.view_version, self._view_epoch)
+
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
-        """``(worker_view, its digest)``, rebuilt only when a replicated write, a poke or a member change
-        may have changed it (building one reads every connector of the worker)."""
-        marker = (self._applied_index(), self._view_epoch)
+        """``(worker_view, its digest)``, rebuilt only when the :meth:`_view_marker` moved (building one
+        reads every connector of the worker)."""
+        marker = self._view_marker()
         hit = self._views.get(worker_id)
-        if hit is not None and hit[0] == marker and marker[0] is not None:
+        if hit is not None and hit[0] == marker:
             return hit[1], hit[2]
         view = self.worker_view(worker_id)
         digest = hashlib.sha1(json.dumps(view, sort_keys=True).encode()).hexdigest()
@@ -262,6 +269,7 @@ class GroupCoordinator:
         (the worker restarts an instance when it changes).
         """
         a = self.raft.state.assignment
+        owned_connectors, owned_tasks = self._owned(a).get(worker_id, ((), ()))
         view: dict[str, Any] = {"worker_id": worker_id, "generation": a["generation"], "epoch": a["epoch"],
                                 "connectors": {}, "tasks": {}}
         records: dict[str, Any] = {}
@@ -271,16 +279,14 @@ class GroupCoordinator:
                 records[name] = self.store.get_connector(name)
             return records[name]
 
-        for name, owner in a["connectors"].items():
+        for name in owned_connectors:
             rec = record(name)
-            if owner == worker_id and rec is not None:
+            if rec is not None:
                 view["connectors"][name] = {"config": rec.config, "target_state": rec.target_state,
                                             "generation": a["assigned_at"].get(name, a["generation"]),
                                             "tasks": rec.tasks,
                                             "restart": self.raft.state.restart_seq(name)}
-        for key, owner in a["tasks"].items():
-            if owner != worker_id:
-                continue
+        for key in owned_tasks:
             name, _, num = key.rpartition("-")
             rec = record(name)
             if rec is None or int(num) >= len(rec.tasks) or rec.target_state == TargetState.STOPPED:
@@ -291,6 +297,21 @@ class GroupCoordinator:
                                   "generation": a["assigned_at"].get(key, a["generation"]),
                                   "restart": self.raft.state.restart_seq(key)}
         return view
+
+    def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
+        """``{worker_id: (connector names, task keys)}`` of ``assignment``, in its order; built once per
+        committed assignment (a new generation replaces the dict), so building every worker's view is
+        one pass over the assignment instead of one per worker."""
+        cached = self._owned_index
+        if cached is not None and cached[0] is assignment:
+            return cached[1]
+        index: dict[str, tuple[list[str], list[str]]] = {}
+        for name, owner in assignment["connectors"].items():
+            index.setdefault(owner, ([], []))[0].append(name)
+        for key, owner in assignment["tasks"].items():
+            index.setdefault(owner, ([], []))[1].append(key)
+        self._owned_index = (assignment, index)
+        return index
 
     def dispatch(self, force: bool = False) -> None:
         """Send each live worker its view if it changed since last sent (or ``force``)."""
@@ -314,6 +335,7 @@ class GroupCoordinator:
             # Grace: every registered worker gets one full session before it can expire.
             self.last_seen = {w: now for w, m in self.raft.state.members.items() if "worker" in m.get("roles", [])}
             self._sent_views.clear()
+            self._views.clear()  # a snapshot installed while following may have reset view_version
             self._inputs_sig = None
         log.info("coordinator: active for epoch %s", term)
 
@@ -349,9 +371,10 @@ class GroupCoordinator:
                 if self.active:
                     self.expire_sessions()
                     # rebalance and dispatch read every connector: only when something may have
-                    # changed (a poke, a replicated write, a member came or went) or every 5 s,
-                    # so an idle cluster of thousands of tasks costs nothing here
-                    marker = (self._applied_index(), tuple(sorted(self.live_workers())))
+                    # changed (a poke, a replicated write that can change a view, a member came or
+                    # went) or every 5 s, so neither an idle cluster of thousands of tasks nor a busy
+                    # one's status reports and offset commits make it rebuild anything here
+                    marker = (self._view_marker(), tuple(sorted(self.live_workers())))
                     now = time.monotonic()
                     if woken or marker != last_marker or now - last_full >= 5.0:
                         self.rebalance()
@@ -361,12 +384,6 @@ class GroupCoordinator:
                 log.warning("coordinator: %s", exc)
             except Exception:
                 log.exception("coordinator loop error")
-
-    def _applied_index(self) -> int | None:
-        try:
-            return self.raft.status()["applied_index"]
-        except Exception:  # no status (stopping): count as a change
-            return None
 
     def poke(self) -> None:
         """Ask the loop to re-evaluate now (after a config or target-state change)."""
