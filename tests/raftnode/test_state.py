@@ -145,3 +145,34 @@ def test_view_version_moves_with_what_workers_run_and_not_with_reports(raft_dir)
         assert moved()
     finally:
         node.destroy()
+
+
+def test_reads_are_deep_copies_of_json_shaped_records():
+    """The reads use ``json_copy`` instead of ``copy.deepcopy`` (expand=status at scale): same result, and a
+    caller changing what it read never changes the replicated state."""
+    import copy
+
+    from raftnode.state import ClusterStateMachine, json_copy
+
+    value = {"a": [1, {"b": [2.5, None, True]}, ("t", {"u": "v"})], "c": {"d": {"e": "f"}}, "n": None}
+    copied = json_copy(value)
+    assert copied == copy.deepcopy(value)
+    copied["a"][1]["b"].append(3)
+    copied["c"]["d"]["e"] = "changed"
+    copied["a"][2][1]["u"] = "changed"
+    assert value == {"a": [1, {"b": [2.5, None, True]}, ("t", {"u": "v"})], "c": {"d": {"e": "f"}}, "n": None}
+
+    st = ClusterStateMachine()
+    st.connectors["c"] = {"config": {"k": "v"}, "target_state": "STARTED", "tasks": [{"t": "0"}], "created": 1}
+    st.statuses["c"] = {"connector": {"state": "RUNNING", "worker_id": "w"}, "tasks": {"0": {"state": "RUNNING"}}}
+    st.offsets["c"] = {"p": [{"f": 1}, {"position": 1}]}
+    rec, status, offsets = st.connector("c"), st.status("c"), st.connector_offsets("c")
+    rec["config"]["k"] = rec["tasks"][0]["t"] = "x"
+    status["connector"]["state"] = status["tasks"]["0"]["state"] = "FAILED"
+    offsets["p"][1]["position"] = 99
+    assert st.connectors["c"]["config"] == {"k": "v"} and st.connectors["c"]["tasks"] == [{"t": "0"}]
+    assert st.statuses["c"]["connector"]["state"] == "RUNNING" and st.statuses["c"]["tasks"]["0"]["state"] == "RUNNING"
+    assert st.offsets["c"]["p"][1] == {"position": 1}
+    snap = st.snapshot()
+    snap["connectors"]["c"]["config"]["k"] = "y"
+    assert st.connectors["c"]["config"] == {"k": "v"}
