@@ -513,14 +513,15 @@ def main() -> int:
         row("RSS per Raft member (max of 1 s samples; after the restart: new processes)",
             ", ".join(f"{k} {mib(v)}" for k, v in rss.peak.items()), "goal <= 1 GB each")
     finally:
+        # the members first: they run in their own sessions and would outlive an interrupted run
+        for w in workers:
+            w.stop()
+        cluster.stop(timeout=20)
+        pool.shutdown(wait=False, cancel_futures=True)
+        rss.stop()
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(60)
-        for w in workers:
-            w.stop()
-        pool.shutdown(wait=False, cancel_futures=True)
-        rss.stop()
-        cluster.stop()
     load_end = os.getloadavg()
     if not args.no_record:
         out = Path(__file__).with_name("RESULTS.md")
