@@ -128,3 +128,25 @@ def test_views_cut_the_assignment_into_disjoint_complete_parts(cluster):
     views = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2")}
     assert sorted(k for v in views.values() for k in v["tasks"]) == sorted(after["tasks"])
     assert all(after["tasks"][k] == w for w, v in views.items() for k in v["tasks"])
+
+
+def test_a_new_coordinator_gives_grace_to_workers_with_work_not_to_every_registered_member(cluster):
+    """Members stay registered after their session expired: a new leader that counted them live moved
+    tasks onto dead workers and back again once their grace ran out."""
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 3, "b": 3})
+    coordinator.leave("w3")  # as an expired session: still a registered member, owns nothing now
+    before = dict(raft.state.assignment["tasks"])
+    assert "w3" in raft.state.members and "w3" not in before.values()
+    assert {"w1", "w2"} == set(before.values())
+
+    coordinator.on_leader_change(False, raft.term)  # a leader change: the next activation starts afresh
+    coordinator.on_leader_change(True, raft.term)
+    wait_for(lambda: coordinator.active, 15, interval=0.02, what="the coordinator to become active again")
+    assert set(coordinator.live_workers()) == {"w1", "w2"}
+    coordinator.rebalance()
+    assert raft.state.assignment["tasks"] == before  # nothing moved onto w3
+
+    # a live worker that owns nothing joins with its next heartbeat, and gets work then
+    coordinator.heartbeat("w3", MEMBER, {})
+    assert "w3" in set(raft.state.assignment["tasks"].values())
