@@ -100,7 +100,7 @@ class SimWorker:
         self.pool = pool
         self.commit_interval = commit_interval
         self.member = {"rest_address": f"sim/{worker_id}", "weight": 1.0, "roles": ["worker"], "raft_address": None}
-        self._local = threading.local()
+        self._client = ControlPlaneClient(addresses, SECRET, worker_id, timeout=30.0)
         self._stop = threading.Event()
         self._cv = threading.Condition()
         self._pending: dict[str, Any] | None = None
@@ -116,11 +116,9 @@ class SimWorker:
         self.threads: list[threading.Thread] = []
 
     def client(self) -> ControlPlaneClient:
-        """This thread's client for this worker (a requests session is not shared between threads)."""
-        c = getattr(self._local, "client", None)
-        if c is None:
-            c = self._local.client = ControlPlaneClient(self.addresses, SECRET, self.worker_id, timeout=30.0)
-        return c
+        """The worker's one client, shared by its threads as a real agent shares its own (so a worker keeps
+        at most the session's pool of connections to a member open, as an agent does)."""
+        return self._client
 
     def start(self) -> None:
         for target, name in ((self._heartbeat_loop, "hb"), (self._reconcile_loop, "rc"), (self._commit_loop, "oc")):
