@@ -55,7 +55,6 @@ beside this script with the machine and the load average.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -121,6 +120,7 @@ class SimWorker:
         return self._client
 
     def start(self) -> None:
+        """Start heartbeating (the first heartbeat joins), reconciling and committing offsets."""
         for target, name in ((self._heartbeat_loop, "hb"), (self._reconcile_loop, "rc"), (self._commit_loop, "oc")):
             t = threading.Thread(target=target, name=f"{self.worker_id}-{name}", daemon=True)
             t.start()
@@ -258,6 +258,7 @@ class RssSampler:
 
     @staticmethod
     def rss(pid: int) -> int:
+        """VmRSS of ``pid`` in bytes (0 when it is gone)."""
         try:
             with open(f"/proc/{pid}/status") as fh:
                 for line in fh:
@@ -327,10 +328,12 @@ def raft_term(node) -> int:
 
 
 def fmt_ms(values: list[float]) -> str:
+    """``"p50 x ms, p99 y ms"`` of latencies in seconds."""
     return f"p50 {quantile(values, 0.5) * 1000:.1f} ms, p99 {quantile(values, 0.99) * 1000:.1f} ms"
 
 
 def mib(n: int) -> str:
+    """Bytes as MiB, one decimal."""
     return f"{n / 2**20:,.1f} MiB"
 
 
@@ -432,7 +435,7 @@ def main() -> int:
                 w.stop()
             alive = [w for w in alive if w not in lost]
 
-            def moved_away() -> bool:
+            def moved_away(lost_ids: set[str] = lost_ids) -> bool:
                 a = leader.request("GET", "/raftconnect/v1/assignment")
                 return not any(o in lost_ids for o in a["tasks"].values()) and not any(
                     o in lost_ids for o in a["connectors"].values())
