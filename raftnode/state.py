@@ -99,8 +99,10 @@ class ClusterStateMachine(SyncObjConsumer):
         view_version: counts the applied commands that may change what a worker is told to run
             (members, the assignment, restart counters, connector configs, target states, task
             configs, imports, the active store) — not status reports, offset commits or topics,
-            which are most of the log under load. The coordinator rebuilds workers' views only
-            when it moved (see ``GroupCoordinator``).
+            which are most of the log under load. ``connector_versions`` (``{name:
+            view_version of its last change}``) and ``views_version`` (changes that may touch every
+            view: imports, clears, the active store) let the coordinator rebuild only the views of
+            the workers a change concerns (see ``GroupCoordinator``).
 
     The connector metadata here is the ``raft`` store's. While another store is
     active it is not served and plain metadata writes are refused (the ``raft``
@@ -127,6 +129,18 @@ class ClusterStateMachine(SyncObjConsumer):
         self.config_seq = 0
         self.restarts: dict[str, int] = {}
         self.view_version = 0
+        self.views_version = 0
+        self.connector_versions: dict[str, int] = {}
+
+    def _connector_changed(self, name: str) -> None:
+        """Apply-side bookkeeping: connector ``name``'s config, target state or task configs changed."""
+        self.view_version += 1
+        self.connector_versions[name] = self.view_version
+
+    def _views_changed(self) -> None:
+        """Apply-side bookkeeping: a change that may touch every view (imports, clears, the active store)."""
+        self.view_version += 1
+        self.views_version += 1
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -269,7 +283,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 rec["target_state"] = target_state
         rec["config"] = dict(config)
         rec["config_seq"] = self.config_seq
-        self.view_version += 1
+        self._connector_changed(name)
         return {"ok": True, "created": created}
 
     @replicated
@@ -282,7 +296,8 @@ class ClusterStateMachine(SyncObjConsumer):
         del self.connectors[name]
         self.statuses.pop(name, None)
         self.topics.pop(name, None)
-        self.view_version += 1
+        self._connector_changed(name)
+        del self.connector_versions[name]  # a view naming it sees None instead of its last version
         # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
         return {"ok": True}
 
@@ -295,7 +310,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
         rec["target_state"] = target_state
-        self.view_version += 1
+        self._connector_changed(name)
         return {"ok": True}
 
     @replicated
@@ -313,7 +328,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 return Rejected(why)
         if rec["tasks"] != task_configs:
             rec["tasks"] = [dict(t) for t in task_configs]
-            self.view_version += 1
+            self._connector_changed(name)
             # Statuses of tasks that no longer exist are dropped.
             st = self.statuses.get(name)
             if st:
@@ -388,7 +403,7 @@ class ClusterStateMachine(SyncObjConsumer):
         """First leader of a new cluster: the store the cluster starts on (``runnode --metadata-store``)."""
         if not self.store_initialized:
             self.store_initialized = True
-            self.view_version += 1
+            self._views_changed()
             if not (self.connectors or self.offsets):  # data already in raft stays there (switch to move it)
                 self.active_store = name
         return {"ok": True, "active_store": self.active_store}
@@ -445,7 +460,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"switch {switch_id} is in phase {sw['phase']}, not verify")
         self.previous_store = sw["source"]
         self.active_store = sw["target"]
-        self.view_version += 1
+        self._views_changed()
         sw["phase"] = "committed"
         sw["progress"] = dict(sw["progress"], digest=digest)
         sw["updated_at"] = now
@@ -471,7 +486,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if closed or self.active_store == STORE_RAFT:
             return closed or Rejected("the active metadata store raft cannot be cleared", 409)
         self.connectors, self.statuses, self.offsets, self.topics = {}, {}, {}, {}
-        self.view_version += 1
+        self._views_changed()
         return {"ok": True}
 
     @replicated
@@ -486,7 +501,7 @@ class ClusterStateMachine(SyncObjConsumer):
         closed = self._raft_store_importable()
         if closed:
             return closed
-        self.view_version += 1
+        self._views_changed()
         for name, kinds, record, statuses, offsets, *rest in items:  # entries logged before topics had 5 fields
             self._import_one(name, kinds, record, statuses, offsets)
             if "statuses" in kinds:

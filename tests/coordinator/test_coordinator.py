@@ -150,3 +150,26 @@ def test_a_new_coordinator_gives_grace_to_workers_with_work_not_to_every_registe
     # a live worker that owns nothing joins with its next heartbeat, and gets work then
     coordinator.heartbeat("w3", MEMBER, {})
     assert "w3" in set(raft.state.assignment["tasks"].values())
+
+
+def test_a_connector_change_rebuilds_only_the_views_that_name_it(cluster, monkeypatch):
+    raft, store, coordinator = cluster
+    workers = ["w1", "w2", "w3"]
+    a = _setup(store, coordinator, workers, {f"s{i}": 1 for i in range(6)})
+    views = {w: coordinator.heartbeat(w, MEMBER, {}) for w in workers}
+
+    def named(view, name):
+        return name in view["connectors"] or any(t["connector"] == name for t in view["tasks"].values())
+
+    # a one-task connector is in at most two views (its instance's and its task's)
+    name = next(n for n in (f"s{i}" for i in range(6)) if sum(named(v, n) for v in views.values()) < 3)
+    built = _counting(coordinator, monkeypatch)
+    store.put_task_configs(name, [{"task.index": "0", "v": "2"}], worker_id=a["connectors"][name],
+                           generation=a["assigned_at"][name])
+    after = {w: coordinator.heartbeat(w, MEMBER, {"view_digest": views[w]["digest"]}) for w in workers}
+    concerned = {w for w in workers if named(views[w], name)}
+    assert sorted(built) == sorted(concerned)
+    for w in workers:
+        assert ("unchanged" in after[w]) is (w not in concerned)
+    task_owner = a["tasks"][f"{name}-0"]
+    assert after[task_owner]["tasks"][f"{name}-0"]["config"]["v"] == "2"

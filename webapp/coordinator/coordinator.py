@@ -78,7 +78,7 @@ class GroupCoordinator:
         self._inputs_sig: Any = None
         self._views: dict[str, tuple[Any, dict[str, Any], str]] = {}  # worker -> (marker, view, digest)
         self._view_epoch = 0
-        self._owned_index: tuple[dict[str, Any], dict[str, tuple[list[str], list[str]]]] | None = None
+        self._owned_index: tuple[dict[str, Any], dict[str, tuple[list[str], list[str], list[str]]]] | None = None
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -159,15 +159,30 @@ class GroupCoordinator:
         return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
 
     def _view_marker(self) -> tuple[int, int]:
-        """What a cached view depends on: the state machine's ``view_version`` (assignment, configs, task
-        configs, restarts, members: not the status reports and offset commits that make up most of the
-        log under load) and the pokes (a metadata store other than Raft changes without a Raft write)."""
+        """What the loop watches before rebalancing: the state machine's ``view_version`` (assignment,
+        configs, task configs, restarts, members: not the status reports and offset commits that make up
+        most of the log under load) and the pokes (a metadata store other than Raft changes without a
+        Raft write). Each cached view has its own, narrower marker (:meth:`_worker_marker`)."""
         return (self.raft.state.view_version, self._view_epoch)
 
+    def _worker_marker(self, worker_id: str) -> tuple:
+        """What ``worker_id``'s view is made of, cheaply: the assignment's generation and epoch, the
+        versions of the connectors it names (``ClusterStateMachine.connector_versions``), the restart
+        counters of its instances, changes that touch every view, and the pokes. A change to another
+        worker's connectors leaves it as it was: at 5,000 connectors over 50 workers, rebuilding every
+        view for each connector's task configs took half of the leader's time."""
+        st = self.raft.state
+        a = st.assignment
+        connectors, tasks, names = self._owned(a).get(worker_id, ((), (), ()))
+        versions, restarts = st.connector_versions, st.restarts
+        return (a["generation"], a["epoch"], st.views_version, self._view_epoch,
+                tuple(versions.get(n) for n in names),
+                tuple(restarts.get(k, 0) for k in connectors), tuple(restarts.get(k, 0) for k in tasks))
+
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
-        """``(worker_view, its digest)``, rebuilt only when the :meth:`_view_marker` moved (building one
+        """``(worker_view, its digest)``, rebuilt only when the :meth:`_worker_marker` moved (building one
         reads every connector of the worker)."""
-        marker = self._view_marker()
+        marker = self._worker_marker(worker_id)
         hit = self._views.get(worker_id)
         if hit is not None and hit[0] == marker:
             return hit[1], hit[2]
@@ -269,7 +284,7 @@ class GroupCoordinator:
         (the worker restarts an instance when it changes).
         """
         a = self.raft.state.assignment
-        owned_connectors, owned_tasks = self._owned(a).get(worker_id, ((), ()))
+        owned_connectors, owned_tasks, _ = self._owned(a).get(worker_id, ((), (), ()))
         view: dict[str, Any] = {"worker_id": worker_id, "generation": a["generation"], "epoch": a["epoch"],
                                 "connectors": {}, "tasks": {}}
         records: dict[str, Any] = {}
@@ -298,18 +313,20 @@ class GroupCoordinator:
                                   "restart": self.raft.state.restart_seq(key)}
         return view
 
-    def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
-        """``{worker_id: (connector names, task keys)}`` of ``assignment``, in its order; built once per
-        committed assignment (a new generation replaces the dict), so building every worker's view is
-        one pass over the assignment instead of one per worker."""
+    def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str], list[str]]]:
+        """``{worker_id: (connector names, task keys, names of every connector either belongs to)}`` of
+        ``assignment``, in its order; built once per committed assignment (a new generation replaces the
+        dict), so building every worker's view is one pass over the assignment instead of one per worker."""
         cached = self._owned_index
         if cached is not None and cached[0] is assignment:
             return cached[1]
-        index: dict[str, tuple[list[str], list[str]]] = {}
+        index: dict[str, tuple[list[str], list[str], list[str]]] = {}
         for name, owner in assignment["connectors"].items():
-            index.setdefault(owner, ([], []))[0].append(name)
+            index.setdefault(owner, ([], [], []))[0].append(name)
         for key, owner in assignment["tasks"].items():
-            index.setdefault(owner, ([], []))[1].append(key)
+            index.setdefault(owner, ([], [], []))[1].append(key)
+        for connectors, tasks, names in index.values():
+            names.extend(sorted(set(connectors) | {k.rpartition("-")[0] for k in tasks}))
         self._owned_index = (assignment, index)
         return index
 
