@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench soak chaos fuzz cluster clean
+.PHONY: setup demo test test-fast bench scale soak chaos fuzz cluster clean
 
 setup: $(STAMP) frontend chromium
 
@@ -74,6 +74,14 @@ bench: setup
 	$(PY) benchmarks/rest/run.py
 	$(PY) benchmarks/transforms/run.py
 	$(PY) benchmarks/jdbc/run.py
+
+# The control plane at scale: 3 Raft members plus simulated workers on the real signed protocol
+# (benchmarks/scale/run.py; issue 16's full scale by default: 10,000 connectors, 100,000 tasks, 100 workers,
+# which takes long on a small machine). Not part of `make bench`. SCALE_ARGS e.g.
+# "--connectors 500 --workers 20".
+SCALE_ARGS ?=
+scale: setup
+	$(PY) benchmarks/scale/run.py $(SCALE_ARGS)
 
 # 30 minutes of a running pipeline plus connector churn; RSS and threads sampled (benchmarks/soak/run.py).
 # SOAK_ARGS e.g. "--minutes 60 --churn-seconds 2".

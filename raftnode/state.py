@@ -20,7 +20,8 @@ from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
 
-__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING", "LEGACY_COMMANDS"]
+__all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING", "LEGACY_COMMANDS",
+           "json_copy"]
 
 #: The replicated commands of the first journals, in pysyncobj's numbering order. pysyncobj numbers
 #: a consumer's replicated methods by sorting their names and logs that number, not the name: a new
@@ -59,6 +60,28 @@ def _task_key(connector: str, task: int) -> str:
     return f"{connector}-{task}"
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped ``value`` (dicts, lists, tuples and scalars), as ``copy.deepcopy`` gives.
+
+    What the state holds is JSON-shaped (configs, task configs, statuses, offsets), so no memo of
+    shared or cyclic objects is needed: measured at 10,000 connectors of 10 tasks, the reads behind
+    ``GET /connectors?expand=status`` spent three quarters of their time in ``copy.deepcopy``.
+    Anything else (never stored here) is handed to ``copy.deepcopy``.
+    """
+    if isinstance(value, dict):
+        return {k: v if v.__class__ in _SCALARS else json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if v.__class__ in _SCALARS else json_copy(v) for v in value]
+    if value.__class__ in _SCALARS:
+        return value
+    if isinstance(value, tuple):
+        return tuple(json_copy(v) for v in value)
+    return copy.deepcopy(value)
+
+
 class ClusterStateMachine(SyncObjConsumer):
     """Replicated cluster state (a pysyncobj ``SyncObjConsumer``).
 
@@ -94,6 +117,13 @@ class ClusterStateMachine(SyncObjConsumer):
             password: the proposer hashes it.
         tokens: ``{sha256 hex digest of the key: {"user": name, "name": token name,
             "created": float, "expires": float | None}}``; (user, name) is unique. Never a key.
+        view_version: counts the applied commands that may change what a worker is told to run
+            (members, the assignment, restart counters, connector configs, target states, task
+            configs, imports, the active store) — not status reports, offset commits or topics,
+            which are most of the log under load. ``connector_versions`` (``{name:
+            view_version of its last change}``) and ``views_version`` (changes that may touch every
+            view: imports, clears, the active store) let the coordinator rebuild only the views of
+            the workers a change concerns (see ``GroupCoordinator``).
 
     The connector metadata here is the ``raft`` store's. While another store is
     active it is not served and plain metadata writes are refused (the ``raft``
@@ -121,16 +151,30 @@ class ClusterStateMachine(SyncObjConsumer):
         self.restarts: dict[str, int] = {}
         self.users: dict[str, dict[str, Any]] = {}
         self.tokens: dict[str, dict[str, Any]] = {}
+        self.view_version = 0
+        self.views_version = 0
+        self.connector_versions: dict[str, int] = {}
 
     def _deserialize(self, data: dict[str, Any]) -> None:
-        """Load a snapshot; one written before users and tokens existed leaves them empty."""
+        """Load a snapshot; one written before users, tokens or view versions existed leaves them empty."""
         self.users, self.tokens = {}, {}
+        self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         super()._deserialize(data)
+
+    def _connector_changed(self, name: str) -> None:
+        """Apply-side bookkeeping: connector ``name``'s config, target state or task configs changed."""
+        self.view_version += 1
+        self.connector_versions[name] = self.view_version
+
+    def _views_changed(self) -> None:
+        """Apply-side bookkeeping: a change that may touch every view (imports, clears, the active store)."""
+        self.view_version += 1
+        self.views_version += 1
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the whole state, for views that need a consistent read."""
-        return copy.deepcopy(self._serialize())
+        return json_copy(self._serialize())
 
     def connector_names(self) -> list[str]:
         """Names of the configured connectors, sorted."""
@@ -139,15 +183,15 @@ class ClusterStateMachine(SyncObjConsumer):
     def connector(self, name: str) -> dict[str, Any] | None:
         """A deep copy of one connector's record, or ``None``."""
         rec = self.connectors.get(name)
-        return copy.deepcopy(rec) if rec is not None else None
+        return json_copy(rec) if rec is not None else None
 
     def status(self, name: str) -> dict[str, Any]:
         """A deep copy of one connector's statuses (empty shape when none)."""
-        return copy.deepcopy(self.statuses.get(name, {"connector": None, "tasks": {}}))
+        return json_copy(self.statuses.get(name, {"connector": None, "tasks": {}}))
 
     def connector_offsets(self, name: str) -> dict[str, list]:
         """``{partition_key: [partition, offset]}`` committed for ``name``."""
-        return copy.deepcopy(self.offsets.get(name, {}))
+        return json_copy(self.offsets.get(name, {}))
 
     def restart_seq(self, key: str) -> int:
         """The restart counter of connector ``name`` or task ``name-i`` (0 when never restarted)."""
@@ -219,11 +263,13 @@ class ClusterStateMachine(SyncObjConsumer):
     @replicated
     def _register_member(self, node_id: str, info: dict[str, Any]) -> dict[str, Any]:
         self.members[node_id] = dict(info)
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
     def _remove_member(self, node_id: str) -> dict[str, Any]:
         self.members.pop(node_id, None)
+        self.view_version += 1
         return {"ok": True}
 
     @replicated
@@ -232,6 +278,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
         self.epoch = epoch
         self.assignment["leader"] = leader
+        self.view_version += 1
         return {"ok": True, "epoch": epoch}
 
     @replicated
@@ -252,6 +299,7 @@ class ClusterStateMachine(SyncObjConsumer):
         }
         # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
         self.restarts = {k: v for k, v in self.restarts.items() if k in connectors or k in tasks}
+        self.view_version += 1
         return {"ok": True, "generation": generation}
 
     @replicated
@@ -260,6 +308,7 @@ class ClusterStateMachine(SyncObjConsumer):
         keys = ([name] if connector else []) + [_task_key(name, int(t)) for t in tasks]
         for key in keys:
             self.restarts[key] = self.restarts.get(key, 0) + 1
+        self.view_version += 1
         return {"ok": True, "restarts": {k: self.restarts[k] for k in keys}}
 
     # -------------------------------------------------------- replicated: metadata
@@ -283,6 +332,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 rec["target_state"] = target_state
         rec["config"] = dict(config)
         rec["config_seq"] = self.config_seq
+        self._connector_changed(name)
         return {"ok": True, "created": created}
 
     @replicated
@@ -295,6 +345,8 @@ class ClusterStateMachine(SyncObjConsumer):
         del self.connectors[name]
         self.statuses.pop(name, None)
         self.topics.pop(name, None)
+        self._connector_changed(name)
+        del self.connector_versions[name]  # a view naming it sees None instead of its last version
         # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
         return {"ok": True}
 
@@ -307,6 +359,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if rec is None:
             return Rejected(f"Connector {name} not found", 404)
         rec["target_state"] = target_state
+        self._connector_changed(name)
         return {"ok": True}
 
     @replicated
@@ -324,6 +377,7 @@ class ClusterStateMachine(SyncObjConsumer):
                 return Rejected(why)
         if rec["tasks"] != task_configs:
             rec["tasks"] = [dict(t) for t in task_configs]
+            self._connector_changed(name)
             # Statuses of tasks that no longer exist are dropped.
             st = self.statuses.get(name)
             if st:
@@ -398,6 +452,7 @@ class ClusterStateMachine(SyncObjConsumer):
         """First leader of a new cluster: the store the cluster starts on (``runnode --metadata-store``)."""
         if not self.store_initialized:
             self.store_initialized = True
+            self._views_changed()
             if not (self.connectors or self.offsets):  # data already in raft stays there (switch to move it)
                 self.active_store = name
         return {"ok": True, "active_store": self.active_store}
@@ -454,6 +509,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"switch {switch_id} is in phase {sw['phase']}, not verify")
         self.previous_store = sw["source"]
         self.active_store = sw["target"]
+        self._views_changed()
         sw["phase"] = "committed"
         sw["progress"] = dict(sw["progress"], digest=digest)
         sw["updated_at"] = now
@@ -479,6 +535,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if closed or self.active_store == STORE_RAFT:
             return closed or Rejected("the active metadata store raft cannot be cleared", 409)
         self.connectors, self.statuses, self.offsets, self.topics = {}, {}, {}, {}
+        self._views_changed()
         return {"ok": True}
 
     @replicated
@@ -493,6 +550,7 @@ class ClusterStateMachine(SyncObjConsumer):
         closed = self._raft_store_importable()
         if closed:
             return closed
+        self._views_changed()
         for name, kinds, record, statuses, offsets, *rest in items:  # entries logged before topics had 5 fields
             self._import_one(name, kinds, record, statuses, offsets)
             if "statuses" in kinds:
@@ -516,7 +574,7 @@ class ClusterStateMachine(SyncObjConsumer):
                                          "config_seq": self.config_seq}
         if "statuses" in kinds:
             if statuses and (statuses.get("connector") or statuses.get("tasks")):
-                self.statuses[name] = copy.deepcopy(statuses)
+                self.statuses[name] = json_copy(statuses)
             else:
                 self.statuses.pop(name, None)
         if "offsets" in kinds:

@@ -107,3 +107,72 @@ def test_status_never_reports_leader_of_a_term_it_does_not_lead(raft_dir):
         assert torn["term"] == st["term"] + 1 and torn["state"] == "FOLLOWER"
     finally:
         node.destroy()
+
+
+def test_view_version_moves_with_what_workers_run_and_not_with_reports(raft_dir):
+    """The coordinator rebuilds views when ``view_version`` moves: it must move on every change a view is
+    made of, and stay put under status reports, offset commits and topics (most of a busy log)."""
+    node = start(raft_dir, free_port())
+    try:
+        st = node.state
+        seen = [st.view_version]
+
+        def moved() -> bool:
+            seen.append(st.view_version)
+            return seen[-1] != seen[-2]
+
+        node.propose("_become_coordinator", node.term, "n1")
+        assert moved()
+        node.propose("_put_connector_config", "c", {"k": "v"}, None, True)
+        assert moved()
+        node.propose("_set_assignment", node.term, 1, {"c": "w1"}, {"c-0": "w1"})
+        assert moved()
+        node.propose("_put_task_configs", "c", "w1", 1, [{"t": "0"}])
+        assert moved()
+        node.propose("_put_task_configs", "c", "w1", 1, [{"t": "0"}])  # the same configs again
+        assert not moved()
+        node.propose("_put_status", "c", 0, "w1", 1, {"state": "RUNNING", "trace": None})
+        node.propose("_commit_offsets", "c", 0, "w1", 1, [["p", {"f": 1}, {"position": 1}]])
+        node.propose("_put_topics", "c", ["t"])
+        assert not moved()
+        node.propose("_put_target_state", "c", "PAUSED")
+        assert moved()
+        node.propose("_request_restart", "c", False, [0])
+        assert moved()
+        node.propose("_register_member", "w1", {"roles": ["worker"], "weight": 2.0})
+        assert moved()
+        node.propose("_delete_connector", "c")
+        assert moved()
+    finally:
+        node.destroy()
+
+
+def test_reads_are_deep_copies_of_json_shaped_records():
+    """The reads use ``json_copy`` instead of ``copy.deepcopy`` (expand=status at scale): same result, and a
+    caller changing what it read never changes the replicated state."""
+    import copy
+
+    from raftnode.state import ClusterStateMachine, json_copy
+
+    value = {"a": [1, {"b": [2.5, None, True]}, ("t", {"u": "v"})], "c": {"d": {"e": "f"}}, "n": None}
+    copied = json_copy(value)
+    assert copied == copy.deepcopy(value)
+    copied["a"][1]["b"].append(3)
+    copied["c"]["d"]["e"] = "changed"
+    copied["a"][2][1]["u"] = "changed"
+    assert value == {"a": [1, {"b": [2.5, None, True]}, ("t", {"u": "v"})], "c": {"d": {"e": "f"}}, "n": None}
+
+    st = ClusterStateMachine()
+    st.connectors["c"] = {"config": {"k": "v"}, "target_state": "STARTED", "tasks": [{"t": "0"}], "created": 1}
+    st.statuses["c"] = {"connector": {"state": "RUNNING", "worker_id": "w"}, "tasks": {"0": {"state": "RUNNING"}}}
+    st.offsets["c"] = {"p": [{"f": 1}, {"position": 1}]}
+    rec, status, offsets = st.connector("c"), st.status("c"), st.connector_offsets("c")
+    rec["config"]["k"] = rec["tasks"][0]["t"] = "x"
+    status["connector"]["state"] = status["tasks"]["0"]["state"] = "FAILED"
+    offsets["p"][1]["position"] = 99
+    assert st.connectors["c"]["config"] == {"k": "v"} and st.connectors["c"]["tasks"] == [{"t": "0"}]
+    assert st.statuses["c"]["connector"]["state"] == "RUNNING" and st.statuses["c"]["tasks"]["0"]["state"] == "RUNNING"
+    assert st.offsets["c"]["p"][1] == {"position": 1}
+    snap = st.snapshot()
+    snap["connectors"]["c"]["config"]["k"] = "y"
+    assert st.connectors["c"]["config"] == {"k": "v"}

@@ -206,10 +206,42 @@ class Herder:
 
     def connector_info(self, name: str) -> dict[str, Any]:
         """Connect's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``."""
-        rec = self._record(name)
+        return self._info(self._record(name), None)
+
+    def _info(self, rec: ConnectorRecord, type_: str | None) -> dict[str, Any]:
+        name = rec.name
         return {"name": name, "config": rec.config,
                 "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != TargetState.STOPPED else [],
-                "type": self._type(rec)}
+                "type": type_ if type_ is not None else self._type(rec)}
+
+    def connectors_expanded(self, expand: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """``GET /connectors?expand=status&expand=info``: ``{name: {"status": ConnectorStateInfo,
+        "info": ConnectorInfo}}`` (each key only when asked), every connector in name order.
+
+        The same shapes as :meth:`connector_status` and :meth:`connector_info`, assembled in one pass:
+        each record is read once for both, the members and the assignment once for the whole list,
+        each ``connector.class`` resolved once. A connector deleted while the list is built is left
+        out (one at a time, it made the whole list a 404).
+        """
+        want_status, want_info = "status" in expand, "info" in expand
+        members = self.members() if want_status else {}
+        assignment = self.assignment() if want_status else None
+        types: dict[str, str] = {}
+        out: dict[str, dict[str, Any]] = {}
+        for name in self.store.connector_names():
+            rec = self.store.get_connector(name)
+            if rec is None:
+                continue
+            cls = rec.config.get("connector.class", "")
+            if cls not in types:
+                types[cls] = self._type(rec)
+            entry: dict[str, Any] = {}
+            if want_status:
+                entry["status"] = self._status(rec, self.store.get_statuses(name), assignment, members, types[cls])
+            if want_info:
+                entry["info"] = self._info(rec, types[cls])
+            out[name] = entry
+        return out
 
     def connector_config(self, name: str) -> dict[str, str]:
         """The connector's config as submitted."""
@@ -222,10 +254,10 @@ class Herder:
             return []
         return [{"id": {"connector": name, "task": i}, "config": cfg} for i, cfg in enumerate(rec.tasks)]
 
-    def _worker_address(self, worker_id: str | None) -> str | None:
+    def _worker_address(self, worker_id: str | None, members: dict[str, Any] | None = None) -> str | None:
         if worker_id is None:
             return None
-        member = self.members().get(worker_id) or {}
+        member = (self.members() if members is None else members).get(worker_id) or {}
         return member.get("rest_address") or worker_id
 
     def connector_status(self, name: str) -> dict[str, Any]:
@@ -236,14 +268,17 @@ class Herder:
         assigned worker, if any).
         """
         rec = self._record(name)
-        statuses = self.store.get_statuses(name)
-        assignment = self.assignment()
+        return self._status(rec, self.store.get_statuses(name), self.assignment(), self.members(), None)
+
+    def _status(self, rec: ConnectorRecord, statuses: dict[str, Any], assignment: dict[str, Any],
+                members: dict[str, Any], type_: str | None) -> dict[str, Any]:
+        name = rec.name
 
         def entry(status: dict | None, owner: str | None, extra: dict) -> dict[str, Any]:
             if status is None or (owner is not None and status.get("worker_id") != owner):
-                out = {"state": State.UNASSIGNED.value, "worker_id": self._worker_address(owner)}
+                out = {"state": State.UNASSIGNED.value, "worker_id": self._worker_address(owner, members)}
             else:
-                out = {"state": status["state"], "worker_id": self._worker_address(status.get("worker_id"))}
+                out = {"state": status["state"], "worker_id": self._worker_address(status.get("worker_id"), members)}
                 if status["state"] == State.FAILED and status.get("trace"):
                     out["trace"] = status["trace"]
             return {**extra, **out}
@@ -256,7 +291,8 @@ class Herder:
             for i in range(len(rec.tasks)):
                 owner = assignment["tasks"].get(f"{name}-{i}")
                 tasks.append(entry(statuses["tasks"].get(str(i)), owner, {"id": i}))
-        return {"name": name, "connector": connector, "tasks": tasks, "type": self._type(rec)}
+        return {"name": name, "connector": connector, "tasks": tasks,
+                "type": type_ if type_ is not None else self._type(rec)}
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         """Connect's ConnectorOffsets: ``{"offsets": [{"partition": {...}, "offset": {...}}]}``."""

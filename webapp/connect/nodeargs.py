@@ -56,6 +56,10 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
                         default=float(env("RAFTCONNECT_SWITCH_HOLD_SECONDS", "0")),
                         help="pause between metadata store switch phases, for drills (default 0)")
     parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
+    parser.add_argument("--rest-connection-limit", type=int,
+                        default=int(env("RAFTCONNECT_REST_CONNECTION_LIMIT", "1000")),
+                        help="client connections the REST server keeps open at once (waitress' own default, "
+                             "100, is below what a leader with 100 workers needs; default 1000)")
     parser.add_argument("--rest-listen", default=env("RAFTCONNECT_REST_LISTEN", ""),
                         help="HOST:PORT the REST API binds when it differs from --rest-address, the address other "
                              "nodes and agents use (Connect's listeners vs rest.advertised.*; default: --rest-address)")

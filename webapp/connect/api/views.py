@@ -155,15 +155,7 @@ class ConnectorsView(ConnectAPIView):
         for e in expand:  # as Connect: unknown expansions are ignored (and logged)
             if e not in ("status", "info"):
                 log.info("Ignoring unknown expansion type %.50r", e)
-        out: dict[str, Any] = {}
-        for name in names:
-            entry: dict[str, Any] = {}
-            if "status" in expand:
-                entry["status"] = h.connector_status(name)
-            if "info" in expand:
-                entry["info"] = h.connector_info(name)
-            out[name] = entry
-        return Response(out)
+        return Response(h.connectors_expanded(expand))
 
     def post(self, request: Request) -> Response:
         body = json_object(request)

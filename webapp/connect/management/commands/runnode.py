@@ -45,6 +45,20 @@ def ensure_admin_user() -> None:
     remember_verified(user, password, obj.password)  # the first request need not hash the password again
 
 
+def rest_server(application, *, host: str, port: int, threads: int, connection_limit: int):
+    """The node's waitress server for ``application`` on ``host:port``.
+
+    ``connection_limit`` is how many client connections waitress keeps open at once; beyond it
+    waitress stops accepting until one closes. Its default of 100 is below what the leader needs at
+    100 workers (each agent keeps its heartbeat and task connections alive, followers forward
+    theirs): found by ``benchmarks/scale``, where the leader stopped answering at 20 simulated workers.
+    """
+    from waitress import create_server
+
+    return create_server(application, host=host.strip("[]"), port=port, threads=threads, ident="raftconnect",
+                         clear_untrusted_proxy_headers=True, connection_limit=connection_limit)
+
+
 class Command(BaseCommand):
     help = "Start a RaftConnect node (REST API, Raft member and/or worker agent)."
 
@@ -52,8 +66,6 @@ class Command(BaseCommand):
         add_node_arguments(parser)
 
     def handle(self, *args, **o) -> None:
-        from waitress import create_server
-
         from webapp.wsgi import application
 
         data_dir = os.environ[environment.DATA_DIR_ENV]
@@ -107,8 +119,8 @@ class Command(BaseCommand):
             node.stop_agent()
             raise CommandError(str(exc)) from exc
         host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)
-        server = create_server(application, host=host.strip("[]"), port=int(port), threads=o["rest_threads"],
-                               ident="raftconnect", clear_untrusted_proxy_headers=True)
+        server = rest_server(application, host=host, port=int(port), threads=o["rest_threads"],
+                             connection_limit=o["rest_connection_limit"])
         stopped = threading.Event()
 
         def shutdown(signum, frame):

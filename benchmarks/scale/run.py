@@ -1,0 +1,546 @@
+#!/usr/bin/env python
+"""Scale benchmark: the control plane with many connectors, tasks and workers (issue 16, item 1).
+
+A 3-member Raft cluster on loopback (``tools.launcher.LocalCluster``, roles ``raft``
+only: no agent, no Spark, no Kafka traffic) plus WORKERS simulated workers. A
+simulated worker is a pair of threads in this process that speaks the real
+internal protocol through the real client (``webapp.runtime.client.ControlPlaneClient``,
+HMAC-signed with the cluster secret): it heartbeats every second (the first
+heartbeat joins; reports are deltas after the first acknowledged one, and it sends
+the digest of the view it runs, as a real agent does), and on every new view it
+"starts" what it was given — posts ``tasks.max`` task configs for each connector it
+owns whose configs are missing, reports the connector RUNNING, reports each of its
+tasks RUNNING (one status report per task, as a ``WorkerTask`` does) — and commits
+one task's offsets every COMMIT_INTERVAL seconds. A worker that is "lost" simply
+stops (no leave message), like a killed agent. The writes of all workers go
+through one pool of CLIENT_THREADS threads.
+
+CONNECTORS connectors (file sources, ``tasks.max`` = TASKS_PER_CONNECTOR) are
+created through the public REST API (``POST /connectors``). Figures, each with its
+goal where the issue sets one:
+
+* **create** — creating the connectors with CREATE_CLIENTS concurrent clients:
+  writes/s, p50/p99 latency of ``POST /connectors``.
+* **full assignment** — from the first create until every connector and every task
+  is assigned and RUNNING (checked through ``GET /connectors?expand=status`` on a
+  follower, so the check does not load the leader).
+* **rebalance, 1 / 10 workers lost** — from the moment the workers stop until every
+  task is assigned and RUNNING again; includes the session timeout (5 s) the
+  coordinator waits before declaring a silent worker dead. Tasks moved against the
+  minimum (the lost workers' tasks), from ``GET /raftconnect/v1/assignment`` before and after.
+* **Raft data** — size of each member's ``raft/`` directory (journal + snapshot), after
+  the load and after the restart.
+* **restart of all three Raft members at once** (``kill -9`` of all, then started
+  again): until the new coordinator has committed an assignment for its epoch, every
+  simulated worker has rejoined (a heartbeat answered after the restart) and every
+  task is assigned and RUNNING. Goal <= 60 s. (The simulated workers keep running,
+  as real agents on worker nodes would; Kafka Connect users report 5-15 minutes at
+  200 connectors.)
+* **``GET /connectors?expand=status``** and **``?expand=info``** on the leader, READS
+  sequential requests each: p50 (and p99, body size). Goal p50 <= 300 ms at 10,000
+  connectors.
+* **RSS** of each Raft member (``VmRSS`` sampled every second, the maximum). Goal <= 1 GB.
+* **offset commits/s** — every worker commits offsets for its tasks as fast as the
+  pool allows, COMMIT_SECONDS long: commits/s and p50/p99.
+
+The issue's full scale is 10,000 connectors, 100,000 tasks, 100 workers (the
+defaults); on a small machine run it smaller (``--connectors 500 --workers 10``)
+and read the table's scale line. ``--py-spy FILE`` records the leader with py-spy
+(raw format) from the first create to the end of the rebalances.
+
+Usage: ``python benchmarks/scale/run.py [--connectors 10000] [--workers 100]
+[--tasks-per-connector 10] [--no-record]``; results are appended to ``RESULTS.md``
+beside this script with the machine and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
+os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
+
+from benchmarks._common import machine, quantile  # noqa: E402
+from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
+from webapp.connectors.api import ConnectorTaskId, SourceOffset  # noqa: E402
+from webapp.runtime.client import ControlPlaneClient, ControlPlaneUnavailable, Fenced  # noqa: E402
+
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+SECRET = "scale-bench-secret"
+
+
+class SimWorker:
+    """One simulated worker: a heartbeat thread and a reconcile thread speaking the internal protocol.
+
+    Args:
+        worker_id: its id (registered in Raft on its first heartbeat).
+        addresses: REST ``host:port`` of the Raft members, tried in order.
+        pool: the shared executor its writes run on.
+        commit_interval: seconds between two background offset commits (0: none).
+    """
+
+    def __init__(self, worker_id: str, addresses: list[str], pool: ThreadPoolExecutor, commit_interval: float):
+        self.worker_id = worker_id
+        self.addresses = addresses
+        self.pool = pool
+        self.commit_interval = commit_interval
+        self.member = {"rest_address": f"sim/{worker_id}", "weight": 1.0, "roles": ["worker"], "raft_address": None}
+        self._client = ControlPlaneClient(addresses, SECRET, worker_id, timeout=30.0)
+        self._stop = threading.Event()
+        self._cv = threading.Condition()
+        self._pending: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self.view: dict[str, Any] | None = None  # the newest full view
+        self.digest: str | None = None
+        self.reported: dict[str, int] = {}  # task key -> generation it was reported RUNNING at
+        self.connectors_reported: dict[str, int] = {}
+        self.incomplete = False  # a write of the last reconcile failed: reconcile again on the next heartbeat
+        self.acked: dict[str, Any] | None = None
+        self.last_ok = 0.0  # time.monotonic() of the last answered heartbeat
+        self.offset_seq = 0
+        self.threads: list[threading.Thread] = []
+
+    def client(self) -> ControlPlaneClient:
+        """The worker's one client, shared by its threads as a real agent shares its own (so a worker keeps
+        at most the session's pool of connections to a member open, as an agent does)."""
+        return self._client
+
+    def start(self) -> None:
+        """Start heartbeating (the first heartbeat joins), reconciling and committing offsets."""
+        for target, name in ((self._heartbeat_loop, "hb"), (self._reconcile_loop, "rc"), (self._commit_loop, "oc")):
+            t = threading.Thread(target=target, name=f"{self.worker_id}-{name}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop(self) -> None:
+        """Stop at once, without leaving the group (a lost worker)."""
+        self._stop.set()
+        with self._cv:
+            self._cv.notify_all()
+
+    # ----------------------------------------------------------------- heartbeat
+    def _running(self) -> dict[str, Any]:
+        with self._lock:
+            view = self.view
+            tasks = {k: {"state": "RUNNING", "connector": k.rpartition("-")[0], "task": int(k.rpartition("-")[2])}
+                     for k, g in self.reported.items()}
+            running: dict[str, Any] = {"generation": view["generation"] if view else -1,
+                                       "connectors": sorted(self.connectors_reported), "tasks": tasks}
+        if self.digest:
+            running["view_digest"] = self.digest
+        return running
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.is_set():
+            running = self._running()
+            report = running
+            if self.acked is not None:
+                report = {**running, "tasks": {k: v for k, v in running["tasks"].items() if self.acked.get(k) != v},
+                          "task_keys": list(running["tasks"]), "tasks_delta": True}
+            self.acked = None
+            try:
+                answer = self.client().heartbeat(self.member, report, timeout=5.0)
+            except (ControlPlaneUnavailable, Fenced, RuntimeError):
+                self._stop.wait(0.2)
+                continue
+            self.last_ok = time.monotonic()
+            self.acked = None if answer.get("report_full") else running["tasks"]
+            if not answer.get("unchanged"):
+                with self._lock:
+                    self.view, self.digest = answer, answer.get("digest")
+                self._offer(answer)
+            elif self.incomplete and self.view is not None:
+                self._offer(self.view)
+            self._stop.wait(1.0)
+
+    def _offer(self, view: dict[str, Any]) -> None:
+        with self._cv:
+            self._pending = view
+            self._cv.notify()
+
+    # ----------------------------------------------------------------- reconcile
+    def _reconcile_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._cv:
+                while self._pending is None and not self._stop.is_set():
+                    self._cv.wait(1.0)
+                view, self._pending = self._pending, None
+            if view is not None and not self._stop.is_set():
+                self.reconcile(view)
+
+    def reconcile(self, view: dict[str, Any]) -> None:
+        """Post what ``view`` asks of a worker that started its connectors and tasks; wait for the writes."""
+        futures = []
+        for name, c in view["connectors"].items():
+            if c["target_state"] == "STOPPED":
+                continue
+            n = int(c["config"].get("tasks.max", "1"))
+            configs = [{"task.index": str(i)} for i in range(n)]
+            if c["tasks"] != configs:
+                futures.append(self.pool.submit(self._call, "tasks", name, None, c["generation"], configs))
+            elif self.connectors_reported.get(name) != c["generation"]:
+                futures.append(self.pool.submit(self._call, "status", name, None, c["generation"], None))
+        for key, t in view["tasks"].items():
+            if self.reported.get(key) != t["generation"]:
+                futures.append(self.pool.submit(self._call, "status", t["connector"], t["task"], t["generation"], None))
+        with self._lock:
+            self.reported = {k: g for k, g in self.reported.items() if k in view["tasks"]}
+            self.connectors_reported = {k: g for k, g in self.connectors_reported.items() if k in view["connectors"]}
+        results = [f.result() for f in futures]
+        self.incomplete = not all(results)
+
+    def _call(self, what: str, name: str, task: int | None, generation: int, configs: Any) -> bool:
+        if self._stop.is_set():
+            return False
+        try:
+            if what == "tasks":
+                self.client().put_task_configs(name, generation, configs)
+                self.client().report_status(name, None, generation, "RUNNING")
+            else:
+                self.client().report_status(name, task, generation, "RUNNING")
+        except (Fenced, ControlPlaneUnavailable, RuntimeError):
+            return False
+        with self._lock:
+            if task is None:
+                self.connectors_reported[name] = generation
+            else:
+                self.reported[f"{name}-{task}"] = generation
+        return True
+
+    # ------------------------------------------------------------------- offsets
+    def commit_one(self) -> bool:
+        """Commit offsets for one of this worker's tasks (round robin); whether the leader took them."""
+        view = self.view
+        if not view or not view["tasks"]:
+            return False
+        keys = list(view["tasks"])
+        self.offset_seq += 1
+        t = view["tasks"][keys[self.offset_seq % len(keys)]]
+        try:
+            self.client().commit_offsets(ConnectorTaskId(t["connector"], t["task"]), t["generation"],
+                                         [SourceOffset({"filename": f"/data/{t['connector']}-{t['task']}"},
+                                                       {"position": self.offset_seq})])
+            return True
+        except (Fenced, ControlPlaneUnavailable, RuntimeError):
+            return False
+
+    def _commit_loop(self) -> None:
+        if self.commit_interval <= 0:
+            return
+        self._stop.wait(random.random() * self.commit_interval)
+        while not self._stop.wait(self.commit_interval):
+            self.commit_one()
+
+
+# ------------------------------------------------------------------------- helpers
+class RssSampler:
+    """Samples VmRSS (bytes) of some pids every second; keeps the maximum per name."""
+
+    def __init__(self):
+        self.pids: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    @staticmethod
+    def rss(pid: int) -> int:
+        """VmRSS of ``pid`` in bytes (0 when it is gone)."""
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            for name, pid in list(self.pids.items()):
+                self.peak[name] = max(self.peak.get(name, 0), self.rss(pid))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def dir_size(path: str) -> int:
+    """Bytes of the files under ``path``."""
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, f))
+            except OSError:
+                pass
+    return total
+
+
+def all_running(client: ConnectClient, connectors: int, tasks_per_connector: int) -> bool:
+    """Whether every connector and ``tasks_per_connector`` tasks of each are RUNNING (one expand=status read)."""
+    body = client.request("GET", "/connectors", params=[("expand", "status")])
+    if len(body) < connectors:
+        return False
+    for entry in body.values():
+        st = entry["status"]
+        if st["connector"]["state"] != "RUNNING" or len(st["tasks"]) != tasks_per_connector:
+            return False
+        if any(t["state"] != "RUNNING" for t in st["tasks"]):
+            return False
+    return True
+
+
+def wait_all_running(follower: ConnectClient, args, timeout: float, what: str, extra=lambda: True) -> float | None:
+    """Poll until every task is RUNNING (and ``extra()``); returns the monotonic time it was first seen, or
+    ``None`` when it was not within ``timeout`` seconds (the row says so and the run goes on)."""
+    try:
+        wait_for(lambda: extra() and all_running(follower, args.connectors, args.tasks_per_connector), timeout,
+                 interval=0.5, what=what)
+    except TimeoutError:
+        return None
+    return time.monotonic()
+
+
+def took(t_done: float | None, t0: float, timeout: float) -> str:
+    """``"12.3 s"``, or that it did not happen within ``timeout``."""
+    return f"not reached within {timeout:.0f} s" if t_done is None else f"{t_done - t0:.1f} s"
+
+
+def raft_term(node) -> int:
+    """The Raft term a member reports (0 when it does not answer)."""
+    try:
+        return int(node.client().request("GET", "/raftconnect/v1/raft")["term"])
+    except Exception:  # noqa: BLE001 - a busy or stopped member
+        return 0
+
+
+def fmt_ms(values: list[float]) -> str:
+    """``"p50 x ms, p99 y ms"`` of latencies in seconds."""
+    return f"p50 {quantile(values, 0.5) * 1000:.1f} ms, p99 {quantile(values, 0.99) * 1000:.1f} ms"
+
+
+def mib(n: int) -> str:
+    """Bytes as MiB, one decimal."""
+    return f"{n / 2**20:,.1f} MiB"
+
+
+# ---------------------------------------------------------------------------- main
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--connectors", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--tasks-per-connector", type=int, default=10)
+    parser.add_argument("--create-clients", type=int, default=16, help="concurrent POST /connectors clients")
+    parser.add_argument("--client-threads", type=int, default=32, help="threads carrying the workers' writes")
+    parser.add_argument("--commit-interval", type=float, default=1.0,
+                        help="seconds between background offset commits of each worker (0: none)")
+    parser.add_argument("--commit-seconds", type=float, default=10.0, help="length of the offset commit phase")
+    parser.add_argument("--reads", type=int, default=10, help="requests per expand=status / expand=info figure")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each phase may take")
+    parser.add_argument("--py-spy", metavar="FILE", help="record the leader with py-spy (raw) during the load")
+    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    args = parser.parse_args()
+    if args.workers < 11:
+        print("note: fewer than 11 workers: the 10-worker loss is skipped", flush=True)
+
+    load_start = os.getloadavg()
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    data = work / "files"
+    data.mkdir()
+    (data / "in.csv").write_text("a\n1\n")
+    rows: list[tuple[str, str, str]] = []
+
+    def row(what: str, result: str, goal: str = "") -> None:
+        rows.append((what, result, goal))
+        print(f"| {what} | {result} | {goal} |", flush=True)
+
+    # Kafka is never reached: raft-only members run no tasks (their /health says kafka unreachable, 200)
+    cluster = LocalCluster(data_dir=str(work / "cluster"), bootstrap_servers="127.0.0.1:9", raft_roles="raft",
+                           secret=SECRET, file_allowed_paths=[str(data)]).start()
+    rss = RssSampler()
+    pool = ThreadPoolExecutor(args.client_threads, thread_name_prefix="sim-write")
+    workers: list[SimWorker] = []
+    spy = None
+    try:
+        for n in cluster.nodes:
+            rss.pids[n.node_id] = n.proc.pid
+        leader_node = cluster.leader()
+        followers = [n for n in cluster.nodes if n is not leader_node]
+        addresses = [leader_node.url.split("//")[1]] + [n.url.split("//")[1] for n in followers]
+        leader = leader_node.client()
+        term_start = raft_term(leader_node)
+        follower = followers[0].client()
+        follower.timeout = 300.0
+        leader.timeout = 300.0
+        if args.py_spy:
+            spy = subprocess.Popen(["py-spy", "record", "--pid", str(leader_node.proc.pid), "--format", "raw",
+                                    "-o", args.py_spy, "--rate", "20", "--nonblocking"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for i in range(args.workers):
+            w = SimWorker(f"sim-{i:03d}", addresses, pool, args.commit_interval)
+            workers.append(w)
+            w.start()
+        wait_for(lambda: sum(1 for n in leader.request("GET", "/raftconnect/v1/cluster")["nodes"]
+                             if n["alive"] and n["id"].startswith("sim-")) >= args.workers,
+                 120, what="the simulated workers to join")
+
+        # -------------------------------------------------------------- create
+        local = threading.local()
+        lat: list[float] = []
+
+        def create(i: int) -> None:
+            c = getattr(local, "c", None)
+            if c is None:
+                c = local.c = ConnectClient(leader_node.url, leader_node.auth, timeout=60)
+            cfg = {"connector.class": SOURCE, "path": str(data / "in.csv"), "format": "csv", "topic": f"t{i % 100}",
+                   "tasks.max": str(args.tasks_per_connector)}
+            t0 = time.perf_counter()
+            c.create_connector(f"c{i:05d}", cfg)
+            lat.append(time.perf_counter() - t0)
+
+        t_create = time.monotonic()
+        with ThreadPoolExecutor(args.create_clients) as ex:
+            list(ex.map(create, range(args.connectors)))
+        created = time.monotonic() - t_create
+        row(f"create {args.connectors:,} connectors via POST /connectors ({args.create_clients} clients)",
+            f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all")
+
+        t_full = wait_all_running(follower, args, args.timeout, "every task RUNNING")
+        row(f"full assignment: {args.connectors * args.tasks_per_connector:,} tasks over {args.workers} workers "
+            f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create")
+
+        # ---------------------------------------------------------- rebalances
+        alive = list(workers)
+        for lost_n in (1, 10):
+            if lost_n >= len(alive):
+                continue
+            before = leader.request("GET", "/raftconnect/v1/assignment")
+            lost = random.Random(lost_n).sample(alive, lost_n)
+            lost_ids = {w.worker_id for w in lost}
+            t0 = time.monotonic()
+            for w in lost:
+                w.stop()
+            alive = [w for w in alive if w not in lost]
+
+            def moved_away(lost_ids: set[str] = lost_ids) -> bool:
+                a = leader.request("GET", "/raftconnect/v1/assignment")
+                return not any(o in lost_ids for o in a["tasks"].values()) and not any(
+                    o in lost_ids for o in a["connectors"].values())
+
+            t_done = wait_all_running(follower, args, args.timeout, f"RUNNING after {lost_n} lost", extra=moved_away)
+            after = leader.request("GET", "/raftconnect/v1/assignment")
+            moved = sum(1 for k, o in after["tasks"].items() if before["tasks"].get(k) != o)
+            minimum = sum(1 for o in before["tasks"].values() if o in lost_ids)
+            row(f"rebalance after {lost_n} worker(s) lost (no leave; includes the 5 s session timeout)",
+                f"{took(t_done, t0, args.timeout)} to every task RUNNING; {moved:,} tasks moved", f"minimum {minimum:,} "
+                f"(ratio {moved / max(minimum, 1):.2f})")
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+            spy = None
+
+        # ------------------------------------------------------------- reads
+        for expand in ("status", "info"):
+            times, size = [], 0
+            for _ in range(args.reads):
+                t0 = time.perf_counter()
+                resp = leader.session.get(leader.url + "/connectors", params=[("expand", expand)], timeout=300)
+                times.append(time.perf_counter() - t0)
+                resp.raise_for_status()
+                size = len(resp.content)
+            row(f"GET /connectors?expand={expand} on the leader ({args.connectors:,} connectors, {args.reads} reads)",
+                f"{fmt_ms(times)}; body {size / 1024:,.0f} KiB", "goal p50 <= 300 ms at 10,000 connectors")
+
+        # ------------------------------------------------------------ offsets
+        commit_lat: list[float] = []
+        stop_at = time.monotonic() + args.commit_seconds
+
+        def committer(w: SimWorker) -> int:
+            n = 0
+            while time.monotonic() < stop_at:
+                t0 = time.perf_counter()
+                if w.commit_one():
+                    commit_lat.append(time.perf_counter() - t0)
+                    n += 1
+            return n
+
+        t0 = time.monotonic()
+        futures = [pool.submit(committer, alive[i % len(alive)]) for i in range(args.client_threads)]
+        wait(futures)
+        total = sum(f.result() for f in futures)
+        elapsed = time.monotonic() - t0
+        row(f"offset commits, {args.client_threads} concurrent committers from {len(alive)} workers, "
+            f"{args.commit_seconds:.0f} s", f"{total / elapsed:,.0f} commits/s, {fmt_ms(commit_lat) if commit_lat else '-'}")
+
+        row("Raft elections under the load (term after the load - term at start; 0 = one leader throughout)",
+            str(max(raft_term(n) for n in cluster.nodes) - term_start))
+        sizes = {n.node_id: dir_size(os.path.join(n.data_dir, "raft")) for n in cluster.nodes}
+        row("Raft data dir (journal + snapshot) per member, after the load",
+            ", ".join(f"{k} {mib(v)}" for k, v in sizes.items()))
+
+        # ------------------------------------------------------------ restart
+        epoch_before = leader.request("GET", "/raftconnect/v1/assignment")["epoch"]
+        for n in cluster.nodes:
+            n.kill()
+        t0 = time.monotonic()
+        for n in cluster.nodes:
+            n.start(wait=False)
+        for n in cluster.nodes:
+            rss.pids[n.node_id] = n.proc.pid
+
+        def rejoined() -> bool:
+            a = follower.request("GET", "/raftconnect/v1/assignment")
+            return a["epoch"] > epoch_before and all(w.last_ok > t0 for w in alive)
+
+        t_done = wait_all_running(follower, args, args.timeout, "RUNNING after the restart", extra=rejoined)
+        row("restart of all 3 Raft members at once (kill -9) -> every task assigned and RUNNING",
+            took(t_done, t0, args.timeout), "goal <= 60 s")
+        sizes = {n.node_id: dir_size(os.path.join(n.data_dir, "raft")) for n in cluster.nodes}
+        row("Raft data dir per member, after the restart", ", ".join(f"{k} {mib(v)}" for k, v in sizes.items()))
+        time.sleep(1.5)  # one more RSS sample after the restart's catch-up
+        row("RSS per Raft member (max of 1 s samples; after the restart: new processes)",
+            ", ".join(f"{k} {mib(v)}" for k, v in rss.peak.items()), "goal <= 1 GB each")
+    finally:
+        # the members first: they run in their own sessions and would outlive an interrupted run
+        for w in workers:
+            w.stop()
+        cluster.stop(timeout=20)
+        pool.shutdown(wait=False, cancel_futures=True)
+        rss.stop()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+    load_end = os.getloadavg()
+    if not args.no_record:
+        out = Path(__file__).with_name("RESULTS.md")
+        if not out.exists():
+            out.write_text("# Scale benchmark results\n\n`python benchmarks/scale/run.py` (its docstring says what "
+                           "each row measures and its goal).\n")
+        cmd = " ".join(["python benchmarks/scale/run.py", *sys.argv[1:]])
+        with out.open("a") as fh:
+            fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n\n"
+                     f"Command: `{cmd}` — {args.connectors:,} connectors, "
+                     f"{args.connectors * args.tasks_per_connector:,} tasks, {args.workers} simulated workers. "
+                     f"Load average (1 min) at start {load_start[0]:.2f}, at end {load_end[0]:.2f}.\n\n"
+                     "| what | result | goal / baseline |\n|---|---|---|\n")
+            fh.write("".join(f"| {a} | {b} | {c} |\n" for a, b, c in rows))
+        print(f"recorded in {out}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

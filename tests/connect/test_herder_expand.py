@@ -1,0 +1,89 @@
+"""``Herder.connectors_expanded`` (``GET /connectors?expand=...``) on a real single-member Raft group.
+
+The one-pass list must say exactly what the per-connector selectors say, for every kind of status,
+and leave out a connector deleted while the list is built instead of failing the whole list.
+"""
+from __future__ import annotations
+
+import pytest
+
+from raftnode import RaftConfig, RaftNode
+from webapp.connect.herder import Herder
+from webapp.kafka.embedded import free_port
+from webapp.storage.raft import RaftMetadataStore
+
+SOURCE = "raftconnect.connectors.file.FileSourceConnector"
+
+
+@pytest.fixture
+def herder(tmp_path):
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    assert raft.wait_ready(15), raft.status()
+    store = RaftMetadataStore(raft)
+    yield Herder(store=store, members=lambda: raft.state.members, assignment=lambda: raft.state.assignment), raft
+    raft.destroy()
+
+
+def _fill(raft: RaftNode) -> None:
+    c = raft.commands
+    c.become_coordinator(epoch=raft.term, leader="n1")
+    c.register_member(node_id="w1", info={"roles": ["worker"], "rest_address": "h1:8083"})
+    for name, target in (("running", None), ("failed", None), ("stopped", "STOPPED"), ("unassigned", None),
+                         ("moved", None), ("odd", None)):
+        cls = "no.such.Connector" if name == "odd" else SOURCE
+        c.put_connector_config(name=name, config={"connector.class": cls, "tasks.max": "2"}, target_state=target,
+                               create_only=True)
+    owners = {"running": "w1", "failed": "w1", "stopped": "w1", "moved": "w2", "odd": "w1"}
+    c.set_assignment(epoch=raft.term, generation=1, connectors=dict(owners),
+                     tasks={f"{n}-{i}": w for n, w in owners.items() for i in range(2)})
+    for name in owners:
+        c.put_task_configs(name=name, worker_id=None, generation=1, task_configs=[{"i": "0"}, {"i": "1"}])
+    for name in ("running", "failed", "stopped", "odd"):
+        c.put_status(name=name, task=None, worker_id="w1", generation=1, status={"state": "RUNNING", "trace": None})
+        c.put_status(name=name, task=0, worker_id="w1", generation=1, status={"state": "RUNNING", "trace": None})
+    c.put_status(name="failed", task=1, worker_id="w1", generation=1, status={"state": "FAILED", "trace": "boom"})
+    # "moved": a status reported by w1, whose task now belongs to w2 -> UNASSIGNED with w2's address
+    before = dict(owners, moved="w1")
+    c.set_assignment(epoch=raft.term, generation=2, connectors=before,
+                     tasks={f"{n}-{i}": w for n, w in before.items() for i in range(2)})
+    c.put_status(name="moved", task=0, worker_id="w1", generation=2, status={"state": "RUNNING", "trace": None})
+    c.set_assignment(epoch=raft.term, generation=3, connectors=dict(owners),
+                     tasks={f"{n}-{i}": w for n, w in owners.items() for i in range(2)})
+
+
+@pytest.mark.parametrize("expand", [["status"], ["info"], ["status", "info"], ["nonsense"]])
+def test_one_pass_list_equals_the_per_connector_selectors(herder, expand):
+    h, raft = herder
+    _fill(raft)
+    listed = h.connectors_expanded(expand)
+    assert list(listed) == h.connector_names()
+    for name, entry in listed.items():
+        expected = {}
+        if "status" in expand:
+            expected["status"] = h.connector_status(name)
+        if "info" in expand:
+            expected["info"] = h.connector_info(name)
+        assert entry == expected
+    if "status" in expand:  # the cases the comparison covers
+        failed = listed["failed"]["status"]["tasks"][1]
+        assert failed == {"id": 1, "state": "FAILED", "worker_id": "h1:8083", "trace": "boom"}
+        assert listed["stopped"]["status"]["connector"]["state"] == "STOPPED"
+        assert listed["stopped"]["status"]["tasks"] == []
+        assert listed["moved"]["status"]["tasks"][0] == {"id": 0, "state": "UNASSIGNED", "worker_id": "w2"}
+        assert listed["odd"]["status"]["type"] == "unknown"
+
+
+def test_a_connector_deleted_while_the_list_is_built_is_left_out(herder):
+    h, raft = herder
+    _fill(raft)
+    names = h.connector_names()
+
+    class Racing(RaftMetadataStore):
+        def connector_names(self):  # listed before "running" was deleted
+            return names
+
+    h.store = Racing(raft)
+    raft.commands.delete_connector(name="running")
+    listed = h.connectors_expanded(["status", "info"])
+    assert "running" not in listed and len(listed) == len(names) - 1

@@ -1,0 +1,175 @@
+"""GroupCoordinator on a real single-member Raft group with the Raft metadata store (no agent, no REST).
+
+What the scale benchmark changed: a worker's view is rebuilt only when something it is made of
+changed (not on every status report or offset commit), and views are cut from one index of the
+assignment per generation.
+"""
+from __future__ import annotations
+
+import pytest
+
+from raftnode import RaftConfig, RaftNode
+from tools.launcher import wait_for
+from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.coordinator.coordinator import GroupCoordinator
+from webapp.kafka.embedded import free_port
+from webapp.storage.raft import RaftMetadataStore
+
+MEMBER = {"rest_address": "sim:1", "roles": ["worker"], "weight": 1.0}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    assert raft.wait_ready(15), raft.status()
+    store = RaftMetadataStore(raft)
+    coordinator = GroupCoordinator(raft=raft, store=store, node_id="n1")
+    coordinator.on_leader_change(True, raft.term)
+    coordinator.start()
+    wait_for(lambda: coordinator.active, 15, interval=0.02, what="the coordinator to become active")
+    yield raft, store, coordinator
+    coordinator.stop()
+    raft.destroy()
+
+
+def _setup(store, coordinator, workers, connectors):
+    """Join ``workers``, create ``connectors`` ({name: task count}) with their task configs; returns the
+    assignment once every task is assigned."""
+    for w in workers:
+        coordinator.heartbeat(w, MEMBER, {})
+    for name in connectors:
+        store.put_connector_config(name, {"connector.class": "X", "tasks.max": str(connectors[name])})
+    coordinator.rebalance()
+    a = store.raft.state.assignment
+    for name, n in connectors.items():
+        store.put_task_configs(name, [{"task.index": str(i)} for i in range(n)], worker_id=a["connectors"][name],
+                               generation=a["assigned_at"][name])
+    coordinator.rebalance()
+    a = store.raft.state.assignment
+    assert len(a["tasks"]) == sum(connectors.values())
+    return a
+
+
+def _counting(coordinator, monkeypatch) -> list[str]:
+    built: list[str] = []
+    real = coordinator.worker_view
+
+    def worker_view(worker_id):
+        built.append(worker_id)
+        return real(worker_id)
+
+    monkeypatch.setattr(coordinator, "worker_view", worker_view)
+    return built
+
+
+def test_status_reports_and_offset_commits_do_not_rebuild_views_but_config_changes_do(cluster, monkeypatch):
+    raft, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1", "w2"], {"a": 2, "b": 1})
+    first = coordinator.heartbeat("w1", MEMBER, {})
+    key = next(iter(first["tasks"]))
+    name, num = first["tasks"][key]["connector"], first["tasks"][key]["task"]
+    generation = first["tasks"][key]["generation"]
+    built = _counting(coordinator, monkeypatch)
+
+    # the log moves (a status, an offset commit), the views do not
+    store.put_status(name, num, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=generation)
+    store.commit_offsets(ConnectorTaskId(name, num), [SourceOffset({"f": "x"}, {"position": 3})], worker_id="w1",
+                         generation=generation)
+    again = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
+    assert again["unchanged"] is True and again["digest"] == first["digest"]
+    assert built == []
+
+    # new task configs of a connector of w1 are in its next view
+    owner = a["connectors"][name]
+    store.put_task_configs(name, [{"task.index": str(i), "v": "2"} for i in range(2)], worker_id=owner,
+                           generation=a["assigned_at"][name])
+    changed = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
+    assert "unchanged" not in changed and changed["digest"] != first["digest"]
+    assert changed["tasks"][key]["config"]["v"] == "2"
+    assert built == ["w1"]
+
+    # so is a restart request of its task
+    raft.commands.request_restart(name=name, connector=False, tasks=[num])
+    restarted = coordinator.heartbeat("w1", MEMBER, {"view_digest": changed["digest"]})
+    assert restarted["tasks"][key]["restart"] == 1
+    assert built == ["w1", "w1"]
+
+
+def test_a_poke_rebuilds_views(cluster, monkeypatch):
+    """A store other than Raft changes without a Raft write: the Herder's poke must still be seen."""
+    _, store, coordinator = cluster
+    _setup(store, coordinator, ["w1"], {"a": 1})
+    first = coordinator.heartbeat("w1", MEMBER, {})
+    built = _counting(coordinator, monkeypatch)
+    coordinator.poke()
+    again = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
+    assert built == ["w1"]
+    assert again["unchanged"] is True  # rebuilt, and the same content gives the same digest
+
+
+def test_views_cut_the_assignment_into_disjoint_complete_parts(cluster):
+    raft, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 3, "b": 2, "c": 4})
+    views = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2", "w3")}
+    tasks = [k for v in views.values() for k in v["tasks"]]
+    assert sorted(tasks) == sorted(a["tasks"])  # every task once
+    assert sorted(c for v in views.values() for c in v["connectors"]) == sorted(a["connectors"])
+    for w, v in views.items():
+        for key, t in v["tasks"].items():
+            assert a["tasks"][key] == w
+            assert t["config"] == {"connector.class": "X", "tasks.max": store.get_connector(t["connector"]).config[
+                "tasks.max"], "task.index": str(t["task"])}
+            assert t["generation"] == a["assigned_at"][key]
+    # a worker leaves: the next generation's views are cut from the new assignment, not a stale index
+    coordinator.leave("w3")
+    after = raft.state.assignment
+    assert after["generation"] > a["generation"]
+    views = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2")}
+    assert sorted(k for v in views.values() for k in v["tasks"]) == sorted(after["tasks"])
+    assert all(after["tasks"][k] == w for w, v in views.items() for k in v["tasks"])
+
+
+def test_a_new_coordinator_gives_grace_to_workers_with_work_not_to_every_registered_member(cluster):
+    """Members stay registered after their session expired: a new leader that counted them live moved
+    tasks onto dead workers and back again once their grace ran out."""
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 3, "b": 3})
+    coordinator.leave("w3")  # as an expired session: still a registered member, owns nothing now
+    before = dict(raft.state.assignment["tasks"])
+    assert "w3" in raft.state.members and "w3" not in before.values()
+    assert {"w1", "w2"} == set(before.values())
+
+    coordinator.on_leader_change(False, raft.term)  # a leader change: the next activation starts afresh
+    coordinator.on_leader_change(True, raft.term)
+    wait_for(lambda: coordinator.active, 15, interval=0.02, what="the coordinator to become active again")
+    assert set(coordinator.live_workers()) == {"w1", "w2"}
+    coordinator.rebalance()
+    assert raft.state.assignment["tasks"] == before  # nothing moved onto w3
+
+    # a live worker that owns nothing joins with its next heartbeat, and gets work then
+    coordinator.heartbeat("w3", MEMBER, {})
+    assert "w3" in set(raft.state.assignment["tasks"].values())
+
+
+def test_a_connector_change_rebuilds_only_the_views_that_name_it(cluster, monkeypatch):
+    raft, store, coordinator = cluster
+    workers = ["w1", "w2", "w3"]
+    a = _setup(store, coordinator, workers, {f"s{i}": 1 for i in range(6)})
+    views = {w: coordinator.heartbeat(w, MEMBER, {}) for w in workers}
+
+    def named(view, name):
+        return name in view["connectors"] or any(t["connector"] == name for t in view["tasks"].values())
+
+    # a one-task connector is in at most two views (its instance's and its task's)
+    name = next(n for n in (f"s{i}" for i in range(6)) if sum(named(v, n) for v in views.values()) < 3)
+    built = _counting(coordinator, monkeypatch)
+    store.put_task_configs(name, [{"task.index": "0", "v": "2"}], worker_id=a["connectors"][name],
+                           generation=a["assigned_at"][name])
+    after = {w: coordinator.heartbeat(w, MEMBER, {"view_digest": views[w]["digest"]}) for w in workers}
+    concerned = {w for w in workers if named(views[w], name)}
+    assert sorted(built) == sorted(concerned)
+    for w in workers:
+        assert ("unchanged" in after[w]) is (w not in concerned)
+    task_owner = a["tasks"][f"{name}-0"]
+    assert after[task_owner]["tasks"][f"{name}-0"]["config"]["v"] == "2"
