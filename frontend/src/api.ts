@@ -87,5 +87,9 @@ export function describe(err: unknown, what = "This action"): string {
     if (err.unsupported) return `${what} is not available on this node (HTTP ${err.status}).`;
     return `${err.message} (HTTP ${err.status})`;
   }
+  // a fetch that never reached the node (it died meanwhile): say so, never the raw "TypeError: Failed to fetch"
+  if (err instanceof TypeError || (err instanceof Error && /failed to fetch|networkerror|load failed/i.test(err.message))) {
+    return `The node at ${window.location.host} does not answer (connection lost)`;
+  }
   return String(err);
 }

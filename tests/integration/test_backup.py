@@ -72,7 +72,8 @@ def test_an_export_restored_into_a_fresh_cluster_resumes_from_its_offsets(tmp_pa
                          what=f"{node.node_id} to serve the restored connectors")
                 assert _positions(node.client(), "src") == committed
             wait_for(lambda: follower.all_running("src", tasks=1), 120, what="src RUNNING in the new cluster")
-            assert follower.status("held")["connector"]["state"] == "PAUSED"
+            wait_for(lambda: follower.status("held")["connector"]["state"] == "PAUSED", 60,
+                     what="the restored PAUSED connector reported PAUSED")
             # the restored task goes on from its offset: only the appended rows reach the topic
             with open(data, "a") as fh:
                 fh.writelines(f"{i},row {i}\n" for i in range(100, 120))

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api, ApiError } from "../api";
+import { api, ApiError, describe } from "../api";
 import type { WhoAmI } from "../types";
 
 /** Username and password form: POST /raftconnect/v1/session (Django session, CSRF token from whoami's cookie). */
@@ -16,7 +16,7 @@ export function Login({ onLogin }: { onLogin: (user: WhoAmI) => void }) {
       if (!document.cookie.includes("csrftoken=")) await api("GET", "/raftconnect/v1/whoami").catch(() => null);
       onLogin(await api<WhoAmI>("POST", "/raftconnect/v1/session", { username, password }));
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? "Wrong username or password." : String(err));
+      setError(err instanceof ApiError && err.status === 401 ? "Wrong username or password." : describe(err, "Login"));
     } finally {
       setBusy(false);
     }
