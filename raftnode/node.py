@@ -169,7 +169,7 @@ class RaftNode:
         host = config.self_address.rsplit(":", 1)[0]
         # a member never starts from a damaged journal or snapshot (raftnode/durability.py)
         durability.install()
-        durability.check_snapshot(os.path.join(config.data_dir, "raft.snapshot"))
+        durability.prepare(os.path.join(config.data_dir, "raft.journal"), os.path.join(config.data_dir, "raft.snapshot"))
         conf = SyncObjConf(
             password=config.password,
             journalFile=os.path.join(config.data_dir, "raft.journal"),
