@@ -7,7 +7,7 @@ import pytest
 
 from webapp.connectors.api import ConnectorTaskId
 from webapp.runtime.pipeline import SinkPipeline, SourcePipeline, needs_pipeline
-from webapp.runtime.transforms import headers_type
+from webapp.runtime.transforms.record import headers_type
 
 SCHEMA = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int64", "optional": False},
                                                           {"field": "amount", "type": "string", "optional": True}]}
