@@ -1,5 +1,5 @@
 """SinkPipeline / SourcePipeline worker functions on Arrow tables (no Spark job; the Spark runs are in
-tests/connectors/test_file_transforms.py)."""
+tests/connectors/file/test_transforms.py)."""
 from __future__ import annotations
 
 import pyarrow as pa

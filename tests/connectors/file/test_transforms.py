@@ -20,7 +20,7 @@ from webapp.connectors.api import ConnectException, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.converters import decode_value, encode_value, struct_schema
-from tests.connectors.test_file import context, data_files, run_sink, run_source, unique
+from tests.connectors.file.support import context, data_files, run_sink, run_source, unique
 from tests.kafka_helpers import read_topic
 
 pytestmark = pytest.mark.integration
