@@ -179,3 +179,21 @@ class ClusterCommands:
     def token_revoke(self, *, user: str, name: str, timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Remove ``user``'s token ``name``. Rejected: 404 unknown."""
         return self._propose("_token_revoke", user, name, timeout=timeout)
+
+    # ------------------------------------------------------------- run-time metadata stores
+    def store_spec_add(self, *, name: str, url: str, password: str | None, added_by: str, now: float,
+                       timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Add the metadata store ``name`` on every member: ``url`` and ``password`` hold config-provider
+        references only (the caller checks), ``added_by`` names the user, ``now`` is unix seconds.
+
+        Rejected: 400 the name ``raft``, 409 a store of that name exists.
+        """
+        spec = {"url": str(url), "password": None if password is None else str(password), "added_by": str(added_by)}
+        return self._propose("_zz_store_spec", name, spec, float(now), timeout=timeout)
+
+    def store_spec_remove(self, *, name: str, now: float, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Remove the run-time metadata store ``name``.
+
+        Rejected: 404 unknown, 409 it is the active store or takes part in a running switch.
+        """
+        return self._propose("_zz_store_spec", name, None, float(now), timeout=timeout)
