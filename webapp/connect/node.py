@@ -38,6 +38,7 @@ from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
 from .health import NodeHealth
 from .herder import Herder
+from .store_catalog import resolve_spec
 from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
 __all__ = ["NodeOptions", "ConnectNode", "current", "current_or_none", "set_current", "NodeNotReady", "add_lifecycle_hook"]
@@ -202,7 +203,8 @@ class ConnectNode:
                        data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
             on_leader_change=self._on_leader_change,
         )
-        self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence)
+        self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence,
+                               specs=lambda: self.raft.state.store_specs, resolve=resolve_spec)
         self.store = StoreRouter(self.raft, self.stores)
         self.switches = SwitchManager(self.raft, self.store, hold_seconds=o.switch_hold_seconds)
         self.coordinator = GroupCoordinator(raft=self.raft, store=self.store, node_id=o.node_id,
