@@ -798,6 +798,9 @@ class SwitchManager:
                     self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
                                             now=time.time())
                     last = time.monotonic()
+            if self.hold_seconds:  # a drill holds the phase: show it finished, not as last sampled
+                self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
+                                                now=time.time())
             self._hold(term)
             # 3. verify
             progress["names_verified"] = 0
@@ -833,6 +836,9 @@ class SwitchManager:
                                             now=time.time())
                     last = time.monotonic()
             progress["verify_s"] = round(time.monotonic() - t_start - progress["prepare_s"] - progress["copy_s"], 3)
+            if self.hold_seconds:
+                self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="verify", progress=progress,
+                                                now=time.time())
             self._hold(term)
             # 4. commit: the single log entry that changes the active store. Catch up while
             # writes flow, so that what is left to copy with writes held back is small.
