@@ -146,7 +146,7 @@ def test_mariadb_store_with_a_file_reference_from_the_admin_page(db, node, clien
     assert 'id="test-result" data-ok="1"' in tested
 
     confirm = client.post("/admin/metadata-store/", {"action": "confirm", "target": "maria"}).content.decode()
-    assert "Switch the metadata store from raft to maria?" in confirm and 'id="confirm-switch"' in confirm
+    assert "Switch the metadata store to maria?" in confirm and 'id="confirm-switch"' in confirm
     assert "read-only and keeps its data" in confirm
     assert client.post("/admin/metadata-store/", {"action": "switch", "target": "maria"}).status_code == 302
     wait_for(lambda: node.raft.state.switch["phase"] == "completed", 60, what="the switch to complete")

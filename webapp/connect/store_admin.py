@@ -80,8 +80,8 @@ def _failed_step(progress: dict[str, Any]) -> str:
     return "prepare"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def switch_view(switch: dict[str, Any] | None, now: float | None = None) -> dict[str, Any] | None:
@@ -144,7 +144,7 @@ def switch_view(switch: dict[str, Any] | None, now: float | None = None) -> dict
         view["headline"] = f"Switched from {src} to {dst} in {view['elapsed']}."
         view["result"] = [
             f"Started {view['started']}; finished {_clock(switch.get('updated_at'), now)}.",
-            f"{_plural(counts['config'], 'connector')}, {_plural(counts['statuses'], 'status')} and "
+            f"{_plural(counts['config'], 'connector')}, {_plural(counts['statuses'], 'status', 'statuses')} and "
             f"{_plural(counts['offsets'], 'offset')} were copied and verified: counts and checksums match.",
         ]
         if "commit_stall_ms" in p:

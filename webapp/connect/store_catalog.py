@@ -233,7 +233,9 @@ def store_test(*, stores: StoreSet, name: str,
         spec = stores.specs()[name]
         url["v"] = resolve_spec(name, spec)
         refs = PATTERN.findall(spec["url"] + (spec.get("password") or ""))
-        return f"{len(refs)} reference(s) resolved on this node" if refs else "no references to resolve"
+        if not refs:
+            return "no references to resolve"
+        return f"{len(refs)} reference{'' if len(refs) == 1 else 's'} resolved on this node"
 
     if not _timed(checks, "resolve", resolve):
         return result
@@ -251,8 +253,8 @@ def store_test(*, stores: StoreSet, name: str,
         if problems:
             raise ValueError("; ".join(problems))
         result["connectors"] = n = len(store.all_names())
-        return (f"schema up to date; the store holds {n} connector name(s), which a switch to it replaces"
-                if n else "schema up to date; the store is empty")
+        return (f"schema up to date; the store holds {n} connector name{'' if n == 1 else 's'}, which a switch "
+                "to it replaces" if n else "schema up to date; the store is empty")
 
     try:
         result["ok"] = _timed(checks, "connect", connect) and _timed(checks, "schema", schema)
