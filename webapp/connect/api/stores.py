@@ -168,6 +168,11 @@ def _catalog(fn, *, raft: bool = True, **kwargs: Any) -> Any:
         raise ConnectRestError(str(exc), exc.status) from exc
 
 
+def _username(request: Request) -> str:
+    """The caller's user name (a Django user, or a user named by a forwarding member)."""
+    return getattr(request.user, "username", None) or str(request.user)
+
+
 def _store(name: str) -> dict[str, Any]:
     found = [s for s in _switches().status()["stores"] if s["name"] == name]
     if not found:
@@ -188,7 +193,7 @@ class MetadataStoresView(ConnectAPIView):
         if not isinstance(body, dict) or set(body) - {"name", "url", "password"} or {"name", "url"} - set(body):
             raise BadRequest('Request body must be {"name", "url", "password" (optional, a ${provider:...} reference)}')
         _catalog(store_add, name=body["name"], url=body["url"], password=body.get("password"),
-                 user=request.user.get_username())
+                 user=_username(request))
         return Response(_store(body["name"].strip()), status=201)
 
 
@@ -201,7 +206,7 @@ class MetadataStoreEntryView(ConnectAPIView):
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, name: str) -> Response:
-        _catalog(store_remove, name=name, user=request.user.get_username())
+        _catalog(store_remove, name=name, user=_username(request))
         return Response(status=204)
 
 
