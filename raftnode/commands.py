@@ -181,19 +181,18 @@ class ClusterCommands:
         return self._propose("_token_revoke", user, name, timeout=timeout)
 
     # ------------------------------------------------------------- run-time metadata stores
-    def store_spec_add(self, *, name: str, url: str, password: str | None, added_by: str, now: float,
-                       timeout: float = DEFAULT_TIMEOUT) -> Result:
-        """Add the metadata store ``name`` on every member: ``url`` and ``password`` hold config-provider
-        references only (the caller checks), ``added_by`` names the user, ``now`` is unix seconds.
+    def zz_store_spec(self, *, name: str, spec: dict[str, Any] | None, now: float,
+                      timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Add the metadata store ``name`` on every member, or remove it (``spec`` None).
 
-        Rejected: 400 the name ``raft``, 409 a store of that name exists.
+        ``spec``: ``{"url", "password": str | None, "added_by"}``, where ``url`` and ``password``
+        hold config-provider references only (the caller checks); ``now``: unix seconds. The
+        ``zz_`` keeps the command's name after every other one (pysyncobj numbers them by name).
+        Rejected: 400 the name ``raft``; adding: 409 it exists; removing: 404 unknown, 409 the
+        active store or one a running switch uses.
         """
-        spec = {"url": str(url), "password": None if password is None else str(password), "added_by": str(added_by)}
+        if spec is not None:
+            password = spec.get("password")
+            spec = {"url": str(spec["url"]), "password": None if password is None else str(password),
+                    "added_by": str(spec.get("added_by") or "")}
         return self._propose("_zz_store_spec", name, spec, float(now), timeout=timeout)
-
-    def store_spec_remove(self, *, name: str, now: float, timeout: float = DEFAULT_TIMEOUT) -> Result:
-        """Remove the run-time metadata store ``name``.
-
-        Rejected: 404 unknown, 409 it is the active store or takes part in a running switch.
-        """
-        return self._propose("_zz_store_spec", name, None, float(now), timeout=timeout)

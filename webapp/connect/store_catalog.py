@@ -167,8 +167,8 @@ def store_add(*, raft: RaftNode, stores: StoreSet, name: Any, url: Any, password
     if stores.source(name) == "environment":
         raise StoreCatalogError(f"Metadata store {name} is configured by {ENV_PREFIX}{name.upper()} on this node; "
                                 "choose another name", 409)
-    _propose(raft.commands.store_spec_add, name=name, url=spec["url"], password=spec["password"], added_by=user,
-             now=time.time())
+    _propose(raft.commands.zz_store_spec, name=name, spec={"url": spec["url"], "password": spec["password"],
+                                                           "added_by": user}, now=time.time())
     log.info("metadata store %s added by %s: %s", name, user, spec["url"])  # references only, no password
     return _entry(stores, name)
 
@@ -185,7 +185,7 @@ def store_remove(*, raft: RaftNode, stores: StoreSet, name: str, user: str) -> N
     if source == "environment":
         raise StoreCatalogError(f"Metadata store {name} is configured by {ENV_PREFIX}{name.upper()} on the nodes; "
                                 "remove that variable there instead", 409)
-    _propose(raft.commands.store_spec_remove, name=name, now=time.time())
+    _propose(raft.commands.zz_store_spec, name=name, spec=None, now=time.time())
     stores.prune()
     log.info("metadata store %s removed by %s", name, user)
 

@@ -11,9 +11,11 @@ Stores added at run time (:mod:`webapp.connect.store_catalog`), replicated to ev
 config-provider references only), ``GET``/``DELETE /raftconnect/v1/metadata-store/stores/{name}``
 (204; 409 while active or in a running switch) and ``POST .../stores/{name}/test`` (200, connect
 and schema check from the leader: ``{"name", "ok", "checks", "connectors"}``; a failed check is
-``"ok": false`` with its message, not an error status). Store operations need the admin role (``roles.POLICY``). Bodies are
-described on :meth:`webapp.storage.switch.SwitchManager.status`; URLs are shown
-with their passwords redacted.
+``"ok": false`` with its message, not an error status).
+
+Store writes need the admin role (``roles.POLICY``). Bodies are described on
+:meth:`webapp.storage.switch.SwitchManager.status`; URLs are shown as added (references)
+or with their passwords redacted, never with a password.
 
 ``GET /raftconnect/v1/backup`` (``?users=false`` leaves the REST users out) and
 ``POST /raftconnect/v1/restore`` with a backup document: the cluster's metadata
