@@ -38,7 +38,7 @@ def store_view(node) -> dict:
     return node.client().request("GET", STORE)
 
 
-def test_switch_api_validates_and_never_shows_credentials(cluster):
+def test_store_api_validates_adds_through_followers_and_never_shows_credentials(cluster):
     node = cluster.nodes[0]
     view = store_view(node)
     assert view["active"] == "raft" and view["switch"] is None
@@ -52,9 +52,8 @@ def test_switch_api_validates_and_never_shows_credentials(cluster):
         node.client().request("POST", STORE + "/rollback")
     assert err.value.status == 409
 
-
-def test_a_store_added_through_a_follower_reaches_every_node(cluster):
-    """Added, tested and removed at run time through followers (forwarded to the leader), seen by every node."""
+    # on the same cluster (a cluster start costs more than this): a store added, tested and removed at run
+    # time through followers (forwarded to the leader), seen by every node
     leader = cluster.leader()
     followers = [n for n in cluster.nodes if n is not leader]
     url = next(s for s in store_view(leader)["stores"] if s["name"] == "pg")["url"].replace("postgres:***@", "postgres@")
