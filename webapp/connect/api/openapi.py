@@ -283,7 +283,8 @@ class _BearerScheme(OpenApiAuthenticationExtension):
 
 
 #: One line of plain text per operation (``summary`` in the schema; Swagger UI's list, generated clients' docs).
-#: The views' docstrings stay their ``description``. A new operation needs a line here (tests/connect/test_openapi_schema.py).
+#: The views' docstrings stay their ``description``. A new operation needs a line here
+#: (tests/connect/test_openapi_schema.py checks).
 SUMMARIES: dict[tuple[str, str], str] = {
     ("GET", "/"): "Version of the node",
     ("GET", "/health"): "Health of the node and each dependency",
