@@ -22,7 +22,7 @@ COMMANDS = [[], ["get"], ["get", "connectors"], ["get", "tasks"], ["get", "plugi
             ["config", "current-context"], ["config", "delete-context"], ["store"], ["store", "list"],
             ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"], ["backup"], ["backup", "export"],
             ["backup", "restore"], ["tokens"], ["tokens", "list"], ["tokens", "create"], ["tokens", "revoke"],
-            ["users"], ["users", "list"], ["users", "create"], ["users", "set"], ["users", "delete"]]
+            ["users"], ["users", "list"], ["users", "create"], ["users", "set"], ["users", "delete"], ["kafka"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "raftconnect")

