@@ -141,3 +141,5 @@ def test_readme_first_steps_run_as_written(tmp_path):
     assert re.search(r"^people-source\s+source\s+RUNNING\s+1/1", out, re.M), out
     assert "2 rows in var/n1/files/out" in out
     assert '"name":"people-copy"' in out and '"tasks.max":"2"' in out, out
+    assert '"name":"alice","role":"viewer"' in out and '"name":"ci","created"' in out, out
+    assert re.search(r'\["people-copy","people-sink","people-source"\]', out), out  # with alice's token
