@@ -8,7 +8,8 @@ Owns the commands, their options, output (tables or ``-o json``) and exit codes:
 * 2 — a usage error: unknown command or option, unreadable file, unknown context.
 
 Client commands use the public REST API only, through :class:`~webapp.cli.client.ConnectRestClient`;
-``raftconnect node`` hands its arguments to ``runnode`` and is the only command that loads Django.
+``raftconnect node`` hands its arguments to ``runnode`` and is the only command that loads Django;
+``raftconnect kafka`` runs the embedded broker (:mod:`webapp.kafka.embedded`) for trying things out.
 """
 from __future__ import annotations
 
