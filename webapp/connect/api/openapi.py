@@ -32,6 +32,7 @@ _STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _TASK_ID = {"type": "object", "required": ["connector", "task"],
             "properties": {"connector": {"type": "string"}, "task": {"type": "integer"}}}
 _STATE = {"type": "string", "enum": list(STATES)}
+_FREE_FORM = rc.FREE_FORM
 
 #: Kafka Connect's entities as JSON Schema (registered as components by the hook)
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -57,11 +58,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object", "required": ["name", "config"],
         "properties": {"name": {"type": "string"}, "config": _STR_MAP,
                        "initial_state": {"type": "string", "enum": [State.RUNNING.value, State.PAUSED.value, State.STOPPED.value]}}},
+    "ConfigKeyInfo": {
+        "type": "object", "required": ["name", "type", "required", "default_value", "importance", "documentation",
+                                       "group", "order_in_group", "width", "display_name", "dependents"],
+        "properties": {"name": {"type": "string"},
+                       "type": {"type": "string", "description": "STRING, INT, LONG, DOUBLE, BOOLEAN, LIST, PASSWORD, "
+                                                                 "CLASS"},
+                       "required": {"type": "boolean"}, "default_value": {"type": ["string", "null"]},
+                       "importance": {"type": "string", "enum": ["HIGH", "MEDIUM", "LOW"]},
+                       "documentation": {"type": "string"}, "group": {"type": ["string", "null"]},
+                       "order_in_group": {"type": "integer"}, "width": {"type": "string"},
+                       "display_name": {"type": "string"}, "dependents": {"type": "array", "items": {"type": "string"}}}},
     "ConfigInfos": {"type": "object", "required": ["name", "error_count", "groups", "configs"], "properties": {
         "name": {"type": "string"}, "error_count": {"type": "integer"},
         "groups": {"type": "array", "items": {"type": "string"}},
         "configs": {"type": "array", "items": {"type": "object", "required": ["definition", "value"], "properties": {
-            "definition": {"type": "object"},
+            "definition": {"$ref": "#/components/schemas/ConfigKeyInfo"},
             "value": {"type": "object", "required": ["name", "errors"], "properties": {
                 "name": {"type": "string"}, "value": {"type": ["string", "null"]},
                 "recommended_values": {"type": "array", "items": {"type": "string"}},
@@ -70,8 +82,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "level": {"type": "string"}, "last_modified": {"type": ["integer", "null"]}}},
     "ConnectorOffsets": {"type": "object", "required": ["offsets"], "properties": {"offsets": {
         "type": "array", "items": {"type": "object", "required": ["partition", "offset"],
-                                   "properties": {"partition": {"type": "object"},
-                                                  "offset": {"type": ["object", "null"]}}}}}},
+                                   "properties": {"partition": {"type": "object", "description": _FREE_FORM},
+                                                  "offset": {"type": ["object", "null"],
+                                                             "description": _FREE_FORM}}}}}},
 }
 
 
@@ -237,7 +250,7 @@ def _declare_lifecycle() -> None:
         lifecycle.ConnectorTopicsView)
     extend_schema_view(put=extend_schema(request=None, responses={202: OpenApiResponse(description="Reset")}))(
         lifecycle.ConnectorTopicsResetView)
-    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}}))(
+    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": _ref("ConfigKeyInfo")}}))(
         plugins.ConnectorPluginConfigView)
     extend_schema_view(put=extend_schema(request={"application/json": _STR_MAP}, responses={200: _ref("ConfigInfos")}))(
         plugins.ConnectorPluginValidateView)
