@@ -17,8 +17,11 @@ from webapp.states import STATES
 from .state import HEALTH_WORDS
 
 __all__ = ["WhoAmISerializer", "WorkerNameSerializer", "TaskMetricsSerializer", "TaskMetricsListSerializer",
-           "ConnectorMetricsSerializer", "ConnectorHealthSerializer", "ConnectorHealthListSerializer",
-           "KafkaClusterSerializer", "TaskHistorySerializer", "CONSOLE_OFFSETS"]
+           "ConnectorMetricsSerializer", "TaskHealthSerializer", "ConnectorHealthSerializer",
+           "ConnectorHealthListSerializer", "KafkaBrokerSerializer", "KafkaPartitionSerializer", "KafkaTopicSerializer",
+           "KafkaClusterSerializer", "TaskSeriesSerializer", "TaskHistorySerializer", "SinkPartitionOffsetSerializer",
+           "SinkOffsetsSerializer", "FileProgressSerializer", "SourceOffsetsSerializer", "OtherOffsetEntrySerializer",
+           "OtherOffsetsSerializer", "CONSOLE_OFFSETS"]
 
 
 class WhoAmISerializer(serializers.Serializer):
