@@ -86,6 +86,21 @@ class ConnectClient:
     def create_connector(self, name: str, config: dict[str, str]) -> dict:
         return self.request("POST", "/connectors", json={"name": name, "config": config})
 
+    def create_connector_once(self, name: str, config: dict[str, str], initial_state: str | None = None) -> None:
+        """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
+
+        A forwarding node retries a create when leadership moves while it waits
+        (``forwarding.proxy_watching_leader``); if the first attempt had committed,
+        the retry answers 409 although this very request created the connector.
+        """
+        body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
+        try:
+            self.request("POST", "/connectors", json=body)
+        except ConnectHTTPError as exc:
+            stored = self.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
+            if any(stored.get(k) != v for k, v in config.items()):
+                raise
+
     def connectors(self, expand: list[str] | None = None) -> Any:
         return self.request("GET", "/connectors", params=[("expand", e) for e in expand or []])
 

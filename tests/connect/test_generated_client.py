@@ -78,8 +78,8 @@ def test_a_generated_client_reads_raftconnect_resources_as_typed_models(generate
                                            raftconnect_v1_whoami_retrieve)
     from rc_client.api.connectors import connectors_create, connectors_destroy
     from rc_client.client import AuthenticatedClient, Client
-    from rc_client.models import (ClusterView, ConnectorHealth, CreateConnectorRequest, HealthEnum, MetadataStore,
-                                  NewToken, NewTokenRequest, RaftRoleEnum, UserRoleEnum, WhoAmI)
+    from rc_client.models import (ClusterView, ConnectorHealth, CreateConnectorRequest, HealthEnum,
+                                  MetadataStoreStatus, NewToken, NewTokenRequest, RaftRoleEnum, UserRoleEnum, WhoAmI)
 
     admin = Client(base_url=live_node.url, httpx_args={"auth": live_node.auth}, raise_on_unexpected_status=True)
     cluster = raftconnect_v1_cluster_retrieve.sync(client=admin)
@@ -87,7 +87,7 @@ def test_a_generated_client_reads_raftconnect_resources_as_typed_models(generate
     assert cluster.raft.state == RaftRoleEnum.LEADER and cluster.metadata_store == "raft"
     assert [n.id for n in cluster.nodes] == ["live"] and cluster.nodes[0].raft.state.value == "LEADER"
     store = raftconnect_v1_metadata_store_retrieve.sync(client=admin)
-    assert isinstance(store, MetadataStore) and store.active == "raft"
+    assert isinstance(store, MetadataStoreStatus) and store.active == "raft"
     assert any(s.name == "raft" and s.active for s in store.stores)
 
     data = tmp_path / "in.csv"

@@ -108,6 +108,7 @@ def test_every_raftconnect_response_is_typed(schema):
     typed = {path for path, *_ in _json_2xx(schema) if path.startswith(RAFTCONNECT)}
     assert {"/raftconnect/v1/cluster", "/raftconnect/v1/raft", "/raftconnect/v1/raft/members",
             "/raftconnect/v1/metadata-store", "/raftconnect/v1/metadata-store/switch", "/raftconnect/v1/backup",
+            "/raftconnect/v1/metadata-store/stores", "/raftconnect/v1/metadata-store/stores/{name}/test",
             "/raftconnect/v1/restore", "/raftconnect/v1/users", "/raftconnect/v1/tokens",
             "/raftconnect/v1/console/history", "/raftconnect/v1/console/connectors/{name}/offsets"} <= typed
 
@@ -123,9 +124,10 @@ def test_every_operation_has_a_plain_text_summary(schema):
 
 
 def test_no_response_describes_a_secret(schema):
-    """Only the two answers whose point is a credential carry one: a new token's key (shown once) and
-    the backup's password hashes; request bodies are where passwords go."""
-    allowed = {"NewToken.token", "BackupUser.password"}
+    """Only the answers whose point is a credential carry one: a new token's key (shown once), the
+    backup's password hashes, and an added metadata store's password as the config-provider
+    reference it must be (a clear password is refused); request bodies are where passwords go."""
+    allowed = {"NewToken.token", "BackupUser.password", "MetadataStore.password"}
     components = schema["components"]["schemas"]
     refs: set[str] = set()
 

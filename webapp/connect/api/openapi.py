@@ -196,7 +196,7 @@ def _declare() -> None:
     extend_schema_view(get=extend_schema(responses={200: rc.ClusterViewSerializer}))(views.ClusterView)
     extend_schema_view(get=extend_schema(responses={200: rc.RaftMemberStatusSerializer}))(views.RaftStatusView)
     extend_schema_view(get=extend_schema(responses={200: rc.AssignmentSerializer}))(views.AssignmentView)
-    extend_schema_view(get=extend_schema(responses={200: rc.MetadataStoreSerializer}))(store_api.MetadataStoreView)
+    extend_schema_view(get=extend_schema(responses={200: rc.MetadataStoreStatusSerializer}))(store_api.MetadataStoreView)
     extend_schema_view(
         get=extend_schema(responses={200: rc.RaftMembersSerializer}),
         post=extend_schema(request={"application/json": {
@@ -208,8 +208,8 @@ def _declare() -> None:
     extend_schema_view(post=extend_schema(request={"application/json": {
         "type": "object", "required": ["target"], "properties": {"target": {"type": "string"}},
         "additionalProperties": False}},
-                                          responses={202: rc.MetadataStoreSerializer}))(store_api.MetadataStoreSwitchView)
-    extend_schema_view(post=extend_schema(request=None, responses={202: rc.MetadataStoreSerializer}))(
+                                          responses={202: rc.MetadataStoreStatusSerializer}))(store_api.MetadataStoreSwitchView)
+    extend_schema_view(post=extend_schema(request=None, responses={202: rc.MetadataStoreStatusSerializer}))(
         store_api.MetadataStoreRollbackView)
     extend_schema_view(get=extend_schema(parameters=[
         OpenApiParameter("users", bool, description="include the leader's REST users (default true)")],
@@ -337,6 +337,11 @@ SUMMARIES: dict[tuple[str, str], str] = {
     ("GET", "/raftconnect/v1/metadata-store"): "Active metadata store, configured stores and the latest switch",
     ("POST", "/raftconnect/v1/metadata-store/switch"): "Switch the cluster to another metadata store, online",
     ("POST", "/raftconnect/v1/metadata-store/rollback"): "Abort the running store switch or switch back",
+    ("GET", "/raftconnect/v1/metadata-store/stores"): "List the metadata stores this node knows",
+    ("POST", "/raftconnect/v1/metadata-store/stores"): "Add a metadata store to every node",
+    ("GET", "/raftconnect/v1/metadata-store/stores/{name}"): "Get one metadata store",
+    ("DELETE", "/raftconnect/v1/metadata-store/stores/{name}"): "Remove a metadata store added at run time",
+    ("POST", "/raftconnect/v1/metadata-store/stores/{name}/test"): "Test that a metadata store answers and has its schema",
     ("GET", "/raftconnect/v1/backup"): "Back up every connector, offset and user as one document",
     ("POST", "/raftconnect/v1/restore"): "Restore a backup into this cluster",
     ("GET", "/raftconnect/v1/tokens"): "List your API tokens",

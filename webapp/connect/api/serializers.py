@@ -22,7 +22,8 @@ from webapp.states import TARGET_STATES
 __all__ = [
     "RaftStatusSerializer", "RaftMemberStatusSerializer", "RaftMembersSerializer", "ClusterNodeRaftSerializer",
     "ClusterNodeSerializer", "ClusterViewSerializer", "AssignmentSerializer", "MetadataStoreSerializer",
-    "StoreSwitchSerializer", "SwitchProgressSerializer", "ConfiguredStoreSerializer", "BackupSerializer",
+    "StoreSwitchSerializer", "SwitchProgressSerializer", "CopyDigestSerializer", "MetadataStoreStatusSerializer", "RollbackPlanSerializer",
+    "StoreCheckSerializer", "MetadataStoreTestSerializer", "BackupSerializer",
     "BackupConnectorSerializer", "BackupUserSerializer", "RestoreSummarySerializer", "RestoredUsersSerializer",
     "OffsetEntrySerializer", "FREE_FORM", "RAFT_ROLES",
 ]
@@ -112,6 +113,13 @@ class AssignmentSerializer(serializers.Serializer):
     tasks = serializers.DictField(child=serializers.CharField(), help_text="task (connector-N) to worker (node) id")
 
 
+class CopyDigestSerializer(serializers.Serializer):
+    """What the verify phase counted and hashed of one kind of metadata."""
+
+    count = serializers.IntegerField()
+    sha256 = serializers.CharField()
+
+
 class SwitchProgressSerializer(serializers.Serializer):
     """How far a switch got; each figure appears once its phase reached it."""
 
@@ -126,7 +134,8 @@ class SwitchProgressSerializer(serializers.Serializer):
     commit_stall_ms = serializers.FloatField(required=False, help_text="writes held at the commit point")
     longest_gate_wait_ms = serializers.FloatField(required=False, help_text="longest wait of one write")
     old_store_read_only = serializers.BooleanField(required=False)
-    digest = serializers.CharField(required=False, help_text="checksum of the verified copy")
+    digest = serializers.DictField(child=CopyDigestSerializer(), required=False,
+                                   help_text="the verified copy per kind (config, statuses, offsets), from the commit")
 
 
 class StoreSwitchSerializer(serializers.Serializer):
@@ -143,23 +152,62 @@ class StoreSwitchSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True, help_text="why it was aborted")
 
 
-class ConfiguredStoreSerializer(serializers.Serializer):
-    """A metadata store configured on this node (``RAFTCONNECT_STORE_<NAME>``)."""
+class MetadataStoreSerializer(serializers.Serializer):
+    """A metadata store this node knows (``StoreSet.describe``): built in, configured by
+    ``RAFTCONNECT_STORE_<NAME>``, or added to the cluster at run time. Never a password."""
 
     name = serializers.CharField()
     backend = serializers.CharField(allow_null=True, help_text="raft, postgresql, mysql, ... or a plugin's scheme")
-    url = serializers.CharField(allow_null=True, help_text="with any password replaced by ***; null for raft")
+    url = serializers.CharField(allow_null=True, help_text="null for raft; an environment store's with its password "
+                                                           "redacted; an added store's as added (references only)")
+    source = serializers.ChoiceField(choices=("raft", "environment", "cluster"), allow_null=True,
+                                     help_text="built in, this node's environment, or added at run time (replicated)")
     active = serializers.BooleanField()
+    password = serializers.CharField(required=False, allow_null=True,
+                                     help_text="an added store's config-provider reference, never a password")
+    added_at = serializers.FloatField(required=False, allow_null=True, help_text="unix seconds")
+    added_by = serializers.CharField(required=False, allow_null=True)
+    shadows = serializers.CharField(required=False, help_text="set when an added store has this environment "
+                                                              "store's name")
     error = serializers.CharField(required=False, help_text="set when the active store is not configured here")
 
 
-class MetadataStoreSerializer(serializers.Serializer):
+class RollbackPlanSerializer(serializers.Serializer):
+    """What a rollback would do now."""
+
+    possible = serializers.BooleanField()
+    action = serializers.ChoiceField(choices=("abort", "switch_back"), allow_null=True)
+    target = serializers.CharField(allow_null=True, help_text="the store that would be active afterwards")
+    reason = serializers.CharField(help_text="a sentence that says why, for people")
+
+
+class MetadataStoreStatusSerializer(serializers.Serializer):
     """``GET /raftconnect/v1/metadata-store`` (and the 202 of switch and rollback)."""
 
     active = serializers.CharField(help_text="name of the active store")
     previous = serializers.CharField(allow_null=True, help_text="store active before the last switch")
-    stores = serializers.ListField(child=ConfiguredStoreSerializer())
+    stores = serializers.ListField(child=MetadataStoreSerializer())
     switch = StoreSwitchSerializer(allow_null=True, help_text="the latest switch; null if none ran")
+    rollback = RollbackPlanSerializer()
+
+
+class StoreCheckSerializer(serializers.Serializer):
+    """One step of a store test."""
+
+    check = serializers.ChoiceField(choices=("resolve", "connect", "schema"))
+    ok = serializers.BooleanField()
+    message = serializers.CharField(help_text="what was found, or why it failed")
+    elapsed_ms = serializers.FloatField()
+
+
+class MetadataStoreTestSerializer(serializers.Serializer):
+    """``POST /raftconnect/v1/metadata-store/stores/{name}/test``: each check until one fails."""
+
+    name = serializers.CharField()
+    ok = serializers.BooleanField(help_text="every check passed")
+    checks = serializers.ListField(child=StoreCheckSerializer())
+    connectors = serializers.IntegerField(allow_null=True, help_text="connector names the store holds (a switch "
+                                                                     "to it replaces them); null if not reached")
 
 
 class OffsetEntrySerializer(serializers.Serializer):
