@@ -447,10 +447,15 @@ def cluster(ctx: click.Context, output: str) -> None:
 
 
 # ------------------------------------------------------------------ metadata store
+def _print_stores(stores: list[dict[str, Any]]) -> None:
+    _table(("", "STORE", "BACKEND", "SOURCE", "URL"),
+           [("*" if st.get("active") else "", st.get("name"), st.get("backend"), st.get("source"),
+             st.get("url") or st.get("error")) for st in stores])
+
+
 def _print_store(data: dict[str, Any] | None) -> None:
     data = data or {}
-    _table(("", "STORE", "BACKEND", "URL"), [("*" if st.get("active") else "", st.get("name"), st.get("backend"),
-                                             st.get("url") or st.get("error")) for st in data.get("stores", [])])
+    _print_stores(data.get("stores", []))
     switch = data.get("switch")
     if switch:
         click.echo("switch: " + ", ".join(f"{k}={v}" for k, v in switch.items() if not isinstance(v, (dict, list))))
@@ -458,8 +463,8 @@ def _print_store(data: dict[str, Any] | None) -> None:
 
 @cli.group()
 def store() -> None:
-    """The metadata store: which one is active, and switching it online (stores are configured on the
-    nodes as RAFTCONNECT_STORE_<NAME>=<URL>)."""
+    """The metadata store: which one is active, switching it online, and stores added to the cluster at
+    run time (or configured on each node as RAFTCONNECT_STORE_<NAME>=<URL>)."""
 
 
 @store.command("list")
@@ -486,6 +491,45 @@ def store_switch(ctx: click.Context, target: str, output: str) -> None:
 def store_rollback(ctx: click.Context, output: str) -> None:
     """Abort the running switch, or switch back (POST /raftconnect/v1/metadata-store/rollback)."""
     _call(ctx, "POST", "/raftconnect/v1/metadata-store/rollback", output=output, show=_print_store)
+
+
+@store.command("add")
+@click.argument("name")
+@click.option("--url", required=True, help="e.g. postgresql://user@host:5432/db (no password in it)")
+@click.option("--password", "password_ref", metavar="REFERENCE",
+              help="a config-provider reference each node resolves, e.g. '${env:PG_PASSWORD}'; never a password")
+@output_option
+@click.pass_context
+def store_add(ctx: click.Context, name: str, url: str, password_ref: str | None, output: str) -> None:
+    """Add store NAME to every node of the cluster (POST /raftconnect/v1/metadata-store/stores)."""
+    body: dict[str, Any] = {"name": name, "url": url}
+    if password_ref is not None:
+        body["password"] = password_ref
+    _call(ctx, "POST", "/raftconnect/v1/metadata-store/stores", json=body, output=output,
+          show=lambda entry: _print_stores([entry]))
+
+
+@store.command("test")
+@click.argument("name")
+@output_option
+@click.pass_context
+def store_test(ctx: click.Context, name: str, output: str) -> None:
+    """Check that store NAME answers and has its schema, from the leader (POST
+    /raftconnect/v1/metadata-store/stores/{name}/test); exit 1 when a check fails."""
+    def show(result: dict[str, Any]) -> None:
+        _table(("CHECK", "OK", "MS", "MESSAGE"), [(c["check"], "yes" if c["ok"] else "no", c["elapsed_ms"],
+                                                  c["message"]) for c in result.get("checks", [])])
+        if result.get("connectors") is not None:
+            click.echo(f"{name} holds {result['connectors']} connector names (a switch to it replaces them)")
+
+    result = _call(ctx, "POST", f"/raftconnect/v1/metadata-store/stores/{segment(name)}/test", output=output,
+                   show=show)
+    if not result.get("ok"):
+        raise SystemExit(1)
+
+
+store_remove = _named_delete(store, "remove", "removed", "store", "metadata-store/stores",
+                             "Remove store NAME, added at run time, from every node (refused while it is active)")
 
 
 # ------------------------------------------------------------ users, tokens
