@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
-from webapp.connectors.file_access import default_root
+from webapp.runtime.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp import environment, metrics
 from webapp.metrics import LEADER_CHANGES
@@ -99,7 +99,7 @@ class NodeOptions:
         cluster: REST ``host:port`` of cluster nodes; how a worker-only node (no
             Raft state) finds the cluster. Raft members may leave it empty.
         data_dir: journal, snapshot, node database, broker folder, and ``files/`` (created here), the
-            default root of ``raftconnect.file.allowed.paths`` (``webapp.connectors.file_access``).
+            default root of ``raftconnect.file.allowed.paths`` (``webapp.runtime.file_access``).
         bootstrap_servers: Kafka bootstrap servers for tasks.
         weight: the worker's assignment weight (> 0).
         cluster_secret: shared secret (Raft password, HMAC key); generated and

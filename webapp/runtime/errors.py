@@ -28,7 +28,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
-from webapp.connectors.api import ConfigDef, ConfigKey, ConnectException
+from webapp.plugin import ConfigDef, ConfigKey, ConnectException
 
 __all__ = [
     "Stage",

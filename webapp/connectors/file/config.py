@@ -9,7 +9,7 @@ of a source directory, and the SMT / ``errors.*`` check a task makes at start
 (:func:`_error_handling`).
 
 Must not touch: files' contents, Kafka, Spark or the metadata store (the tasks
-do); paths' permissions (``webapp.connectors.file_access`` decides); the web layer.
+do); paths' permissions (``webapp.runtime.file_access`` decides); the web layer.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from ..api import ConfigDef, ConfigKey, ConnectException
+from webapp.plugin import ConfigDef, ConfigKey, ConnectException
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
 SINK_FORMATS = ("parquet", "json", "csv")

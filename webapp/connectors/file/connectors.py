@@ -19,8 +19,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import file_access
-from ..api import ConfigDef, ConnectException, SinkConnector, SourceConnector
+from webapp.runtime import file_access
+from webapp.plugin import ConfigDef, ConnectException, SinkConnector, SourceConnector
 from .config import (
     _COMMON_KEYS,
     _SINK_KEYS,

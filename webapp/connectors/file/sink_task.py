@@ -25,8 +25,8 @@ import re
 import shutil
 import uuid
 
-from .. import file_access
-from ..api import BatchResult, ConnectException, SourceOffset, Task
+from webapp.runtime import file_access
+from webapp.plugin import BatchResult, ConnectException, SourceOffset, Task
 from .config import (
     _STAGING,
     TASK_COUNT,

@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import file_access
-from ..api import BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
+from webapp.runtime import file_access
+from webapp.plugin import BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
 from .config import (
     TASK_SPLITS,
     _bool,
