@@ -8,7 +8,9 @@ here; the modules are its rooms:
 
 * ``connector`` — :class:`Connector` / :class:`SourceConnector` / :class:`SinkConnector`,
   :class:`Task`, :class:`TaskContext`, :class:`BatchResult`, :class:`ConnectorTaskId`;
-* ``config`` — :class:`ConfigKey`, :class:`ConfigDef` (declare and validate keys);
+* ``config`` — :class:`ConfigKey`, :class:`ConfigDef` (declare and validate keys),
+  :class:`AbstractConfig` (typed getters: ``get_int``, ``get_bool``, ``get_list``,
+  ``get_password``, ...), :class:`Password`;
 * ``offsets`` — :class:`SourceOffset`, :func:`partition_key`;
 * ``errors`` — :class:`ConnectException`, :class:`DataException`, :class:`ConfigException`.
 
@@ -16,7 +18,7 @@ Plugins are discovered by the runtime (``webapp.runtime.registry``, entry-point 
 ``raftconnect.connectors``); records and batches as a transformation sees them are
 ``webapp.runtime.transforms.record``.
 """
-from .config import ConfigDef, ConfigKey
+from .config import AbstractConfig, ConfigDef, ConfigKey, Password
 from .connector import (
     BatchResult,
     Connector,
@@ -30,6 +32,7 @@ from .errors import ConfigException, ConnectException, DataException
 from .offsets import SourceOffset, partition_key
 
 __all__ = [
+    "AbstractConfig",
     "BatchResult",
     "ConfigDef",
     "ConfigException",
@@ -38,6 +41,7 @@ __all__ = [
     "Connector",
     "ConnectorTaskId",
     "DataException",
+    "Password",
     "SinkConnector",
     "SourceConnector",
     "SourceOffset",
