@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
-from webapp.connect.node import NodeNotReady, current
+from webapp.connect.locator import NodeNotReady, current
 from webapp.coordinator.signing import signed_headers
 
 from webapp.storage.switch import SwitchError

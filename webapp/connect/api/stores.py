@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
-from webapp.connect.node import current
+from webapp.connect.locator import current
 from webapp.storage.backup import BackupError, export_backup, restore_backup
 from webapp.storage.switch import SwitchError, SwitchManager
 
