@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.locator import NodeNotReady, current
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
 from webapp.states import STATES
