@@ -102,6 +102,15 @@ class ConfigDef:
                 return key
         return None
 
+    def get(self, config: Mapping[str, str], name: str) -> str | None:
+        """The raw value of ``name`` in ``config``, or the key's default (unparsed).
+
+        Prefer :class:`AbstractConfig`'s typed getters; the JDBC connector still reads its values
+        this way (to move with its own ``_bool`` / ``_int`` / ``_list``, see docs/ARCHITECTURE.md).
+        """
+        key = self.key(name)
+        return config.get(name, key.default if key is not None else None)
+
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Check ``config`` against the keys.
 
