@@ -50,6 +50,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webapp.kafka import client_overrides
+
 from . import file_access
 from .api import (
     BatchResult,
@@ -178,7 +180,7 @@ def _int(config_def: ConfigDef, config: Mapping[str, str], name: str) -> int:
 
 def _client_overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     """Connect's ``producer.override.*`` / ``consumer.override.*`` keys, prefix stripped."""
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
+    return client_overrides.client_overrides(config, prefix.split(".")[0])
 
 
 def _format_from_name(name: str) -> str | None:

@@ -53,6 +53,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
+
 from . import jdbc_io
 from .api import (
     BatchResult,
@@ -576,8 +578,7 @@ class JdbcSourceTask(Task):
         self.poll_interval = max(0, _int(cd, cfg, "poll.interval.ms")) / 1000.0
         self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
         self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
-        self.producer_overrides = {k[len("producer.override."):]: v for k, v in cfg.items()
-                                   if k.startswith("producer.override.")}
+        self.producer_overrides = client_overrides(cfg, "producer")
         self._transforming, self._operator = _error_handling(cfg, sink=False)
         self._pipelines: dict[Any, Any] = {}
         prefix = cfg.get("topic.prefix") or ""
@@ -612,7 +613,7 @@ class JdbcSourceTask(Task):
 
         for s in self.sources:
             try:
-                ensure_topic_cached(self.context.kafka_config, s.topic,
+                ensure_topic_cached(with_admin_overrides(self.context.kafka_config, cfg), s.topic,
                                     _int(cd, cfg, "topic.creation.default.partitions"),
                                     _int(cd, cfg, "topic.creation.default.replication.factor"),
                                     topic_creation_config(cfg))
@@ -974,8 +975,7 @@ class JdbcSinkTask(Task):
         self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
         self.index = int(cfg.get("task.index", self.context.task_id.task))
         self.count = int(cfg.get("task.count", 1))
-        self.consumer_overrides = {k[len("consumer.override."):]: v for k, v in cfg.items()
-                                   if k.startswith("consumer.override.")}
+        self.consumer_overrides = client_overrides(cfg, "consumer")
         self.connector = self.context.task_id.connector
         self._transforming, self._operator = _error_handling(cfg, sink=True)
         self._pipelines: dict[str, Any] = {}
@@ -984,7 +984,8 @@ class JdbcSinkTask(Task):
             from webapp.kafka.topics import TopicError, ensure_topic
 
             try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
+                ensure_topic(with_admin_overrides(self.context.kafka_config, cfg), dlq, 1,
+                             self._operator.config.dlq_replication_factor)
             except TopicError as e:
                 raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
@@ -1561,7 +1562,9 @@ class JdbcSinkTask(Task):
         if dlq:
             from webapp.kafka.spark_io import _CONSUMER_ONLY_PREFIXES, PRODUCER_DEFAULTS, _client_config
 
-            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, None)
+            # as Connect's DLQ reporter: the worker's producer settings and the connector's producer.override.*
+            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES,
+                                      client_overrides(self.config, "producer"))
         reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
                                   timeout=self.batch_ms / 1000.0, with_metadata=bool(dlq) or _reads_metadata(pipeline))
         engine = self.context.engine
