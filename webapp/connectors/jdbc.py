@@ -710,6 +710,9 @@ class JdbcSourceTask(Task):
             return pieces, {"incrementing": hi}
         ts = self._ts_expr()
         now = self._now_expr()
+        if self.dialect == "postgresql":  # offsets are Python datetimes: plan over years 1..9999 only
+            base += f" WHERE {_pg_in_range(ts)}"
+            base = f"SELECT * FROM ({base}) raftconnect_r"
         if self.mode == "timestamp":
             lo_sql, lo_args = (f"{ts} > %s AND ", [self._ts_param(s.offset)]) if "timestamp" in s.offset else ("", [])
             row = self._scalar(conn, f"SELECT {ts} FROM ({base} WHERE {lo_sql}{ts} < {now} ORDER BY {ts} "
@@ -737,6 +740,40 @@ class JdbcSourceTask(Task):
         where = f"{lo_sql}({ts} < %s OR ({ts} = %s AND {inc} <= %s))"
         return [(where, lo_args + [hts, hts, hinc])], {**self._ts_offset(hts), "incrementing": int(hinc)}
 
+    def _refuse_unreadable(self, conn, s: _Source, pieces, unreadable: list[tuple[str, str, str]]) -> None:
+        """Report each row of the batch holding a value Connect's types cannot hold, as a record error.
+
+        Stage ``VALUE_CONVERTER``: skipped (and logged with ``errors.log.enable``) under
+        ``errors.tolerance=all``; otherwise the task fails naming table, row, column and value —
+        never a batch that fails the same way forever without saying why. In timestamp modes a row
+        whose timestamp column is itself ``-infinity`` or BC falls in the first batch (before any
+        offset), one at ``infinity`` never comes due, as with Connect's JDBC source.
+        """
+        from webapp.runtime.errors import ProcessingError, Stage
+
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        ident = [c for c in [self.inc_col, *self.ts_cols] if c]
+        shown = ", ".join([f"{q(c)}::text" for c in ident] +
+                          [f"CASE WHEN {p} THEN {q(c)}::text END" for c, _, p in unreadable])
+        any_bad = " OR ".join(p for _, _, p in unreadable)
+        for where, args in pieces:
+            cur = conn.cursor()
+            try:
+                cur.execute(f"SELECT {shown} FROM ({s.select}) raftconnect_s WHERE "
+                            + (f"({where}) AND " if where else "") + f"({any_bad})", args)
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            for row in rows:
+                at = ", ".join(f"{c}={v}" for c, v in zip(ident, row)) or "a row"
+                for (col, kind, _), value in zip(unreadable, row[len(ident):]):
+                    if value is None:
+                        continue
+                    message = f"{s.name}: {at}: column {col} holds {value}, which Connect's {_UNREADABLE_WHY[kind]}"
+                    self._operator.tolerate(ProcessingError(
+                        Stage.VALUE_CONVERTER, type(self).__name__, "org.apache.kafka.connect.errors.DataException",
+                        message))
+
     def _parallelism(self) -> int:
         engine = self.context.engine
         if engine is None:
@@ -760,6 +797,9 @@ class JdbcSourceTask(Task):
         try:
             names, kinds = _describe(conn, self.dialect, s.select)
             planned = self._plan(conn, s, names)
+            unreadable = _pg_unreadable(names, kinds) if self.dialect == "postgresql" else []
+            if planned is not None and unreadable:
+                self._refuse_unreadable(conn, s, planned[0], unreadable)
             conn.rollback()
         except ConnectException:
             raise
@@ -770,6 +810,9 @@ class JdbcSourceTask(Task):
         if planned is None:
             return None
         pieces, new_offset = planned
+        if unreadable:  # the rows reported above are left out of the batch
+            skip = " OR ".join(p for _, _, p in unreadable)
+            pieces = [((f"({w}) AND " if w else "") + f"NOT ({skip})", a) for w, a in pieces]
         records = self._operator.execute(lambda: self._produce(s, names, kinds, pieces), "KAFKA_PRODUCE",
                                          type(self).__name__)
         if new_offset is None:  # bulk: nothing to resume from
@@ -851,6 +894,36 @@ class JdbcSourceTask(Task):
                                     replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
         except KafkaIOError as e:
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
+
+
+#: why a PostgreSQL value has no Connect form, by column kind (the source's per-record error)
+_UNREADABLE_WHY = {
+    "timestamp": "Timestamp cannot hold here: the JDBC source reads timestamps of years 1 to 9999 "
+                 "(not infinity, -infinity or BC)",
+    "date": "Date cannot hold here: the JDBC source reads dates of years 1 to 9999 (not infinity, -infinity or BC)",
+    "time": "Time cannot hold: a time of day is below 24:00:00",
+}
+
+
+def _pg_in_range(expr: str) -> str:
+    """PostgreSQL predicate: ``expr`` (a date or timestamp) lies in years 1..9999 (false for NULL)."""
+    return f"COALESCE({expr} >= '0001-01-01' AND {expr} < '10000-01-01', false)"
+
+
+def _pg_unreadable(names: list[str], kinds: list[str]) -> list[tuple[str, str, str]]:
+    """``[(column, kind, predicate)]``: the predicate is true when that PostgreSQL column's value has no Connect form.
+
+    Dates and timestamps outside years 1..9999 (``infinity``, ``-infinity``, BC, year 10000 on)
+    and the time ``24:00:00``; NULL is fine. Empty when no column can hold such a value.
+    """
+    out = []
+    for name, kind in zip(names, kinds):
+        col = jdbc_io.quote("postgresql", name)
+        if kind in ("date", "timestamp"):
+            out.append((name, kind, f"({col} IS NOT NULL AND NOT {_pg_in_range(col)})"))
+        elif kind == "time":
+            out.append((name, kind, f"COALESCE({col} >= '24:00:00', false)"))
+    return out
 
 
 def _logical_type(kind: str):
