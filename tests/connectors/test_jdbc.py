@@ -849,3 +849,37 @@ def test_postgres_infinity_bc_and_2400_are_record_errors_that_tolerance_skips(sp
     finally:
         task.stop()
     assert [json.loads(v)["payload"]["id"] for v in read_topic(kafka_broker.bootstrap_servers, "unr-" + ts_table)] == [3]
+
+
+def test_nan_and_infinities_travel_as_jsonconverter_strings_and_back_into_postgres(
+        spark, kafka_broker, tmp_path, pg_db, my_db, engine):
+    """Both task engines write Connect's bytes ("NaN", "Infinity", "-Infinity"); the sink reads them back:
+    PostgreSQL stores them, MariaDB's FLOAT/DOUBLE cannot and errors.tolerance=all skips those records."""
+    table = unique("nonfinite")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, f32 REAL, f64 DOUBLE PRECISION)')
+        c.execute(f"INSERT INTO \"{table}\" VALUES (1, 'NaN', 'Infinity'), (2, '-Infinity', 'NaN'), (3, 1.5, 0.1), "
+                  "(4, NULL, '-Infinity')")
+    prefix = unique("nf") + "-"
+    src = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": table, "topic.prefix": prefix}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "nf-src") == 4
+    raw = sorted(v[v.index(b'"payload":'):] for v in read_topic(kafka_broker.bootstrap_servers, prefix + table))
+    assert raw == [b'"payload":{"id":1,"f32":"NaN","f64":"Infinity"}}',
+                   b'"payload":{"id":2,"f32":"-Infinity","f64":"NaN"}}',
+                   b'"payload":{"id":3,"f32":1.5,"f64":0.1}}',
+                   b'"payload":{"id":4,"f32":null,"f64":"-Infinity"}}'], engine
+
+    sink = {"connector.class": "JdbcSinkConnector", "topics": prefix + table, "auto.create": "true",
+            "table.name.format": "copy_${topic}".replace("-", "_"), "pk.mode": "record_value", "pk.fields": "id",
+            "insert.mode": "upsert"}
+    target = f"copy_{prefix}{table}"
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, {**sink, "connection.url": pg_url(pg_db)},
+                         tmp_path, "nf-pg") == 4
+    with pg(pg_db) as c:
+        got = rows(c, f'SELECT id, f32::text, f64::text FROM "{target}" ORDER BY id')
+    assert got == [(1, "NaN", "Infinity"), (2, "-Infinity", "NaN"), (3, "1.5", "0.1"), (4, None, "-Infinity")]
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {**sink, "connection.url": my_url(my_db),
+                                                            "errors.tolerance": "all"}, tmp_path, "nf-my")
+    with my(my_db) as m:
+        assert rows(m, f"SELECT id, f32, f64 FROM `{target}` ORDER BY id") == [(3, 1.5, 0.1)]

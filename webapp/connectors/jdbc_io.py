@@ -569,11 +569,15 @@ def _decode_side(arr, mask: list[bool], prefixes, fields: Sequence[Sequence[str]
                                                                              block_size=len(buf) + 1),
                                  parse_options=pj.ParseOptions(explicit_schema=pa.schema([("payload", payload)]),
                                                                unexpected_field_behavior="ignore"))
+            parsed = table.column("payload").combine_chunks()
         except pa.ArrowInvalid as e:
-            raise ValueError(f"[jdbc] a record {what} does not match the planned schema: {e}") from None
-        if table.num_rows != len(lines):
-            raise ValueError(f"[jdbc] {len(lines)} record {what}s gave {table.num_rows} rows")
-        parsed = table.column("payload").combine_chunks()
+            # JsonConverter (Jackson) writes NaN and infinities as the strings "NaN", "Infinity",
+            # "-Infinity", which Arrow's reader refuses in a float column: read such a batch in Python
+            parsed = _parse_non_finite(lines, payload, primitive)
+            if parsed is None:
+                raise ValueError(f"[jdbc] a record {what} does not match the planned schema: {e}") from None
+        if len(parsed) != len(lines):
+            raise ValueError(f"[jdbc] {len(lines)} record {what}s gave {len(parsed)} rows")
     else:
         parsed = pa.array([], payload)
     # row i of the batch -> row of ``parsed`` (null: not decoded)
@@ -593,6 +597,42 @@ def _decode_side(arr, mask: list[bool], prefixes, fields: Sequence[Sequence[str]
                 raise ValueError(f"[jdbc] a record {what} holds bad base64 in {field or 'its payload'}: {e}") from None
         out.append(col)
     return out
+
+
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _parse_non_finite(lines: list, payload_type, primitive: bool):
+    """Parse ``{"payload":...}`` lines in Python, reading ``"NaN"``/``"Infinity"``/``"-Infinity"`` in float fields.
+
+    The slow path of :func:`_decode_side` for batches Arrow's reader refused; ``None`` when the
+    payload type has no float field or a line still does not fit (the caller then reports it).
+    """
+    import json
+
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    fields = [payload_type] if primitive else [payload_type.field(i).type for i in range(payload_type.num_fields)]
+    if not any(pt.is_floating(t) for t in fields):
+        return None
+
+    def value(v, t):
+        if pt.is_floating(t) and isinstance(v, str):
+            return _NON_FINITE[v]  # KeyError: any other string is not a float
+        return v
+
+    try:
+        payloads = [json.loads(line)["payload"] for line in lines]
+        if primitive:
+            return pa.array([value(p, payload_type) for p in payloads], payload_type)
+        names = [payload_type.field(i).name for i in range(payload_type.num_fields)]
+        cols = [pa.array([None if p is None else value(p.get(n), t) for p in payloads], t)
+                for n, t in zip(names, fields)]
+        mask = pa.array([p is None for p in payloads], pa.bool_())
+        return pa.StructArray.from_arrays(cols, names=names, mask=mask)
+    except (ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+        return None
 
 
 def decode_batch(batch, plan: Mapping[str, Any]):
