@@ -226,6 +226,15 @@ def _params(config: Mapping[str, str]) -> dict[str, Any]:
                                 config.get("connection.password") or None)
 
 
+def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str) -> dict[str, Any]:
+    """A task config's connection parameters (:func:`_params`) once it is valid.
+
+    Raises ConnectException naming ``what`` and listing every invalid key.
+    """
+    _raise_if_errors(_merge(config_def.validate(config), _common_errors(config)), what)
+    return _params(config)
+
+
 def _register_by_value() -> None:
     """Ship ``jdbc_io`` to Spark's workers by value (they never import this project)."""
     from pyspark import cloudpickle
@@ -444,6 +453,16 @@ def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     return errors
 
 
+def _at_least_one(config: Mapping[str, str], keys: tuple[str, ...]) -> dict[str, list[str]]:
+    """Errors of the whole-number ``keys`` of ``config`` that are below 1 (Connect's message; others: the ConfigDef)."""
+    errors: dict[str, list[str]] = {}
+    for key in keys:
+        raw = config.get(key)
+        if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
+            errors[key] = [f"Invalid value {raw} for configuration {key}: Value must be at least 1"]
+    return errors
+
+
 def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for d in dicts:
@@ -501,11 +520,8 @@ class JdbcSourceConnector(SourceConnector):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
         if config.get("table.whitelist") and config.get("table.blacklist"):
             errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
-        for key in ("tasks.max", "batch.max.rows", "topic.creation.default.partitions"):
-            raw = config.get(key)
-            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
-                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
-        return errors
+        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
+                                                     "topic.creation.default.partitions")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
@@ -568,8 +584,7 @@ class JdbcSourceTask(Task):
 
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSourceTask")
-        self.params = _params(cfg)
+        self.params = _checked_params(cfg, cd, "JdbcSourceTask")
         self.dialect = self.params["dialect"]
         self.mode = cd.get(cfg, "mode")
         self.inc_col = cfg.get("incrementing.column.name") or None
@@ -991,11 +1006,7 @@ class JdbcSinkConnector(SinkConnector):
                                      "(pk.mode other than none)")
         if pk_mode == "record_value" and not _list(config.get("pk.fields")):
             pass  # all value fields form the key, as in Confluent's connector
-        for key in ("tasks.max", "batch.max.rows", "batch.size"):
-            raw = config.get(key)
-            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
-                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
-        return errors
+        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
@@ -1030,8 +1041,7 @@ class JdbcSinkTask(Task):
 
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSinkTask")
-        self.params = _params(cfg)
+        self.params = _checked_params(cfg, cd, "JdbcSinkTask")
         self.dialect = self.params["dialect"]
         self.topics = _list(cfg["topics"])
         self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
@@ -1407,14 +1417,9 @@ class JdbcSinkTask(Task):
         else:  # nested values (written as JSON text): decoded by from_json in the JVM
             job = self._jvm_decoded(plan, cols, ranges).mapInArrow(_make_write_fn(self.params, write_plan, spans),
                                                                    schema)
-        try:
-            rows = job.collect()
-        except Exception as e:
-            msg = _spark_error(e)
-            if "StaleOffsetError" in msg or "the target holds offset" in msg:
-                self._resync(topic, ranges)
-                return []
-            raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
+        rows = self._collect(job, topic, ranges, f"table {table}")
+        if rows is None:
+            return []
         log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
                  sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
         return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
@@ -1652,17 +1657,24 @@ class JdbcSinkTask(Task):
             job = self.context.spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
                 _make_transform_write_fn(self.params, plans, self.connector, spans, reader, spec, dlq, dlq_conf),
                 schema)
+        rows = self._collect(job, topic, ranges, f"tables {sorted(plans) or '(none yet)'}")
+        if rows is None:
+            return []
+        log.info("sink %s: topic %s, %d records through the transforms: plan %.2f s, job %.2f s",
+                 self.context.task_id, topic, sum(r["count"] for r in rows), t_plan, time.monotonic() - t0 - t_plan)
+        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+
+    def _collect(self, job, topic: str, ranges, target: str) -> list | None:
+        """The stats rows of a write ``job``; ``None`` when another writer had moved an offset in the target
+        (then resynced from it). Raises ConnectException naming ``topic`` and ``target`` for any other failure."""
         try:
-            rows = job.collect()
+            return job.collect()
         except Exception as e:
             msg = _spark_error(e)
             if "StaleOffsetError" in msg or "the target holds offset" in msg:
                 self._resync(topic, ranges)
-                return []
-            raise ConnectException(f"Topic {topic} -> tables {sorted(plans) or '(none yet)'}: {msg}") from e
-        log.info("sink %s: topic %s, %d records through the transforms: plan %.2f s, job %.2f s",
-                 self.context.task_id, topic, sum(r["count"] for r in rows), t_plan, time.monotonic() - t0 - t_plan)
-        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+                return None
+            raise ConnectException(f"Topic {topic} -> {target}: {msg}") from e
 
     def _resync(self, topic: str, ranges) -> None:
         """Another writer moved a partition's offset in the target: continue from the target's offsets."""

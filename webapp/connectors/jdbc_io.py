@@ -891,15 +891,12 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
     """
     import pyarrow.compute as pc
 
-    dialect = plan["dialect"]
     topic, partition, start = ranges[partition_index]
-    first = last = None
-    count = 0
-    replan = False
-    conn = connect(params)
-    try:
-        cur = conn.cursor()
-        stored = _checked_offset(cur, dialect, plan["connector"], topic, partition, start)
+
+    def body(cur):
+        first = last = None
+        count = 0
+        replan = False
         writer = _TableWriter(cur, plan, topic, partition)
         for batch in batches:
             if batch.num_rows == 0:
@@ -919,8 +916,28 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                 count += b.num_rows
             if replan:
                 break
+        return first, last, count, replan
+
+    yield _offset_transaction(params, plan["dialect"], plan["connector"], topic, partition, start, body)
+
+
+def _offset_transaction(params: Mapping[str, Any], dialect: str, connector: str, topic: str, partition: int,
+                        start, body, before_commit=None):
+    """One sink transaction for a partition: check its stored offset, ``body(cursor)``, store the new one.
+
+    ``body`` writes and returns ``(first, last, count, replan)`` (offsets consumed, ``last`` None when
+    nothing was); ``before_commit()`` runs after it, inside the transaction. Anything raised rolls
+    the transaction back. Returns the stats batch of :func:`write_partition`.
+    """
+    conn = connect(params)
+    try:
+        cur = conn.cursor()
+        stored = _checked_offset(cur, dialect, connector, topic, partition, start)
+        first, last, count, replan = body(cur)
+        if before_commit is not None:
+            before_commit()
         if last is not None:
-            _store_offset(cur, dialect, plan["connector"], topic, partition, last + 1, stored is not None)
+            _store_offset(cur, dialect, connector, topic, partition, last + 1, stored is not None)
         conn.commit()
     except BaseException:
         try:
@@ -930,7 +947,7 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
         raise
     finally:
         conn.close()
-    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
+    return _stats(partition, first, last, count, None if last is None else last + 1, replan)
 
 
 def _is_data_error(e: BaseException) -> bool:
@@ -1014,13 +1031,11 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
     """
     dialect = next(iter(plans.values()))["dialect"] if plans else params["dialect"]
     topic, partition, start = ranges[partition_index]
-    first = last = None
-    count = 0
-    replan = False
-    conn = connect(params)
-    try:
-        cur = conn.cursor()
-        stored = _checked_offset(cur, dialect, connector, topic, partition, start)
+
+    def body(cur):
+        first = last = None
+        count = 0
+        replan = False
         writers: dict[str, _TableWriter] = {}
         for groups, first_offset, last_offset, consumed, stop in units:
             for key, b in groups:
@@ -1040,17 +1055,6 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
             if stop:
                 replan = True
                 break
-        if before_commit is not None:
-            before_commit()
-        if last is not None:
-            _store_offset(cur, dialect, connector, topic, partition, last + 1, stored is not None)
-        conn.commit()
-    except BaseException:
-        try:
-            conn.rollback()
-        except Exception:
-            pass
-        raise
-    finally:
-        conn.close()
-    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
+        return first, last, count, replan
+
+    yield _offset_transaction(params, dialect, connector, topic, partition, start, body, before_commit)
