@@ -88,3 +88,14 @@ def test_worker_properties_carry_the_policy_and_refuse_an_unknown_one():
     assert cfg.env == {co.OVERRIDE_POLICY_ENV: "None"} and not cfg.warnings
     with pytest.raises(PropertiesError, match="unknown policy"):
         worker_config({"connector.client.config.override.policy": "Most"}, environ={})
+
+
+def test_a_config_provider_reference_is_checked_by_key_only():
+    from webapp.runtime.config_providers import has_references
+
+    config = {"producer.override.sasl.jaas.config": "${file:/run/secrets/kafka.properties:jaas}",
+              "producer.override.linger.ms": "${env:LINGER}", "producer.override.lingr.ms": "${env:LINGER}"}
+    errors = co.override_errors(config, "All", unresolved=has_references)
+    assert list(errors) == ["producer.override.lingr.ms"] and "not a Kafka client setting" in errors[
+        "producer.override.lingr.ms"][0]
+    assert set(co.override_errors(config, "None", unresolved=has_references)) == set(config)

@@ -480,7 +480,7 @@ def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc)
     errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
     for extra in (auto_restart_errors(config), validate_transforms(config),
                   validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config),
-                  override_errors(config)):
+                  override_errors(config, unresolved=has_references)):
         for key, msgs in extra.items():
             errors.setdefault(key, []).extend(msgs)
     tasks_max = config.get("tasks.max", "1")

@@ -320,12 +320,16 @@ def librdkafka_value_error(client: str, key: str, value: str) -> str | None:
     return None
 
 
-def override_errors(config: Mapping[str, str], policy: str | None = None) -> dict[str, list[str]]:
+def override_errors(config: Mapping[str, str], policy: str | None = None,
+                    unresolved: Callable[[str], bool] = lambda value: False) -> dict[str, list[str]]:
     """Errors of a connector config's ``producer.override.*`` / ``consumer.override.*`` / ``admin.override.*``.
 
     Args:
         config: the full connector config.
         policy: the worker's override policy (default :func:`override_policy`).
+        unresolved: true for a value still holding a config provider reference (``${file:...}``):
+            only its key is checked (the policy, and that the key exists), as only the worker that
+            starts the task resolves it.
     Returns: ``{full key: [message]}``; each message names the key, so the 400 of a create lists them.
     """
     policy = normalize_policy(policy) if policy is not None else override_policy()
@@ -335,7 +339,7 @@ def override_errors(config: Mapping[str, str], policy: str | None = None) -> dic
         settings = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
         if not settings:
             continue
-        _, problems = translate(settings, client)
+        _, problems = translate({k: v for k, v in settings.items() if not unresolved(v)}, client)
         for key, value in settings.items():
             full = prefix + key
             if allowed is not None and key not in allowed:
@@ -343,6 +347,12 @@ def override_errors(config: Mapping[str, str], policy: str | None = None) -> dic
                        "configuration.")
             elif not key:
                 msg = "empty client setting name"
+            elif unresolved(value):
+                known = key in _STORE_TYPES or key in RESERVED or key in _VALUE_RULES or \
+                    any((c, key) in _TABLE for c in CLIENTS)
+                msg = None if known else librdkafka_value_error(client, key, "0")
+                if msg is None or not msg.startswith("not a Kafka client setting"):
+                    continue
             elif key in problems:
                 msg = problems[key]
             elif key in _STORE_TYPES or key == "sasl.jaas.config":
