@@ -116,6 +116,7 @@ def test_java_only_client_settings_warn():
     cfg = worker_config({"ssl.truststore.location": "/x.jks", "ssl.protocol": "TLSv1.3",
                          "producer.max.request.size": "1"}, environ={})
     assert "ssl.ca.location" not in cfg.kafka and "ssl.protocol" not in cfg.kafka
+    assert cfg.kafka["producer.message.max.bytes"] == "1"  # Java's name, mapped by the one override table
     assert any("PEM" in w for w in cfg.warnings) and any("ssl.protocol" in w for w in cfg.warnings)
 
 

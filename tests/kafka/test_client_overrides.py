@@ -54,6 +54,8 @@ def test_java_names_are_mapped_per_client_type():
     ("consumer.override.linger.ms", "5", "not a consumer setting"),
     ("producer.override.ssl.protocol", "TLSv1.3", "no librdkafka equivalent"),
     ("producer.override.bootstrap.servers", "elsewhere:9092", "cannot be overridden"),
+    ("consumer.override.sasl.kerberos.kinit.cmd", "touch /tmp/x", "cannot be set by a connector"),
+    ("admin.override.plugin.library.paths", "/tmp/evil.so", "loads shared libraries"),
     ("consumer.override.auto.offset.reset", "latest", "only earliest is supported"),
     ("producer.override.acks", "most", "Invalid value most for configuration acks"),
     ("producer.override.max.request.size", "2000000000", "outside allowed range"),
@@ -84,8 +86,10 @@ def test_override_policy_as_in_connect():
 def test_worker_properties_carry_the_policy_and_refuse_an_unknown_one():
     from webapp.connect.workerconfig import PropertiesError, worker_config
 
-    cfg = worker_config({"connector.client.config.override.policy": "None"}, environ={})
+    cfg = worker_config({"connector.client.config.override.policy": "None",
+                         "sasl.kerberos.kinit.cmd": "kinit -k"}, environ={})  # the operator's, not a connector's
     assert cfg.env == {co.OVERRIDE_POLICY_ENV: "None"} and not cfg.warnings
+    assert cfg.kafka == {"sasl.kerberos.kinit.cmd": "kinit -k"}
     with pytest.raises(PropertiesError, match="unknown policy"):
         worker_config({"connector.client.config.override.policy": "Most"}, environ={})
 
@@ -94,8 +98,11 @@ def test_a_config_provider_reference_is_checked_by_key_only():
     from webapp.runtime.config_providers import has_references
 
     config = {"producer.override.sasl.jaas.config": "${file:/run/secrets/kafka.properties:jaas}",
-              "producer.override.linger.ms": "${env:LINGER}", "producer.override.lingr.ms": "${env:LINGER}"}
+              "producer.override.linger.ms": "${env:LINGER}", "producer.override.lingr.ms": "${env:LINGER}",
+              "consumer.override.sasl.kerberos.kinit.cmd": "${env:CMD}", "consumer.override.linger.ms": "${env:L}"}
     errors = co.override_errors(config, "All", unresolved=has_references)
-    assert list(errors) == ["producer.override.lingr.ms"] and "not a Kafka client setting" in errors[
-        "producer.override.lingr.ms"][0]
+    assert sorted(errors) == ["consumer.override.linger.ms", "consumer.override.sasl.kerberos.kinit.cmd",
+                              "producer.override.lingr.ms"]
+    assert "not a Kafka client setting" in errors["producer.override.lingr.ms"][0]
+    assert "cannot be set by a connector" in errors["consumer.override.sasl.kerberos.kinit.cmd"][0]
     assert set(co.override_errors(config, "None", unresolved=has_references)) == set(config)

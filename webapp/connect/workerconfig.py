@@ -188,7 +188,7 @@ def _to_librdkafka(settings: Mapping[str, str], where: str, warnings: list[str])
     """Translate Java client settings to librdkafka's names (:func:`client_overrides.translate`, the one
     table); unusable ones are left out with a warning. ``where`` is ``""`` (keys of every client) or
     a :data:`CLIENT_PREFIXES` entry."""
-    out, problems = client_overrides.translate(settings, where[:-1] or None)
+    out, problems = client_overrides.translate(settings, where[:-1] or None, connector=False)
     for key, message in problems.items():
         warnings.append(f"{where}{key}: {message}; ignored")
     return out

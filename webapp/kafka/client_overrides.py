@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-__all__ = ["CLIENTS", "OVERRIDE_PREFIXES", "ClientKey", "CLIENT_KEYS", "RESERVED", "OVERRIDE_POLICY_ENV",
+__all__ = ["CLIENTS", "OVERRIDE_PREFIXES", "ClientKey", "CLIENT_KEYS", "RESERVED", "WORKER_ONLY", "OVERRIDE_POLICY_ENV",
            "OVERRIDE_POLICIES", "override_policy", "normalize_policy", "translate", "librdkafka_names",
            "client_overrides", "with_admin_overrides", "override_errors", "librdkafka_value_error", "markdown_table"]
 
@@ -155,6 +155,14 @@ RESERVED: dict[str, str] = {
     "interceptor.classes": "Java classes",
 }
 
+#: librdkafka settings that would let a connector config run code on the workers: refused in a
+#: connector's overrides, accepted in the worker's own properties (the operator's).
+WORKER_ONLY: dict[str, str] = {
+    "plugin.library.paths": "it loads shared libraries into the worker; set it in the worker's properties",
+    "ssl.engine.location": "it loads an OpenSSL engine into the worker; set it in the worker's properties",
+    "sasl.kerberos.kinit.cmd": "it is a shell command run on the worker; set it in the worker's properties",
+}
+
 # Keys with a value check of their own: (allowed values, the first one named in messages; why)
 _VALUE_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "auto.offset.reset": (("earliest", "smallest", "beginning"),
@@ -196,13 +204,16 @@ def _jaas_credentials(jaas: str) -> dict[str, str]:
     return {f"sasl.{k}": v.replace('\\"', '"') for k, v in found.items()}
 
 
-def translate(settings: Mapping[str, str], client: str | None) -> tuple[dict[str, str], dict[str, str]]:
+def translate(settings: Mapping[str, str], client: str | None,
+              connector: bool = True) -> tuple[dict[str, str], dict[str, str]]:
     """Map one client's settings (Java or librdkafka names, no prefix) to librdkafka's.
 
     Args:
         settings: ``{key: value}`` as after ``producer.override.`` (or a worker's ``producer.``).
         client: one of :data:`CLIENTS`, or ``None`` for keys shared by every client (a worker's
             ``security.protocol``, ``ssl.*``): then only rows that apply to all clients are used.
+        connector: the settings are a connector's overrides (:data:`WORKER_ONLY` keys refused);
+            ``False`` for the worker's properties.
     Returns: ``(librdkafka settings, problems)``, problems ``{key: message}`` for keys that cannot
         be used (no equivalent, reserved, a value RaftConnect cannot honour). Keys not in the table
         pass through unchecked: :func:`librdkafka_value_error` checks those against librdkafka.
@@ -216,6 +227,8 @@ def translate(settings: Mapping[str, str], client: str | None) -> tuple[dict[str
                                                          if key in _SHARED_KEYS else None)
         if key in RESERVED:
             problems[key] = f"cannot be overridden: {RESERVED[key]}"
+        elif connector and key in WORKER_ONLY:
+            problems[key] = f"cannot be set by a connector: {WORKER_ONLY[key]}"
         elif key in _VALUE_RULES:
             allowed, why = _VALUE_RULES[key]
             if str(value).lower() not in allowed:
@@ -347,12 +360,17 @@ def override_errors(config: Mapping[str, str], policy: str | None = None,
                        "configuration.")
             elif not key:
                 msg = "empty client setting name"
-            elif unresolved(value):
-                known = key in _STORE_TYPES or key in RESERVED or key in _VALUE_RULES or \
-                    any((c, key) in _TABLE for c in CLIENTS)
-                msg = None if known else librdkafka_value_error(client, key, "0")
-                if msg is None or not msg.startswith("not a Kafka client setting"):
+            elif unresolved(value):  # what the name alone says
+                row = _TABLE.get((client, key))
+                if key in RESERVED or key in WORKER_ONLY or (row is not None and row.librdkafka is None) or \
+                        (row is None and any((c, key) in _TABLE for c in CLIENTS)):
+                    msg = translate({key: ""}, client)[1][key]
+                elif row is not None or key in _STORE_TYPES or key in _VALUE_RULES:
                     continue
+                else:
+                    msg = librdkafka_value_error(client, key, "0")
+                    if msg is None or not msg.startswith("not a Kafka client setting"):
+                        continue
             elif key in problems:
                 msg = problems[key]
             elif key in _STORE_TYPES or key == "sasl.jaas.config":
@@ -383,6 +401,8 @@ def markdown_table() -> str:
         lines.append(f"| `{k.java}` | {clients} | {native} | {k.note} |")
     for key, why in RESERVED.items():
         lines.append(f"| `{key}` | all | — (refused) | {why} |")
+    for key, why in WORKER_ONLY.items():
+        lines.append(f"| `{key}` | all | — (refused in a connector) | {why} |")
     for key, (allowed, why) in _VALUE_RULES.items():
         lines.append(f"| `{key}` | consumer | only `{allowed[0]}` | {why} |")
     return "\n".join(lines) + "\n"
