@@ -19,6 +19,7 @@ import os
 import re
 from typing import Mapping
 
+from webapp.kafka import client_overrides
 from webapp.plugin import AbstractConfig, ConfigException, ConfigKey, ConnectException
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
@@ -99,7 +100,7 @@ _SINK_KEYS = (
 
 def _client_overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     """Connect's ``producer.override.*`` / ``consumer.override.*`` keys, prefix stripped."""
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
+    return client_overrides.client_overrides(config, prefix.split(".")[0])
 
 
 def _format_from_name(name: str) -> str | None:
