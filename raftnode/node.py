@@ -310,7 +310,7 @@ class RaftNode:
                 if code not in _NOT_APPENDED or attempt is not None:
                     if attempt is not None and code in _NOT_APPENDED:
                         attempt.not_leader = attempt.committed == 0
-                    if code == FAIL_REASON.TIMEOUT and self.leader is None:
+                    if code == "Timeout" and self.leader is None:  # pysyncobj raises SyncObjException("Timeout")
                         # still in this member's queue when the time ran out (a starved tick loop) with
                         # no leader known: its outcome is unknown like any timeout, but say why
                         raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
