@@ -307,20 +307,19 @@ class Herder:
             if connector["state"] not in (failed, unassigned):
                 connector["state"] = State.STOPPED.value
         else:
-            task_owners, task_statuses, prefix = assignment["tasks"], statuses["tasks"], name + "-"
-            append = tasks.append
+            owner_of, status_of, address_of = assignment["tasks"].get, statuses["tasks"].get, addresses.get
+            prefix, append = name + "-", tasks.append
             for i, key in enumerate(_task_keys(rec.task_count)):
-                owner = task_owners.get(prefix + key)
-                status = task_statuses.get(key)
+                owner = owner_of(prefix + key)
+                status = status_of(key)
                 if status is None or (owner is not None and status.get("worker_id") != owner):
-                    append({"id": i, "state": unassigned, "worker_id": addresses.get(owner, owner)})
+                    append({"id": i, "state": unassigned, "worker_id": address_of(owner, owner)})
                     continue
                 state, worker = status["state"], status.get("worker_id")
                 if state == failed and status.get("trace"):
-                    append({"id": i, "state": state, "worker_id": addresses.get(worker, worker),
-                            "trace": status["trace"]})
+                    append({"id": i, "state": state, "worker_id": address_of(worker, worker), "trace": status["trace"]})
                 else:
-                    append({"id": i, "state": state, "worker_id": addresses.get(worker, worker)})
+                    append({"id": i, "state": state, "worker_id": address_of(worker, worker)})
         return {"name": name, "connector": connector, "tasks": tasks, "type": type_}
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
