@@ -84,6 +84,7 @@ def json_copy(value: Any) -> Any:
 
 _SCALAR_TYPES = frozenset(_SCALARS)
 _TRACE_TYPES = (str, type(None))
+_STATUS_KEYS = frozenset(("state", "trace", "worker_id", "generation"))
 
 
 def _status_copy(status: dict[str, Any]) -> dict[str, Any]:
@@ -91,12 +92,13 @@ def _status_copy(status: dict[str, Any]) -> dict[str, Any]:
 
     Apply writes an entry as ``{"state", "trace", "worker_id", "generation"}`` from a command whose
     arguments the REST layer typed (a known state word, a worker id string, an int), except the
-    ``trace``, which nobody validates: an entry of those four keys with a string or ``None`` trace
-    is flat, and ``dict()`` copies it whole (at 100,000 tasks, checking every value instead cost a
-    third more). Anything else is checked value by value and, if need be, :func:`json_copy`'d.
+    ``trace``, which nobody validates: an entry of exactly those keys with a string or ``None``
+    trace is flat, and ``dict()`` copies it whole (looking at the keys and the trace costs less
+    than looking at every value, at 110,000 entries per list). Anything else is checked value by
+    value and, if need be, :func:`json_copy`'d.
     """
     out = dict(status)
-    if len(out) == 4 and out.get("trace").__class__ in _TRACE_TYPES:
+    if out.keys() == _STATUS_KEYS and out["trace"].__class__ in _TRACE_TYPES:
         return out
     for value in out.values():
         if value.__class__ not in _SCALAR_TYPES:
@@ -217,10 +219,10 @@ class ClusterStateMachine(SyncObjConsumer):
     def status(self, name: str) -> dict[str, Any]:
         """A deep copy of one connector's statuses (empty shape when none).
 
-        Status entries are flat (see the class docstring), so each is copied with ``dict()`` after a
-        check of its values (:func:`_status_copy`): listing 10,000 connectors' statuses spent most
-        of its time in :func:`json_copy` otherwise. The tasks map is copied in one step first, as
-        apply may add to it meanwhile.
+        Status entries are flat (see the class docstring), so each is copied with ``dict()`` where
+        that is a deep copy (:func:`_status_copy`): listing 10,000 connectors' statuses spent most of
+        its time in :func:`json_copy` otherwise. The tasks map is copied in one step first, as apply
+        may add to it meanwhile.
         """
         st = self.statuses.get(name)
         if st is None:

@@ -46,3 +46,11 @@ def test_statuses_are_deep_copies_even_with_a_nested_trace():
     got["tasks"]["2"] = {}
     assert state.statuses["c"] == before
     assert state.status("missing") == {"connector": None, "tasks": {}}
+
+
+def test_an_entry_with_other_keys_is_copied_whole():
+    state = filled()
+    apply(state, "_put_status", "c", 1, "w1", 1, {"state": "RUNNING", "extra": ["x"]})  # no trace key
+    got = state.status("c")
+    got["tasks"]["1"]["extra"].append("mine")
+    assert state.statuses["c"]["tasks"]["1"]["extra"] == ["x"]
