@@ -755,7 +755,8 @@ class RelationalMetadataStore(MetadataStore):
         """Every connector with its statuses, in name order, from two queries: every status row,
         then :meth:`connector_summaries` (in that order, so a connector deleted in between is not
         listed, and one created in between is listed without statuses, which it has). Each
-        connector's statuses are built as the caller reaches it. Errors: :class:`StoreUnavailable`.
+        connector's statuses are built as the caller reaches it, its tasks in no particular order
+        (as the Raft store's). Errors: :class:`StoreUnavailable`.
         """
         from .models import CONNECTOR_TASK, Status
 
@@ -767,13 +768,13 @@ class RelationalMetadataStore(MetadataStore):
         del rows
         for summary in self.connector_summaries():
             statuses = empty_statuses()
-            for _, task, state, trace, worker_id, generation in sorted(by_connector.pop(summary.name, ()),
-                                                                      key=lambda row: row[1]):
+            tasks = statuses["tasks"]
+            for _, task, state, trace, worker_id, generation in by_connector.pop(summary.name, ()):
                 status = {"state": state, "trace": trace, "worker_id": worker_id, "generation": generation}
                 if task == CONNECTOR_TASK:
                     statuses["connector"] = status
                 else:
-                    statuses["tasks"][str(task)] = status
+                    tasks[str(task)] = status
             yield summary, statuses
 
     def export_name(self, name: str) -> NameSnapshot:
