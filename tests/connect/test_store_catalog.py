@@ -15,7 +15,7 @@ from webapp.kafka.embedded import free_port
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.switch import StoreSet
 
-from .conftest import basic, make_user
+from .conftest import assert_conforms, basic, make_user
 
 STORES = "/raftconnect/v1/metadata-store/stores"
 SECRET = "pw-Never-Shown-7"
@@ -67,12 +67,15 @@ def test_add_test_switch_and_remove_a_postgresql_store(admin, node, dbs, caplog,
     test = admin.post(f"{STORES}/pg/test").json()
     assert test["ok"] is True and [c["check"] for c in test["checks"]] == ["resolve", "connect", "schema"], test
     assert test["connectors"] == 0
+    assert_conforms(admin, "POST", STORES, 201, entry)  # the published schema types what is answered
+    assert_conforms(admin, "POST", STORES + "/{name}/test", 200, test)
 
     node.store.put_connector_config("c1", {"connector.class": "FileStreamSource", "file": "/tmp/x"})
     assert admin.post("/raftconnect/v1/metadata-store/switch", {"target": "pg"},
                       content_type="application/json").status_code == 202
     done = wait_switch(admin)
     assert done["active"] == "pg" and node.store.get_connector("c1") is not None
+    assert_conforms(admin, "GET", "/raftconnect/v1/metadata-store", 200, done)
     refused = admin.delete(f"{STORES}/pg")
     assert refused.status_code == 409 and refused.json()["error_code"] == 409 and "active" in refused.json()["message"]
 

@@ -69,7 +69,7 @@ def test_connect_keys_map_to_flags_env_and_client_settings(caplog):
         "ssl.ca.location": "/etc/kafka/ca.pem", "ssl.endpoint.identification.algorithm": "none",
         "producer.linger.ms": "50", "producer.compression.type": "zstd",
         "consumer.fetch.wait.max.ms": "100", "consumer.security.protocol": "SASL_SSL",
-        "admin.request.timeout.ms": "9000",
+        "admin.socket.timeout.ms": "9000",  # Java request.timeout.ms: librdkafka admin requests time out on socket.timeout.ms
     }
     # unknown keys warn, Connect's own storage keys are accepted quietly
     assert cfg.warnings == ["no.such.key: unknown worker setting; ignored"]
@@ -116,6 +116,7 @@ def test_java_only_client_settings_warn():
     cfg = worker_config({"ssl.truststore.location": "/x.jks", "ssl.protocol": "TLSv1.3",
                          "producer.max.request.size": "1"}, environ={})
     assert "ssl.ca.location" not in cfg.kafka and "ssl.protocol" not in cfg.kafka
+    assert cfg.kafka["producer.message.max.bytes"] == "1"  # Java's name, mapped by the one override table
     assert any("PEM" in w for w in cfg.warnings) and any("ssl.protocol" in w for w in cfg.warnings)
 
 
@@ -149,7 +150,7 @@ def test_exact_client_configs_a_task_receives(tmp_path):
     consumer = _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, None)
     assert consumer == {**CONSUMER_DEFAULTS, **security, "fetch.wait.max.ms": "100"}
 
-    assert _admin_config(kafka_config) == {**security, "request.timeout.ms": "9000"}
+    assert _admin_config(kafka_config) == {**security, "socket.timeout.ms": "9000"}
 
 
 def test_a_node_without_a_file_gives_tasks_bootstrap_servers_only(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import pymysql
 import pytest
 
 from webapp.connectors import jdbc_io
-from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
+from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.jdbc import (
     JdbcSinkConnector,
     JdbcSinkTask,
@@ -787,3 +787,99 @@ def test_a_string_key_longer_than_its_mariadb_column_names_the_record(spark, kaf
     assert "Data too long for column 'code'" in str(info.value)
     with my(my_db) as m:
         assert rows(m, f"SELECT COUNT(*) FROM `{topic}`") == [(0,)]
+
+
+# --------------------------------------------------------------------------------------
+# PostgreSQL values Connect's types cannot hold: per-record errors, never a stuck task (issue 15 item 2)
+# --------------------------------------------------------------------------------------
+_UNREADABLE_ROWS = [  # (id, ts, tstz, d, t): rows 2..6 each hold one value with no Connect form
+    (1, "2020-01-01 00:00:00.5", "2020-01-01 00:00:00+02", "2020-01-01", "23:59:59.999"),
+    (2, "infinity", None, None, None),
+    (3, None, "-infinity", None, None),
+    (4, None, None, "0044-03-15 BC", None),
+    (5, None, None, "-infinity", "24:00:00"),
+    (6, "10000-01-01 00:00:00", None, None, None),
+    (7, "1969-12-31 23:59:59.001", None, "0001-01-01", "00:00:00"),
+]
+
+
+def test_postgres_infinity_bc_and_2400_are_record_errors_that_tolerance_skips(spark, kafka_broker, tmp_path, pg_db):
+    table = unique("unreadable")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, ts TIMESTAMP(3), tstz TIMESTAMPTZ, d DATE, t TIME(3))')
+        for row in _UNREADABLE_ROWS:
+            c.execute(f'INSERT INTO "{table}" VALUES (%s, %s, %s, %s, %s)', row)
+    cfg = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": table, "topic.prefix": "unr-"}
+    task = JdbcSourceTask(context(spark, kafka_broker, "unr", 0, tmp_path), cfg)
+    task.start()
+    try:  # without tolerance: the task fails naming the row, the column and the value; nothing is produced
+        with pytest.raises(ConnectException, match=r"Tolerance exceeded.*id=2: column ts holds infinity"):
+            task.run_batch()
+    finally:
+        task.stop()
+    store: dict = {}
+    task = JdbcSourceTask(context(spark, kafka_broker, "unr", 0, tmp_path, store),
+                          {**cfg, "errors.tolerance": "all", "errors.log.enable": "true"})
+    task.start()
+    try:
+        assert drain(task, store) == 2
+        assert task._operator.total_errors_tolerated == 6  # row 5 has two such values
+    finally:
+        task.stop()
+    assert [o.offset for o in store.values()] == [{"incrementing": 7}]
+    payloads = sorted((json.loads(v)["payload"] for v in read_topic(kafka_broker.bootstrap_servers, "unr-" + table)),
+                      key=lambda p: p["id"])
+    assert [(p["id"], p["ts"], p["tstz"], p["d"], p["t"]) for p in payloads] == [
+        (1, 1577836800500, 1577829600000, 18262, 86399999), (7, -999, None, -719162, 0)]
+
+    # timestamp mode: the timestamp column itself at -infinity / BC is reported, +infinity never comes due
+    ts_table = unique("unreadable_ts")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{ts_table}" (id INT, ts TIMESTAMP(3))')
+        c.execute(f"INSERT INTO \"{ts_table}\" VALUES (1, '-infinity'), (2, '0001-01-01 00:00:00 BC'), "
+                  f"(3, '2001-02-03 04:05:06.007'), (4, 'infinity')")
+    store = {}
+    task = JdbcSourceTask(context(spark, kafka_broker, "unr-ts", 0, tmp_path, store),
+                          {**cfg, "mode": "timestamp", "timestamp.column.name": "ts", "table.whitelist": ts_table,
+                           "errors.tolerance": "all"})
+    task.start()
+    try:
+        assert drain(task, store) == 1 and task._operator.total_errors_tolerated == 2
+    finally:
+        task.stop()
+    assert [json.loads(v)["payload"]["id"] for v in read_topic(kafka_broker.bootstrap_servers, "unr-" + ts_table)] == [3]
+
+
+def test_nan_and_infinities_travel_as_jsonconverter_strings_and_back_into_postgres(
+        spark, kafka_broker, tmp_path, pg_db, my_db, engine):
+    """Both task engines write Connect's bytes ("NaN", "Infinity", "-Infinity"); the sink reads them back:
+    PostgreSQL stores them, MariaDB's FLOAT/DOUBLE cannot and errors.tolerance=all skips those records."""
+    table = unique("nonfinite")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, f32 REAL, f64 DOUBLE PRECISION)')
+        c.execute(f"INSERT INTO \"{table}\" VALUES (1, 'NaN', 'Infinity'), (2, '-Infinity', 'NaN'), (3, 1.5, 0.1), "
+                  "(4, NULL, '-Infinity')")
+    prefix = unique("nf") + "-"
+    src = {"connector.class": "JdbcSourceConnector", "connection.url": pg_url(pg_db), "mode": "incrementing",
+           "incrementing.column.name": "id", "table.whitelist": table, "topic.prefix": prefix}
+    assert run_connector(JdbcSourceConnector, spark, kafka_broker, src, tmp_path, "nf-src") == 4
+    raw = sorted(v[v.index(b'"payload":'):] for v in read_topic(kafka_broker.bootstrap_servers, prefix + table))
+    assert raw == [b'"payload":{"id":1,"f32":"NaN","f64":"Infinity"}}',
+                   b'"payload":{"id":2,"f32":"-Infinity","f64":"NaN"}}',
+                   b'"payload":{"id":3,"f32":1.5,"f64":0.1}}',
+                   b'"payload":{"id":4,"f32":null,"f64":"-Infinity"}}'], engine
+
+    sink = {"connector.class": "JdbcSinkConnector", "topics": prefix + table, "auto.create": "true",
+            "table.name.format": "copy_${topic}".replace("-", "_"), "pk.mode": "record_value", "pk.fields": "id",
+            "insert.mode": "upsert"}
+    target = f"copy_{prefix}{table}"
+    assert run_connector(JdbcSinkConnector, spark, kafka_broker, {**sink, "connection.url": pg_url(pg_db)},
+                         tmp_path, "nf-pg") == 4
+    with pg(pg_db) as c:
+        got = rows(c, f'SELECT id, f32::text, f64::text FROM "{target}" ORDER BY id')
+    assert got == [(1, "NaN", "Infinity"), (2, "-Infinity", "NaN"), (3, "1.5", "0.1"), (4, None, "-Infinity")]
+    run_connector(JdbcSinkConnector, spark, kafka_broker, {**sink, "connection.url": my_url(my_db),
+                                                            "errors.tolerance": "all"}, tmp_path, "nf-my")
+    with my(my_db) as m:
+        assert rows(m, f"SELECT id, f32, f64 FROM `{target}` ORDER BY id") == [(3, 1.5, 0.1)]

@@ -208,7 +208,7 @@ def test_a_record_over_a_megabyte_needs_and_gets_connects_max_request_size(kafka
     import pyarrow as pa
     import pytest
 
-    from webapp.kafka.spark_io import _client_config
+    from webapp.kafka.spark_io import _CONSUMER_ONLY_PREFIXES, _client_config
 
     cfg = kafka_broker.client_config()
     topic = f"big-{uuid.uuid4().hex[:8]}"
@@ -217,7 +217,7 @@ def test_a_record_over_a_megabyte_needs_and_gets_connects_max_request_size(kafka
     with pytest.raises(RuntimeError, match="max.request.size"):  # librdkafka's default limit: 1,000,000 bytes
         list(produce_function(topic, cfg)(iter([big])))
     raised = {"max.request.size": "4000000"}
-    assert _client_config(cfg, {}, (), raised)["message.max.bytes"] == "4000000"
+    assert _client_config(cfg, {}, _CONSUMER_ONLY_PREFIXES, raised)["message.max.bytes"] == "4000000"
     assert [b.column(0)[0].as_py() for b in produce_function(topic, cfg, producer_config=raised)(iter([big]))] == [1]
 
 

@@ -140,6 +140,29 @@ def test_in_process_values_equal_the_jvm_path(spark):
     assert [f["field"] for f in local[0]["schema"]["fields"]] == table.column_names
 
 
+def test_nan_and_infinities_are_the_same_bytes_on_both_paths(spark):
+    """NaN and infinities: the strings "NaN", "Infinity", "-Infinity", as Connect's JsonConverter (Jackson's
+    default) and Spark's to_json write them, byte for byte on both paths; before, the in-process path wrote null.
+
+    Only non-finite values and floats whose text both write alike are compared as bytes: for other finite floats
+    Java's Double/Float.toString (1.0E16) and the in-process shortest form (1e+16) are different texts of the same
+    value (compared as values in :func:`test_in_process_values_equal_the_jvm_path`)."""
+    from webapp.runtime.converters import encode_value_column
+
+    nan, inf = float("nan"), float("inf")
+    table = pa.table({"id": pa.array([1, 2, 3, 4, 5], pa.int64()),
+                      "f64": pa.array([nan, inf, -inf, None, 0.1], pa.float64()),
+                      "f32": pa.array([-inf, nan, 1.5, inf, None], pa.float32()),
+                      "s": pa.array(["NaN", None, "", "x", "é"])})
+    df = spark.createDataFrame(table)
+    for schemas in (True, False):
+        local = encode_values(table, schemas_enable=schemas).to_pylist()
+        jvm = [r.v.encode() for r in df.select(encode_value_column(df.schema, schemas).alias("v")).collect()]
+        assert local == jvm
+    assert [json.loads(v)["f64"] for v in encode_values(table, schemas_enable=False).to_pylist()] == [
+        "NaN", "Infinity", "-Infinity", None, 0.1]
+
+
 def test_schemaless_values_are_bare_payloads_and_nulls_are_kept():
     values = encode_values(pa.table({"a": [1, None], "b": ["x", None]}), schemas_enable=False).to_pylist()
     assert [json.loads(v) for v in values] == [{"a": 1, "b": "x"}, {"a": None, "b": None}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from webapp.connectors.api import ConnectorTaskId
+from webapp.plugin import ConnectorTaskId
 from webapp.runtime.pipeline import SinkPipeline, SourcePipeline, needs_pipeline
 from webapp.runtime.transforms.record import headers_type
 
@@ -79,6 +79,13 @@ def test_source_worker_transforms_rows_and_plans_types():
     assert out.schema.equals(p.arrow_out)
     assert [r["__rc_value"]["tp"] for r in out.to_pylist()] == ["topic", "topic"]
     assert [f["field"] for f in p.out.value_schema["fields"]] == ["a", "tp", "ts"]
+    # no step routes or sets headers: only the value travels to the JVM (topic/timestamp/headers columns cost
+    # as much as the chain on the JDBC benchmark's source); with a router they do
+    assert not p.routes and p.arrow_out.names == ["__rc_value"]
+    routed = SourcePipeline.plan({"transforms": "r", "transforms.r.type": "RegexRouter", "transforms.r.regex": "(.*)",
+                                  "transforms.r.replacement": "x-$1"}, arrow, connect, TASK)
+    out = routed.transform(pa.table({"a": [1]}), "topic", 5000)
+    assert routed.routes and out.column("__rc_topic").to_pylist() == ["x-topic"]
 
 
 def test_needs_pipeline():

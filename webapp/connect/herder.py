@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from webapp.connectors import registry
+from webapp.runtime import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, ConnectorSummary, MetadataStore, NotFound
@@ -496,15 +496,19 @@ def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc)
     them per key): the connector's own ``validate``, except for keys holding a ``${provider:...}``
     reference (only the worker that starts the connector resolves those); then what applies to every
     connector: automatic restart keys, the SMTs and predicates (``transforms``), error handling
-    (``errors.*``, a dead letter queue for sinks), the task engine's keys, and ``tasks.max``.
+    (``errors.*``, a dead letter queue for sinks), the task engine's keys, the Kafka client override
+    keys (``producer.override.*``, ``consumer.override.*``, ``admin.override.*``: known, mappable to
+    librdkafka, allowed by the worker's ``connector.client.config.override.policy``) and ``tasks.max``.
     """
+    from webapp.kafka.client_overrides import override_errors
     from webapp.runtime.engine import engine_config_errors
     from webapp.runtime.errors import validate_error_config
     from webapp.runtime.transforms import validate_transforms
 
     errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
     for extra in (auto_restart_errors(config), validate_transforms(config),
-                  validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config)):
+                  validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config),
+                  override_errors(config, unresolved=has_references)):
         for key, msgs in extra.items():
             errors.setdefault(key, []).extend(msgs)
     tasks_max = config.get("tasks.max", "1")

@@ -10,12 +10,14 @@ keys onto a node's settings:
   a key whose ``RAFTCONNECT_*`` variable is set is skipped, so the environment
   wins over the file too. Precedence: command line > environment > file > default.
 * keys read through the environment by the node or its agent
-  (``task.shutdown.graceful.timeout.ms``, ``topic.tracking.*``) set that variable
-  when it is not set already;
+  (``task.shutdown.graceful.timeout.ms``, ``topic.tracking.*``,
+  ``connector.client.config.override.policy``) set that variable when it is not
+  set already;
 * Kafka client keys (``security.protocol``, ``sasl.*``, ``ssl.*``, ``client.id``
   and the ``producer.`` / ``consumer.`` / ``admin.`` prefixed ones) become the
   tasks' librdkafka settings (:data:`KAFKA_CLIENT_CONFIG_ENV`, JSON), translated
-  from the Java client's names where librdkafka differs;
+  from the Java client's names where librdkafka differs (the table of
+  :mod:`webapp.kafka.client_overrides`, shared with connectors' override keys);
 * Connect keys that have no meaning here (internal topics, group id, converters
   of the worker, ...) are logged as ignored; any other key warns.
 
@@ -32,6 +34,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from webapp.kafka import client_overrides
 from webapp.kafka.client_config import (
     KAFKA_CLIENT_CONFIG_ENV,
     ClientConfigError,
@@ -76,6 +79,7 @@ _ENV_KEYS: dict[str, str] = {
     "raftconnect.celery.broker": "RAFTCONNECT_CELERY_BROKER",
     "raftconnect.log.level": "RAFTCONNECT_LOG_LEVEL",
     "raftconnect.log.format": "RAFTCONNECT_LOG_FORMAT",
+    "connector.client.config.override.policy": client_overrides.OVERRIDE_POLICY_ENV,
 }
 
 _REST_KEYS = ("listeners", "rest.advertised.host.name", "rest.advertised.port", "rest.advertised.listener")
@@ -92,7 +96,7 @@ _IGNORED_KEYS = {
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",
-    "config.providers", "connector.client.config.override.policy", "access.control.allow.origin",
+    "config.providers", "access.control.allow.origin",
     "access.control.allow.methods", "admin.listeners", "rest.extension.classes", "metric.reporters",
     "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "response.http.headers.config",
 }
@@ -100,18 +104,6 @@ _IGNORED_KEYS = {
 _KAFKA_KEYS_EXACT = ("security.protocol", "client.id", "client.dns.lookup", "socket.connection.setup.timeout.ms",
                      "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms")
 _KAFKA_KEY_PREFIXES = ("sasl.", "ssl.")
-
-# Java client settings librdkafka has no equivalent for (the JVM's TLS stack and login machinery).
-_JAVA_ONLY = {
-    "ssl.protocol", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-    "ssl.secure.random.implementation", "ssl.provider", "ssl.engine.factory.class",
-    "sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "sasl.login.class",
-    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
-    "sasl.login.refresh.buffer.seconds", "sasl.kerberos.ticket.renew.window.factor",
-    "sasl.kerberos.ticket.renew.jitter", "key.serializer", "value.serializer", "key.deserializer",
-    "value.deserializer", "interceptor.classes", "buffer.memory", "partitioner.class",
-}
-
 
 class PropertiesError(ValueError):
     """A properties file cannot be read or holds a value that cannot be used (message says which)."""
@@ -192,51 +184,13 @@ def read_properties(path: str) -> dict[str, str]:
         raise PropertiesError(f"cannot read worker properties {path}: {exc.strerror or exc}") from exc
 
 
-def _jaas_credentials(jaas: str) -> dict[str, str]:
-    """``username``/``password`` options of a PLAIN or SCRAM ``sasl.jaas.config`` (``{}`` for other modules)."""
-    if not re.search(r"(PlainLoginModule|ScramLoginModule)\s", jaas + " "):
-        return {}
-    found = dict(re.findall(r'\b(username|password)\s*=\s*"((?:\\.|[^"\\])*)"', jaas))
-    return {f"sasl.{k}": v.replace('\\"', '"') for k, v in found.items()}
-
-
 def _to_librdkafka(settings: Mapping[str, str], where: str, warnings: list[str]) -> dict[str, str]:
-    """Translate Java client settings to librdkafka's names; unusable ones are left out with a warning."""
-    out: dict[str, str] = {}
-    truststore_type = settings.get("ssl.truststore.type", "JKS").upper()
-    keystore_type = settings.get("ssl.keystore.type", "JKS").upper()
-    for key, value in settings.items():
-        name = where + key
-        if key == "sasl.jaas.config":
-            creds = _jaas_credentials(value)
-            if not creds:
-                warnings.append(f"{name}: only PlainLoginModule and ScramLoginModule credentials are used "
-                                f"(set sasl.username / sasl.password or librdkafka's sasl.* keys)")
-            for k, v in creds.items():
-                out.setdefault(k, v)
-        elif key == "ssl.endpoint.identification.algorithm":
-            out[key] = value or "none"
-        elif key == "ssl.truststore.location":
-            if truststore_type == "PEM":
-                out["ssl.ca.location"] = value
-            else:
-                warnings.append(f"{name}: librdkafka reads a PEM CA file; set ssl.truststore.type=PEM with a PEM "
-                                f"file (or ssl.ca.location) instead of a {truststore_type} truststore")
-        elif key == "ssl.truststore.certificates":
-            out["ssl.ca.pem"] = value
-        elif key == "ssl.keystore.certificate.chain":
-            out["ssl.certificate.pem"] = value
-        elif key == "ssl.keystore.key":
-            out["ssl.key.pem"] = value
-        elif key in ("ssl.keystore.location", "ssl.keystore.password") and keystore_type == "JKS":
-            if key == "ssl.keystore.location":
-                warnings.append(f"{name}: librdkafka reads PKCS12 keystores only (ssl.keystore.type=PKCS12)")
-        elif key in ("ssl.truststore.type", "ssl.keystore.type", "ssl.truststore.password"):
-            continue  # consumed above
-        elif key in _JAVA_ONLY:
-            warnings.append(f"{name}: a Java client setting with no librdkafka equivalent; ignored")
-        else:
-            out[key] = value
+    """Translate Java client settings to librdkafka's names (:func:`client_overrides.translate`, the one
+    table); unusable ones are left out with a warning. ``where`` is ``""`` (keys of every client) or
+    a :data:`CLIENT_PREFIXES` entry."""
+    out, problems = client_overrides.translate(settings, where[:-1] or None, connector=False)
+    for key, message in problems.items():
+        warnings.append(f"{where}{key}: {message}; ignored")
     return out
 
 
@@ -291,6 +245,11 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
             flag, env = _FLAG_KEYS[key]
             flags.append((flag, value, env))
         elif key in _ENV_KEYS:
+            if key == "connector.client.config.override.policy":
+                try:
+                    value = client_overrides.normalize_policy(value)
+                except ValueError as exc:
+                    raise PropertiesError(str(exc)) from None
             if _ENV_KEYS[key] not in environ:
                 cfg.env[_ENV_KEYS[key]] = value
         elif key in _REST_KEYS:

@@ -53,8 +53,10 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
+
 from . import jdbc_io
-from .api import (
+from webapp.plugin import (
     BatchResult,
     ConfigDef,
     ConfigKey,
@@ -222,6 +224,15 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
 def _params(config: Mapping[str, str]) -> dict[str, Any]:
     return parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
                                 config.get("connection.password") or None)
+
+
+def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str) -> dict[str, Any]:
+    """A task config's connection parameters (:func:`_params`) once it is valid.
+
+    Raises ConnectException naming ``what`` and listing every invalid key.
+    """
+    _raise_if_errors(_merge(config_def.validate(config), _common_errors(config)), what)
+    return _params(config)
 
 
 def _register_by_value() -> None:
@@ -442,6 +453,16 @@ def _common_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     return errors
 
 
+def _at_least_one(config: Mapping[str, str], keys: tuple[str, ...]) -> dict[str, list[str]]:
+    """Errors of the whole-number ``keys`` of ``config`` that are below 1 (Connect's message; others: the ConfigDef)."""
+    errors: dict[str, list[str]] = {}
+    for key in keys:
+        raw = config.get(key)
+        if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
+            errors[key] = [f"Invalid value {raw} for configuration {key}: Value must be at least 1"]
+    return errors
+
+
 def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for d in dicts:
@@ -499,11 +520,8 @@ class JdbcSourceConnector(SourceConnector):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
         if config.get("table.whitelist") and config.get("table.blacklist"):
             errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
-        for key in ("tasks.max", "batch.max.rows", "topic.creation.default.partitions"):
-            raw = config.get(key)
-            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
-                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
-        return errors
+        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
+                                                     "topic.creation.default.partitions")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
@@ -566,8 +584,7 @@ class JdbcSourceTask(Task):
 
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSourceTask")
-        self.params = _params(cfg)
+        self.params = _checked_params(cfg, cd, "JdbcSourceTask")
         self.dialect = self.params["dialect"]
         self.mode = cd.get(cfg, "mode")
         self.inc_col = cfg.get("incrementing.column.name") or None
@@ -576,8 +593,7 @@ class JdbcSourceTask(Task):
         self.poll_interval = max(0, _int(cd, cfg, "poll.interval.ms")) / 1000.0
         self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
         self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
-        self.producer_overrides = {k[len("producer.override."):]: v for k, v in cfg.items()
-                                   if k.startswith("producer.override.")}
+        self.producer_overrides = client_overrides(cfg, "producer")
         self._transforming, self._operator = _error_handling(cfg, sink=False)
         self._pipelines: dict[Any, Any] = {}
         prefix = cfg.get("topic.prefix") or ""
@@ -612,7 +628,7 @@ class JdbcSourceTask(Task):
 
         for s in self.sources:
             try:
-                ensure_topic_cached(self.context.kafka_config, s.topic,
+                ensure_topic_cached(with_admin_overrides(self.context.kafka_config, cfg), s.topic,
                                     _int(cd, cfg, "topic.creation.default.partitions"),
                                     _int(cd, cfg, "topic.creation.default.replication.factor"),
                                     topic_creation_config(cfg))
@@ -709,6 +725,9 @@ class JdbcSourceTask(Task):
             return pieces, {"incrementing": hi}
         ts = self._ts_expr()
         now = self._now_expr()
+        if self.dialect == "postgresql":  # offsets are Python datetimes: plan over years 1..9999 only
+            base += f" WHERE {_pg_in_range(ts)}"
+            base = f"SELECT * FROM ({base}) raftconnect_r"
         if self.mode == "timestamp":
             lo_sql, lo_args = (f"{ts} > %s AND ", [self._ts_param(s.offset)]) if "timestamp" in s.offset else ("", [])
             row = self._scalar(conn, f"SELECT {ts} FROM ({base} WHERE {lo_sql}{ts} < {now} ORDER BY {ts} "
@@ -736,6 +755,40 @@ class JdbcSourceTask(Task):
         where = f"{lo_sql}({ts} < %s OR ({ts} = %s AND {inc} <= %s))"
         return [(where, lo_args + [hts, hts, hinc])], {**self._ts_offset(hts), "incrementing": int(hinc)}
 
+    def _refuse_unreadable(self, conn, s: _Source, pieces, unreadable: list[tuple[str, str, str]]) -> None:
+        """Report each row of the batch holding a value Connect's types cannot hold, as a record error.
+
+        Stage ``VALUE_CONVERTER``: skipped (and logged with ``errors.log.enable``) under
+        ``errors.tolerance=all``; otherwise the task fails naming table, row, column and value —
+        never a batch that fails the same way forever without saying why. In timestamp modes a row
+        whose timestamp column is itself ``-infinity`` or BC falls in the first batch (before any
+        offset), one at ``infinity`` never comes due, as with Connect's JDBC source.
+        """
+        from webapp.runtime.errors import ProcessingError, Stage
+
+        q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
+        ident = [c for c in [self.inc_col, *self.ts_cols] if c]
+        shown = ", ".join([f"{q(c)}::text" for c in ident] +
+                          [f"CASE WHEN {p} THEN {q(c)}::text END" for c, _, p in unreadable])
+        any_bad = " OR ".join(p for _, _, p in unreadable)
+        for where, args in pieces:
+            cur = conn.cursor()
+            try:
+                cur.execute(f"SELECT {shown} FROM ({s.select}) raftconnect_s WHERE "
+                            + (f"({where}) AND " if where else "") + f"({any_bad})", args)
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            for row in rows:
+                at = ", ".join(f"{c}={v}" for c, v in zip(ident, row)) or "a row"
+                for (col, kind, _), value in zip(unreadable, row[len(ident):]):
+                    if value is None:
+                        continue
+                    message = f"{s.name}: {at}: column {col} holds {value}, which Connect's {_UNREADABLE_WHY[kind]}"
+                    self._operator.tolerate(ProcessingError(
+                        Stage.VALUE_CONVERTER, type(self).__name__, "org.apache.kafka.connect.errors.DataException",
+                        message))
+
     def _parallelism(self) -> int:
         engine = self.context.engine
         if engine is None:
@@ -759,6 +812,9 @@ class JdbcSourceTask(Task):
         try:
             names, kinds = _describe(conn, self.dialect, s.select)
             planned = self._plan(conn, s, names)
+            unreadable = _pg_unreadable(names, kinds) if self.dialect == "postgresql" else []
+            if planned is not None and unreadable:
+                self._refuse_unreadable(conn, s, planned[0], unreadable)
             conn.rollback()
         except ConnectException:
             raise
@@ -769,6 +825,9 @@ class JdbcSourceTask(Task):
         if planned is None:
             return None
         pieces, new_offset = planned
+        if unreadable:  # the rows reported above are left out of the batch
+            skip = " OR ".join(p for _, _, p in unreadable)
+            pieces = [((f"({w}) AND " if w else "") + f"NOT ({skip})", a) for w, a in pieces]
         records = self._operator.execute(lambda: self._produce(s, names, kinds, pieces), "KAFKA_PRODUCE",
                                          type(self).__name__)
         if new_offset is None:  # bulk: nothing to resume from
@@ -852,6 +911,36 @@ class JdbcSourceTask(Task):
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
 
 
+#: why a PostgreSQL value has no Connect form, by column kind (the source's per-record error)
+_UNREADABLE_WHY = {
+    "timestamp": "Timestamp cannot hold here: the JDBC source reads timestamps of years 1 to 9999 "
+                 "(not infinity, -infinity or BC)",
+    "date": "Date cannot hold here: the JDBC source reads dates of years 1 to 9999 (not infinity, -infinity or BC)",
+    "time": "Time cannot hold: a time of day is below 24:00:00",
+}
+
+
+def _pg_in_range(expr: str) -> str:
+    """PostgreSQL predicate: ``expr`` (a date or timestamp) lies in years 1..9999 (false for NULL)."""
+    return f"COALESCE({expr} >= '0001-01-01' AND {expr} < '10000-01-01', false)"
+
+
+def _pg_unreadable(names: list[str], kinds: list[str]) -> list[tuple[str, str, str]]:
+    """``[(column, kind, predicate)]``: the predicate is true when that PostgreSQL column's value has no Connect form.
+
+    Dates and timestamps outside years 1..9999 (``infinity``, ``-infinity``, BC, year 10000 on)
+    and the time ``24:00:00``; NULL is fine. Empty when no column can hold such a value.
+    """
+    out = []
+    for name, kind in zip(names, kinds):
+        col = jdbc_io.quote("postgresql", name)
+        if kind in ("date", "timestamp"):
+            out.append((name, kind, f"({col} IS NOT NULL AND NOT {_pg_in_range(col)})"))
+        elif kind == "time":
+            out.append((name, kind, f"COALESCE({col} >= '24:00:00', false)"))
+    return out
+
+
 def _logical_type(kind: str):
     """Arrow type the transforms see for a column kind (see :func:`jdbc_io.wire_to_logical`)."""
     import pyarrow as pa
@@ -917,11 +1006,7 @@ class JdbcSinkConnector(SinkConnector):
                                      "(pk.mode other than none)")
         if pk_mode == "record_value" and not _list(config.get("pk.fields")):
             pass  # all value fields form the key, as in Confluent's connector
-        for key in ("tasks.max", "batch.max.rows", "batch.size"):
-            raw = config.get(key)
-            if raw is not None and str(raw).lstrip("-").isdigit() and int(raw) < 1:
-                errors[key].append(f"Invalid value {raw} for configuration {key}: Value must be at least 1")
-        return errors
+        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
@@ -956,8 +1041,7 @@ class JdbcSinkTask(Task):
 
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        _raise_if_errors(_merge(cd.validate(cfg), _common_errors(cfg)), "JdbcSinkTask")
-        self.params = _params(cfg)
+        self.params = _checked_params(cfg, cd, "JdbcSinkTask")
         self.dialect = self.params["dialect"]
         self.topics = _list(cfg["topics"])
         self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
@@ -974,8 +1058,7 @@ class JdbcSinkTask(Task):
         self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
         self.index = int(cfg.get("task.index", self.context.task_id.task))
         self.count = int(cfg.get("task.count", 1))
-        self.consumer_overrides = {k[len("consumer.override."):]: v for k, v in cfg.items()
-                                   if k.startswith("consumer.override.")}
+        self.consumer_overrides = client_overrides(cfg, "consumer")
         self.connector = self.context.task_id.connector
         self._transforming, self._operator = _error_handling(cfg, sink=True)
         self._pipelines: dict[str, Any] = {}
@@ -984,7 +1067,8 @@ class JdbcSinkTask(Task):
             from webapp.kafka.topics import TopicError, ensure_topic
 
             try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
+                ensure_topic(with_admin_overrides(self.context.kafka_config, cfg), dlq, 1,
+                             self._operator.config.dlq_replication_factor)
             except TopicError as e:
                 raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
@@ -1333,14 +1417,9 @@ class JdbcSinkTask(Task):
         else:  # nested values (written as JSON text): decoded by from_json in the JVM
             job = self._jvm_decoded(plan, cols, ranges).mapInArrow(_make_write_fn(self.params, write_plan, spans),
                                                                    schema)
-        try:
-            rows = job.collect()
-        except Exception as e:
-            msg = _spark_error(e)
-            if "StaleOffsetError" in msg or "the target holds offset" in msg:
-                self._resync(topic, ranges)
-                return []
-            raise ConnectException(f"Topic {topic} -> table {table}: {msg}") from e
+        rows = self._collect(job, topic, ranges, f"table {table}")
+        if rows is None:
+            return []
         log.info("sink %s: topic %s, %d records: peek %.2f s, job %.2f s", self.context.task_id, topic,
                  sum(r["count"] for r in rows), t_peek, time.monotonic() - t0 - t_peek)
         return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
@@ -1561,7 +1640,9 @@ class JdbcSinkTask(Task):
         if dlq:
             from webapp.kafka.spark_io import _CONSUMER_ONLY_PREFIXES, PRODUCER_DEFAULTS, _client_config
 
-            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, None)
+            # as Connect's DLQ reporter: the worker's producer settings and the connector's producer.override.*
+            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES,
+                                      client_overrides(self.config, "producer"))
         reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
                                   timeout=self.batch_ms / 1000.0, with_metadata=bool(dlq) or _reads_metadata(pipeline))
         engine = self.context.engine
@@ -1576,17 +1657,24 @@ class JdbcSinkTask(Task):
             job = self.context.spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
                 _make_transform_write_fn(self.params, plans, self.connector, spans, reader, spec, dlq, dlq_conf),
                 schema)
+        rows = self._collect(job, topic, ranges, f"tables {sorted(plans) or '(none yet)'}")
+        if rows is None:
+            return []
+        log.info("sink %s: topic %s, %d records through the transforms: plan %.2f s, job %.2f s",
+                 self.context.task_id, topic, sum(r["count"] for r in rows), t_plan, time.monotonic() - t0 - t_plan)
+        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+
+    def _collect(self, job, topic: str, ranges, target: str) -> list | None:
+        """The stats rows of a write ``job``; ``None`` when another writer had moved an offset in the target
+        (then resynced from it). Raises ConnectException naming ``topic`` and ``target`` for any other failure."""
         try:
-            rows = job.collect()
+            return job.collect()
         except Exception as e:
             msg = _spark_error(e)
             if "StaleOffsetError" in msg or "the target holds offset" in msg:
                 self._resync(topic, ranges)
-                return []
-            raise ConnectException(f"Topic {topic} -> tables {sorted(plans) or '(none yet)'}: {msg}") from e
-        log.info("sink %s: topic %s, %d records through the transforms: plan %.2f s, job %.2f s",
-                 self.context.task_id, topic, sum(r["count"] for r in rows), t_plan, time.monotonic() - t0 - t_plan)
-        return [(r.kafka_partition, r.first, r.last, r["count"], r.next_offset) for r in rows]
+                return None
+            raise ConnectException(f"Topic {topic} -> {target}: {msg}") from e
 
     def _resync(self, topic: str, ranges) -> None:
         """Another writer moved a partition's offset in the target: continue from the target's offsets."""

@@ -569,11 +569,15 @@ def _decode_side(arr, mask: list[bool], prefixes, fields: Sequence[Sequence[str]
                                                                              block_size=len(buf) + 1),
                                  parse_options=pj.ParseOptions(explicit_schema=pa.schema([("payload", payload)]),
                                                                unexpected_field_behavior="ignore"))
+            parsed = table.column("payload").combine_chunks()
         except pa.ArrowInvalid as e:
-            raise ValueError(f"[jdbc] a record {what} does not match the planned schema: {e}") from None
-        if table.num_rows != len(lines):
-            raise ValueError(f"[jdbc] {len(lines)} record {what}s gave {table.num_rows} rows")
-        parsed = table.column("payload").combine_chunks()
+            # JsonConverter (Jackson) writes NaN and infinities as the strings "NaN", "Infinity",
+            # "-Infinity", which Arrow's reader refuses in a float column: read such a batch in Python
+            parsed = _parse_non_finite(lines, payload, primitive)
+            if parsed is None:
+                raise ValueError(f"[jdbc] a record {what} does not match the planned schema: {e}") from None
+        if len(parsed) != len(lines):
+            raise ValueError(f"[jdbc] {len(lines)} record {what}s gave {len(parsed)} rows")
     else:
         parsed = pa.array([], payload)
     # row i of the batch -> row of ``parsed`` (null: not decoded)
@@ -593,6 +597,42 @@ def _decode_side(arr, mask: list[bool], prefixes, fields: Sequence[Sequence[str]
                 raise ValueError(f"[jdbc] a record {what} holds bad base64 in {field or 'its payload'}: {e}") from None
         out.append(col)
     return out
+
+
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _parse_non_finite(lines: list, payload_type, primitive: bool):
+    """Parse ``{"payload":...}`` lines in Python, reading ``"NaN"``/``"Infinity"``/``"-Infinity"`` in float fields.
+
+    The slow path of :func:`_decode_side` for batches Arrow's reader refused; ``None`` when the
+    payload type has no float field or a line still does not fit (the caller then reports it).
+    """
+    import json
+
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    fields = [payload_type] if primitive else [payload_type.field(i).type for i in range(payload_type.num_fields)]
+    if not any(pt.is_floating(t) for t in fields):
+        return None
+
+    def value(v, t):
+        if pt.is_floating(t) and isinstance(v, str):
+            return _NON_FINITE[v]  # KeyError: any other string is not a float
+        return v
+
+    try:
+        payloads = [json.loads(line)["payload"] for line in lines]
+        if primitive:
+            return pa.array([value(p, payload_type) for p in payloads], payload_type)
+        names = [payload_type.field(i).name for i in range(payload_type.num_fields)]
+        cols = [pa.array([None if p is None else value(p.get(n), t) for p in payloads], t)
+                for n, t in zip(names, fields)]
+        mask = pa.array([p is None for p in payloads], pa.bool_())
+        return pa.StructArray.from_arrays(cols, names=names, mask=mask)
+    except (ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+        return None
 
 
 def decode_batch(batch, plan: Mapping[str, Any]):
@@ -851,15 +891,12 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
     """
     import pyarrow.compute as pc
 
-    dialect = plan["dialect"]
     topic, partition, start = ranges[partition_index]
-    first = last = None
-    count = 0
-    replan = False
-    conn = connect(params)
-    try:
-        cur = conn.cursor()
-        stored = _checked_offset(cur, dialect, plan["connector"], topic, partition, start)
+
+    def body(cur):
+        first = last = None
+        count = 0
+        replan = False
         writer = _TableWriter(cur, plan, topic, partition)
         for batch in batches:
             if batch.num_rows == 0:
@@ -879,8 +916,28 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
                 count += b.num_rows
             if replan:
                 break
+        return first, last, count, replan
+
+    yield _offset_transaction(params, plan["dialect"], plan["connector"], topic, partition, start, body)
+
+
+def _offset_transaction(params: Mapping[str, Any], dialect: str, connector: str, topic: str, partition: int,
+                        start, body, before_commit=None):
+    """One sink transaction for a partition: check its stored offset, ``body(cursor)``, store the new one.
+
+    ``body`` writes and returns ``(first, last, count, replan)`` (offsets consumed, ``last`` None when
+    nothing was); ``before_commit()`` runs after it, inside the transaction. Anything raised rolls
+    the transaction back. Returns the stats batch of :func:`write_partition`.
+    """
+    conn = connect(params)
+    try:
+        cur = conn.cursor()
+        stored = _checked_offset(cur, dialect, connector, topic, partition, start)
+        first, last, count, replan = body(cur)
+        if before_commit is not None:
+            before_commit()
         if last is not None:
-            _store_offset(cur, dialect, plan["connector"], topic, partition, last + 1, stored is not None)
+            _store_offset(cur, dialect, connector, topic, partition, last + 1, stored is not None)
         conn.commit()
     except BaseException:
         try:
@@ -890,7 +947,7 @@ def write_partition(batches, *, params: Mapping[str, Any], plan: Mapping[str, An
         raise
     finally:
         conn.close()
-    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
+    return _stats(partition, first, last, count, None if last is None else last + 1, replan)
 
 
 def _is_data_error(e: BaseException) -> bool:
@@ -974,13 +1031,11 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
     """
     dialect = next(iter(plans.values()))["dialect"] if plans else params["dialect"]
     topic, partition, start = ranges[partition_index]
-    first = last = None
-    count = 0
-    replan = False
-    conn = connect(params)
-    try:
-        cur = conn.cursor()
-        stored = _checked_offset(cur, dialect, connector, topic, partition, start)
+
+    def body(cur):
+        first = last = None
+        count = 0
+        replan = False
         writers: dict[str, _TableWriter] = {}
         for groups, first_offset, last_offset, consumed, stop in units:
             for key, b in groups:
@@ -1000,17 +1055,6 @@ def write_routed_partition(units, *, params: Mapping[str, Any], plans: Mapping[s
             if stop:
                 replan = True
                 break
-        if before_commit is not None:
-            before_commit()
-        if last is not None:
-            _store_offset(cur, dialect, connector, topic, partition, last + 1, stored is not None)
-        conn.commit()
-    except BaseException:
-        try:
-            conn.rollback()
-        except Exception:
-            pass
-        raise
-    finally:
-        conn.close()
-    yield _stats(partition, first, last, count, None if last is None else last + 1, replan)
+        return first, last, count, replan
+
+    yield _offset_transaction(params, dialect, connector, topic, partition, start, body, before_commit)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from webapp.kafka import client_overrides
+
 __all__ = [
     "produce_function",
     "KafkaIOError",
@@ -76,9 +78,6 @@ _PRODUCER_ONLY_PREFIXES = ("enable.idempotence", "acks", "request.required.acks"
                            "sticky.partitioning.", "max.in.flight", "enable.gapless.guarantee", "delivery.report.",
                            "on_delivery", "max.request.size")
 
-#: Java client names of settings librdkafka calls otherwise, so Connect configs keep working
-#: (``producer.override.max.request.size`` raises the largest record a source task can produce)
-_JAVA_NAMES = {"max.request.size": "message.max.bytes"}
 
 
 class KafkaIOError(RuntimeError):
@@ -101,9 +100,8 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
     conf.update({k: v for k, v in base.items() if not k.startswith(drop) and not k.startswith(_CLIENT_PREFIXES)})
     conf.update({k[len(prefix):]: v for k, v in base.items() if k.startswith(prefix)})
     conf.update(overrides or {})
-    for java, native in _JAVA_NAMES.items():
-        if java in conf:
-            conf[native] = conf.pop(java)
+    # Java client names left in the merged config (Connect's max.request.size) become librdkafka's
+    client_overrides.librdkafka_names(conf, prefix[:-1])
     if "bootstrap.servers" not in conf:
         raise KafkaIOError("kafka config has no bootstrap.servers")
     return conf

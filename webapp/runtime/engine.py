@@ -665,7 +665,9 @@ def encode_values(batch, *, schemas_enable: bool = True, connect_schema: Mapping
         ``pyarrow.BinaryArray``: each row's value; null fields are written as JSON
         null, timestamps as epoch ms and dates as epoch days, as the JVM path writes
         them. Floats are written in their shortest round-trip form; NaN and
-        infinities become null (JSON has no literal for them).
+        infinities as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, as
+        Kafka Connect's JsonConverter (Jackson's default) and Spark's ``to_json`` write
+        them (top-level fields; a float inside a nested struct or list still becomes null).
 
     Raises:
         ValueError: a column type this encoder does not handle (see :func:`local_encodable`).
@@ -690,7 +692,10 @@ def encode_values(batch, *, schemas_enable: bool = True, connect_schema: Mapping
     frame = pl.from_arrow(wired, rechunk=False)
     if isinstance(frame, pl.Series):
         frame = frame.to_frame()
-    payload = frame.select(pl.struct(pl.all()).struct.json_encode().alias("v")).to_series().to_arrow()
+    if _has_non_finite(wired):
+        payload = _json_rows_with_non_finite(frame).to_arrow()
+    else:
+        payload = frame.select(pl.struct(pl.all()).struct.json_encode().alias("v")).to_series().to_arrow()
     if isinstance(payload, pa.ChunkedArray):
         payload = payload.combine_chunks()
     payload = payload.cast(pa.string())
@@ -698,3 +703,44 @@ def encode_values(batch, *, schemas_enable: bool = True, connect_schema: Mapping
         schema = connect_schema if connect_schema is not None else arrow_to_connect_schema(table.schema)
         payload = pc.binary_join_element_wise(envelope_prefix(schema), payload, "}", "")
     return payload.cast(pa.binary())
+
+
+#: JSON text of the float values JSON has no number for, as Jackson writes them by default
+#: (JsonConverter) and Spark's ``to_json`` does
+NON_FINITE_JSON = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+
+
+def _has_non_finite(table) -> bool:
+    """True when a top-level float column of ``table`` holds NaN or an infinity."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+
+    for col in table.columns:
+        if pt.is_floating(col.type) and col.length() > col.null_count:
+            if not pc.all(pc.is_finite(col)).as_py():
+                return True
+    return False
+
+
+def _json_rows_with_non_finite(frame):
+    """Each row of ``frame`` as the JSON object polars' ``struct.json_encode`` writes, except that NaN and
+    infinities in float columns are :data:`NON_FINITE_JSON` instead of null.
+
+    Built from each column's own encoding (``{"name":<value>}`` with its braces cut), joined in order,
+    so every other value keeps polars' exact text. Returns a polars String Series.
+    """
+    import polars as pl
+
+    parts: list = [pl.lit("{")]
+    for i, name in enumerate(frame.columns):
+        key = pl.select(pl.struct(pl.lit(None, pl.Int8).alias(name)).struct.json_encode()).item()[1:-len("null}")]
+        text = pl.struct(pl.col(name)).struct.json_encode().str.slice(len(key) + 1).str.head(-1)
+        if frame.schema[name].is_float():
+            col = pl.col(name)
+            text = (pl.when(col.is_nan()).then(pl.lit(NON_FINITE_JSON["nan"]))
+                    .when(col == float("inf")).then(pl.lit(NON_FINITE_JSON["inf"]))
+                    .when(col == float("-inf")).then(pl.lit(NON_FINITE_JSON["-inf"]))
+                    .otherwise(text))
+        parts += [pl.lit(("," if i else "") + key), text]
+    parts.append(pl.lit("}"))
+    return frame.select(pl.concat_str(parts).alias("v")).to_series()

@@ -38,7 +38,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from webapp.connectors.api import ConnectException, ConnectorTaskId
+from webapp.plugin import ConnectException, ConnectorTaskId
 
 from .errors import ErrorHandlingConfig, ProcessingError, RetryWithToleranceOperator, Stage, ToleranceExceeded, \
     dlq_headers
@@ -138,7 +138,11 @@ class SourcePipeline:
         in_schema: Connect struct schema of the rows the task reads.
         in_arrow: Arrow schema of those rows.
         out: the chain's output for no rows (types and schemas of what is produced).
-        arrow_out: Arrow schema of :meth:`transform` results (Spark-compatible).
+        arrow_out: Arrow schema of :meth:`transform` results (Spark-compatible): the value (and key),
+            plus topic, timestamp and headers only when :attr:`routes`.
+        routes: a step sets the topic or the headers (RegexRouter, TimestampRouter, InsertHeader,
+            DropHeaders); otherwise every record goes to the task's topic with no headers and the
+            timestamp of the producer, and those columns are not carried to the JVM at all.
     """
 
     chain: TransformationChain
@@ -148,6 +152,7 @@ class SourcePipeline:
     arrow_out: Any
     spark_out: Any
     policy: _Policy
+    routes: bool = True
 
     @classmethod
     def plan(cls, config: Mapping[str, str], arrow_schema, connect_schema: Mapping[str, Any],
@@ -165,13 +170,18 @@ class SourcePipeline:
         except Exception as e:
             raise ConnectException(f"Transformations cannot be applied to records with schema "
                                    f"{connect_schema.get('name') or 'struct'}: {e}") from e
-        fields = [pa.field(_V, out.table.schema.field("value").type), pa.field(_T, pa.string()),
-                  pa.field(_TS, pa.int64()), pa.field(_H, headers_type())]
+        from .transforms import DropHeaders, InsertHeader, RegexRouter, TimestampRouter
+
+        routes = any(isinstance(st.transform, (RegexRouter, TimestampRouter, InsertHeader, DropHeaders))
+                     for st in chain.steps)
+        fields = [pa.field(_V, out.table.schema.field("value").type)]
         if not pa.types.is_null(out.table.schema.field("key").type):
-            fields.insert(1, pa.field(_K, out.table.schema.field("key").type))
+            fields.append(pa.field(_K, out.table.schema.field("key").type))
+        if routes:
+            fields += [pa.field(_T, pa.string()), pa.field(_TS, pa.int64()), pa.field(_H, headers_type())]
         arrow_out, spark_out = _spark_safe(pa.schema(fields))
         return cls(chain, dict(connect_schema), arrow_schema, out, arrow_out, spark_out,
-                   _Policy(errors, task_id.connector, task_id.task))
+                   _Policy(errors, task_id.connector, task_id.task), routes)
 
     def spark_schema(self):
         """Spark ``StructType`` of the ``mapInArrow`` output (for ``mapInArrow(fn, schema)``)."""
@@ -211,9 +221,10 @@ class SourcePipeline:
         cols = {_V: conform(out.column("value"), self.arrow_out.field(_V).type)}
         if self.arrow_out.get_field_index(_K) >= 0:
             cols[_K] = conform(out.column("key"), self.arrow_out.field(_K).type)
-        cols[_T] = out.column("topic")
-        cols[_TS] = out.column("timestamp")
-        cols[_H] = out.column("headers")
+        if self.routes:
+            cols[_T] = out.column("topic")
+            cols[_TS] = out.column("timestamp")
+            cols[_H] = out.column("headers")
         return pa.table([cols[f.name] for f in self.arrow_out], schema=self.arrow_out) \
             if out.num_rows else self.arrow_out.empty_table()
 
@@ -232,7 +243,8 @@ class SourcePipeline:
         return transformed
 
     def encoded(self, df, config: Mapping[str, str]):
-        """``df`` (the ``mapInArrow`` output) as columns value, key, topic, timestamp, headers (JVM-encoded)."""
+        """``df`` (the ``mapInArrow`` output) as columns value, key, and with :attr:`routes` topic, timestamp,
+        headers (JVM-encoded)."""
         from pyspark.sql import functions as F
 
         schemas_enable = str(config.get("value.converter.schemas.enable", "true")).lower() == "true"
@@ -245,7 +257,8 @@ class SourcePipeline:
                                        key_schemas).alias("key"))
             else:
                 cols.append(F.col(_K).cast("string").alias("key"))
-        cols += [F.col(_T).alias("topic"), F.col(_TS).alias("timestamp"), F.col(_H).alias("headers")]
+        if self.routes:
+            cols += [F.col(_T).alias("topic"), F.col(_TS).alias("timestamp"), F.col(_H).alias("headers")]
         return df.select(*cols)
 
     def produce(self, df, topic: str, kafka_config: Mapping[str, Any], config: Mapping[str, str], *,
@@ -257,13 +270,9 @@ class SourcePipeline:
         """
         from webapp.kafka.spark_io import produce_dataframe
 
-        from .transforms.headers import DropHeaders, InsertHeader
-        from .transforms.routers import RegexRouter, TimestampRouter
-
         enc = self.encoded(df, config)
         key_col = "key" if "key" in enc.columns else None
-        steps = [st.transform for st in self.chain.steps]
-        if not any(isinstance(t, (RegexRouter, TimestampRouter, InsertHeader, DropHeaders)) for t in steps):
+        if not self.routes:
             # one topic, no headers: the producer's bulk loop (per-record topic/headers/timestamp
             # arguments cost about as much as the rest of the job); the record's timestamp is then
             # the producer's, a few milliseconds after the read time the chain saw

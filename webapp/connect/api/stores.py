@@ -36,11 +36,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
-from webapp.connect.node import current
+from webapp.connect.locator import current
 from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
 from webapp.storage.backup import BackupError, export_backup, restore_backup
 from webapp.storage.switch import SwitchError, SwitchManager
 
+from . import serializers as rc
 from .accounts import export_users, import_users
 from .views import ConnectAPIView
 
@@ -139,24 +140,10 @@ class RestoreView(ConnectAPIView):
         return Response(summary)
 
 
-_STORE = inline_serializer("MetadataStore", {
-    "name": serializers.CharField(), "backend": serializers.CharField(allow_null=True),
-    "url": serializers.CharField(allow_null=True, help_text="references or a redacted password, never a password"),
-    "source": serializers.ChoiceField(choices=["raft", "environment", "cluster"]),
-    "active": serializers.BooleanField(),
-    "password": serializers.CharField(required=False, allow_null=True, help_text="a config-provider reference"),
-    "added_at": serializers.FloatField(required=False, help_text="unix seconds"),
-    "added_by": serializers.CharField(required=False)})
 _NEW_STORE = inline_serializer("NewMetadataStore", {
     "name": serializers.CharField(), "url": serializers.CharField(),
     "password": serializers.CharField(required=False, allow_null=True,
                                       help_text="a config-provider reference such as ${env:PG_PASSWORD}")})
-_STORE_TEST = inline_serializer("MetadataStoreTest", {
-    "name": serializers.CharField(), "ok": serializers.BooleanField(),
-    "checks": serializers.ListField(child=serializers.DictField()),
-    "connectors": serializers.IntegerField(allow_null=True)})
-
-
 def _catalog(fn, *, raft: bool = True, **kwargs: Any) -> Any:
     """Call the catalog service ``fn`` with this node's stores (and Raft member); errors as Connect's body."""
     node = current()
@@ -185,11 +172,11 @@ def _store(name: str) -> dict[str, Any]:
 class MetadataStoresView(ConnectAPIView):
     """``GET``: every metadata store this node knows; ``POST``: add one on every node (201)."""
 
-    @extend_schema(responses={200: serializers.ListSerializer(child=_STORE)})
+    @extend_schema(responses={200: serializers.ListSerializer(child=rc.MetadataStoreSerializer())})
     def get(self, request: Request) -> Response:
         return Response(_switches().status()["stores"])
 
-    @extend_schema(request=_NEW_STORE, responses={201: _STORE})
+    @extend_schema(request=_NEW_STORE, responses={201: rc.MetadataStoreSerializer})
     def post(self, request: Request) -> Response:
         body = request.data
         if not isinstance(body, dict) or set(body) - {"name", "url", "password"} or {"name", "url"} - set(body):
@@ -202,7 +189,7 @@ class MetadataStoresView(ConnectAPIView):
 class MetadataStoreEntryView(ConnectAPIView):
     """``GET`` one metadata store; ``DELETE`` a store added at run time (204)."""
 
-    @extend_schema(responses={200: _STORE})
+    @extend_schema(responses={200: rc.MetadataStoreSerializer})
     def get(self, request: Request, name: str) -> Response:
         return Response(_store(name))
 
@@ -215,6 +202,6 @@ class MetadataStoreEntryView(ConnectAPIView):
 class MetadataStoreTestView(ConnectAPIView):
     """``POST``: connect to the store from the leader and check its schema (200 with each check's outcome)."""
 
-    @extend_schema(request=None, responses={200: _STORE_TEST})
+    @extend_schema(request=None, responses={200: rc.MetadataStoreTestSerializer})
     def post(self, request: Request, name: str) -> Response:
         return Response(_catalog(store_test, raft=False, name=name))

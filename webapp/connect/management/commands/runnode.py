@@ -18,8 +18,9 @@ from raftnode import CommandRejected, RaftUnavailable
 from webapp import environment
 from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect.node import ConnectNode, NodeOptions
-from webapp.connectors import file_access
+from webapp.runtime import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
+from webapp.kafka import client_overrides
 from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
                                          read_properties, report, worker_config)
 from webapp.storage.base import StoreError
@@ -74,7 +75,8 @@ class Command(BaseCommand):
                 report(worker_config(read_properties(o["config"])))
             # set by prepare_runnode from --config's Kafka client keys (producer./consumer./admin. included)
             client_config, _ = check_client_config(kafka_client_config_from_env())
-        except PropertiesError as exc:
+            client_overrides.override_policy()  # Connect refuses to start with an unknown policy, so do we
+        except (PropertiesError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         # raftconnect.file.allowed.paths: the flag (or the variable) becomes this process's variable, made
         # absolute, so the Herder here and the agent (which inherits the environment) read the same roots
