@@ -127,7 +127,8 @@ REST_FRAMEWORK = {
     ],
     # roles viewer/operator/admin, declared per path or view (webapp/connect/api/roles.py)
     "DEFAULT_PERMISSION_CLASSES": ["webapp.connect.api.roles.HasRole"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer with orjson encoding the compact form (same JSON; see the module)
+    "DEFAULT_RENDERER_CLASSES": ["webapp.connect.api.renderers.ConnectJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["webapp.connect.api.parsers.ConnectJSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
     "UNAUTHENTICATED_USER": None,
