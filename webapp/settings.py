@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from webapp import environment
 from webapp.logconfig import logging_config
+from webapp.plugin.version import RAFTCONNECT_VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(environment.data_dir(str(BASE_DIR / "var" / "default"))).resolve()
@@ -140,7 +141,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "RaftConnect REST API",
     "DESCRIPTION": "Kafka Connect's REST API plus RaftConnect's own /raftconnect/v1/ resources. "
                    "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
-    "VERSION": "0.1.0",
+    "VERSION": RAFTCONNECT_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # the schema is public (it describes the API, holds no data): automation and the docs pages fetch it
     # without credentials; every operation in it still requires them

@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, Mapping
 
 from webapp.runtime import registry
-from webapp.plugin import ConfigDef, ConfigKey
+from webapp.plugin import RAFTCONNECT_VERSION, ConfigDef, ConfigKey
 from webapp.runtime import restart
 from webapp.runtime.config_providers import HIDDEN
 from webapp.runtime.converters import JSON_CONVERTER_CLASS, STRING_CONVERTER_CLASS
@@ -42,7 +42,7 @@ ENTRY_POINT_GROUPS = {
     "converter": "raftconnect.converters",
     "header_converter": "raftconnect.header_converters",
 }
-RUNTIME_VERSION = "0.1.0"
+RUNTIME_VERSION = RAFTCONNECT_VERSION
 
 
 class UnknownPlugin(LookupError):

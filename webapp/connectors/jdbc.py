@@ -505,7 +505,6 @@ class JdbcSourceConnector(SourceConnector):
     :func:`topic_creation_config`) and ``producer.override.*``. Task configs add ``tables`` (JSON list).
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON + _SOURCE)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
@@ -991,7 +990,6 @@ class JdbcSinkConnector(SinkConnector):
     ``i`` of ``n`` takes the partitions ``p`` with ``p % n == i`` of every topic.
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON + _SINK)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:

@@ -12,6 +12,7 @@ here; the modules are its rooms:
   :class:`AbstractConfig` (typed getters: ``get_int``, ``get_bool``, ``get_list``,
   ``get_password``, ...), :class:`Password`;
 * ``offsets`` — :class:`SourceOffset`, :func:`partition_key`;
+* ``version`` — :data:`RAFTCONNECT_VERSION` (the installed distribution's version);
 * ``errors`` — :class:`ConnectException`, :class:`DataException`, :class:`ConfigException`.
 
 Plugins are discovered by the runtime (``webapp.runtime.registry``, entry-point group
@@ -30,8 +31,10 @@ from .connector import (
 )
 from .errors import ConfigException, ConnectException, DataException
 from .offsets import SourceOffset, partition_key
+from .version import RAFTCONNECT_VERSION
 
 __all__ = [
+    "RAFTCONNECT_VERSION",
     "AbstractConfig",
     "BatchResult",
     "ConfigDef",
