@@ -14,7 +14,7 @@ from typing import Any
 
 from webapp.connectors import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
-from webapp.runtime.config_providers import has_references
+from webapp.runtime.config_providers import has_references, hide_secrets, keep_hidden, password_keys
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound
 from webapp.states import State, TargetState, target_from_initial_state
 
@@ -167,6 +167,7 @@ class Herder:
         if "name" in config and config["name"] != name:
             raise BadRequest(f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})")
         config["name"] = name
+        config = self._unhidden(name, config)
         self.validate_config(name, config)
         created = self.store.put_connector_config(name, config)
         self._poke()
@@ -210,7 +211,7 @@ class Herder:
 
     def _info(self, rec: ConnectorRecord, type_: str | None) -> dict[str, Any]:
         name = rec.name
-        return {"name": name, "config": rec.config,
+        return {"name": name, "config": self.shown_config(rec.config),
                 "tasks": [{"connector": name, "task": i} for i in range(len(rec.tasks))] if rec.target_state != TargetState.STOPPED else [],
                 "type": type_ if type_ is not None else self._type(rec)}
 
@@ -244,15 +245,38 @@ class Herder:
         return out
 
     def connector_config(self, name: str) -> dict[str, str]:
-        """The connector's config as submitted."""
-        return self._record(name).config
+        """The connector's config as submitted, secrets hidden (:meth:`shown_config`)."""
+        return self.shown_config(self._record(name).config)
+
+    @staticmethod
+    def _password_keys(config: dict[str, str]) -> frozenset[str]:
+        try:
+            return password_keys(registry.resolve(config.get("connector.class", "")).cls.config_def)
+        except (registry.UnknownPlugin, AttributeError):
+            return frozenset()
+
+    def shown_config(self, config: dict[str, str]) -> dict[str, str]:
+        """``config`` as every REST response shows it: the plugin's PASSWORD keys and Kafka's password-like keys
+        as ``[hidden]``, passwords inside URLs hidden, references as written (config_providers.hide_secrets).
+
+        Kafka Connect returns such values as submitted; RaftConnect never sends them back (issue 19): a write
+        that sends ``[hidden]`` (or the hidden URL) back keeps the stored value (:meth:`_unhidden`).
+        """
+        return hide_secrets(config, self._password_keys(config))
+
+    def _unhidden(self, name: str, config: dict[str, str]) -> dict[str, str]:
+        """``config`` (a write of connector ``name``) with hidden values sent back replaced by the stored ones."""
+        rec = self.store.get_connector(name)
+        if rec is None:
+            return config
+        return keep_hidden(config, rec.config, self._password_keys({**rec.config, **config}))
 
     def connector_tasks(self, name: str) -> list[dict[str, Any]]:
         """Connect's TaskInfo list: ``[{"id": {"connector", "task"}, "config": {...}}]``."""
         rec = self._record(name)
         if rec.target_state == TargetState.STOPPED:
             return []
-        return [{"id": {"connector": name, "task": i}, "config": cfg} for i, cfg in enumerate(rec.tasks)]
+        return [{"id": {"connector": name, "task": i}, "config": self.shown_config(cfg)} for i, cfg in enumerate(rec.tasks)]
 
     def _worker_address(self, worker_id: str | None, members: dict[str, Any] | None = None) -> str | None:
         if worker_id is None:
@@ -311,7 +335,8 @@ class Herder:
         if not isinstance(patch, dict):
             raise BadRequest("Connector configuration must be a JSON object of string keys and values")
         removed = {k for k, v in patch.items() if v is None}
-        kept = _check_config_map({k: v for k, v in patch.items() if v is not None})
+        kept = keep_hidden(_check_config_map({k: v for k, v in patch.items() if v is not None}), rec.config,
+                           self._password_keys(rec.config))
         if "name" in removed:
             raise BadRequest("Connector configuration may not remove the key name")
         if "name" in kept and kept["name"] != name:

@@ -187,16 +187,12 @@ def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
         raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
-_URL_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)[^@/?#\s]*@")
-_URL_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#\s]*", re.IGNORECASE)
-
-
 def shown_url(url: Any) -> str:
     """``connection.url`` fit for messages, status traces and logs: a password in it (``user:pw@`` or
     ``?password=``) replaced by ``[hidden]``, as Connect shows PASSWORD values."""
-    text = str(url or "")
-    text = _URL_USERINFO_PASSWORD.sub(r"\1[hidden]@", text)
-    return _URL_QUERY_PASSWORD.sub(r"\1[hidden]", text)
+    from webapp.runtime.config_providers import hide_url_password
+
+    return hide_url_password(str(url or ""))
 
 
 def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
