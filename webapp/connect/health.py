@@ -300,7 +300,7 @@ class NodeHealth:
             return {"state": "down", "pid": proc.pid, "exit_code": code,
                     "error": f"the agent process exited with code {code} (see agent.log in the node's data dir); "
                              "the node starts it again"}, None
-        now = time.time()
+        now = time.monotonic()  # the agent writes its times with the host's monotonic clock (agent_status)
         status = read_agent_status(node.options.data_dir)
         if status is None or status.get("pid") != proc.pid:  # the Celery worker is still booting
             return {"state": "starting", "pid": proc.pid}, None
