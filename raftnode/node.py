@@ -215,7 +215,8 @@ class RaftNode:
         return int(self.syncobj.raftCurrentTerm)
 
     def status(self) -> dict[str, Any]:
-        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum"}``.
+        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum",
+        "ready", "journal"}`` (``journal``: :func:`durability.journal_health`, ``None`` in memory).
 
         ``state`` is LEADER only together with the term this member leads.
         pysyncobj's ``getStatus`` runs on the caller's thread and reads the state
@@ -239,6 +240,8 @@ class RaftNode:
             "log_size": s["log_len"],
             "has_quorum": bool(s["has_quorum"]),
             "ready": bool(self.syncobj.isReady()),
+            # write failures of the journal (full disk, I/O errors): raftnode/durability.py
+            "journal": durability.journal_health(self.syncobj),
         }
 
     def peer_connections(self) -> dict[str, bool]:
