@@ -26,10 +26,12 @@ its meta file (term, vote, commit index) raised from every tick. Here
 (``posix_fallocate``); when that fails it raises :class:`JournalWriteFailed`
 *before* the entry enters the in-memory log, so the entry is neither replicated
 nor acknowledged (a leader's proposal then times out; a follower does not answer
-that append, and the leader sends it again). The term and vote stay synchronous
-(a member never votes or campaigns on a term it could not store: the failure
-aborts that step); the commit index, saved once a second, is kept for the next
-second. Every failure is logged as an error naming the file, the error and the
+that append, and the leader sends it again). A vote stays synchronous (a
+member never votes or campaigns on a term it could not store: the failure aborts
+that step), a newer term learnt from a message is kept in memory so the member
+steps down; the commit index, saved once a second, is kept for the next
+second; a leader that cannot write hands its leadership to a follower that has
+every entry (:func:`yield_leadership_on_failure`), so writes go on elsewhere. Every failure is logged as an error naming the file, the error and the
 free space of its filesystem (then at most every 10 s), counted, and reported by
 :func:`journal_health` (``RaftNode.status()["journal"]``, ``/health``,
 ``/metrics``) until a write succeeds again; nothing else changes, so the member
@@ -63,7 +65,7 @@ from pysyncobj import journal as _journal
 from pysyncobj import syncobj as _syncobj
 
 __all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "JournalWriteFailed", "DiskHealth",
-           "check_snapshot", "install", "journal_health", "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
+           "check_snapshot", "install", "journal_health", "yield_leadership_on_failure", "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,8 @@ class ChecksummedFileJournal(_journal.FileJournal):
     def __init__(self, journal_file: str):
         self.disk = DiskHealth(journal_file)
         self._fd: int | None = None
+        #: called once a second on the Raft thread while writes fail (see :func:`yield_leadership_on_failure`)
+        self.yield_leadership = None
         marker = journal_file + FORMAT_MARKER_SUFFIX
         fresh = not os.path.exists(journal_file)
         if fresh:
@@ -238,12 +242,22 @@ class ChecksummedFileJournal(_journal.FileJournal):
             raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
 
     def setCurrentTerm(self, term, votedForNodeId):  # noqa: N802 - pysyncobj's name
-        """Store the term and vote before anything reflecting them is sent (Raft); raises when it cannot."""
+        """Store the term and vote before anything reflecting them is sent (Raft).
+
+        When the store fails: a vote (``votedForNodeId`` set: granting one, or campaigning) raises
+        :class:`JournalWriteFailed`, which aborts it before any message says it. A newer term
+        learnt from a message (no vote) is recorded as a failure but not raised: pysyncobj has
+        already put it in memory, and must go on to step down to follower (a leader stuck as
+        LEADER with the newer term would contend with that term's real leader). A member that
+        restarts without it learns the term again; it cast no vote in it.
+        """
         try:
             super().setCurrentTerm(term, votedForNodeId)
         except OSError as exc:
             self.disk.failed(f"the term and vote (term {term})", exc)
-            raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
+            if votedForNodeId is not None:
+                raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
+            return
         self.disk.succeeded()
 
     def onOneSecondTimer(self):  # noqa: N802 - pysyncobj's name
@@ -254,16 +268,19 @@ class ChecksummedFileJournal(_journal.FileJournal):
         """
         try:
             super().onOneSecondTimer()
+            failing = False
         except OSError as exc:
             self._FileJournal__metaSaved = False
             self.disk.failed("the commit index", exc)
-            return
-        if self.disk.error is not None:
+            failing = True
+        if not failing and self.disk.error is not None:
             try:
                 self._reserve(_PROBE_BYTES)
+                self.disk.succeeded()
             except JournalWriteFailed:
-                return
-            self.disk.succeeded()
+                failing = True
+        if failing and self.yield_leadership is not None:
+            self.yield_leadership()  # a leader hands its leadership to a follower (nothing if not the leader)
 
     def _destroy(self):
         if self._fd is not None:
@@ -331,6 +348,32 @@ def journal_health(syncobj) -> dict[str, Any] | None:
     return disk.report() if disk is not None else None
 
 
+def yield_leadership_on_failure(syncobj) -> None:
+    """Make a leader whose journal cannot be written hand its leadership to a caught-up follower.
+
+    Once a second while writes fail (on the Raft thread, in :meth:`ChecksummedFileJournal.onOneSecondTimer`)
+    the journal calls pysyncobj's ``transferLeadership()`` (Raft's TimeoutNow; it does nothing on a
+    follower, and is refused while no follower has every entry). A member that cannot store a term can
+    neither vote nor campaign, so it does not take the leadership back until its disk recovers.
+    """
+    journal = getattr(syncobj, "_SyncObj__raftLog", None)
+    if isinstance(journal, ChecksummedFileJournal):
+        journal.yield_leadership = syncobj.transferLeadership
+
+
+class _KnownWriteFailures(logging.Filter):
+    """Drops pysyncobj's traceback of a tick that :class:`JournalWriteFailed` ended: the journal logs each
+    failure itself, with the free space, at most every 10 s (pysyncobj's would repeat on every append)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JournalWriteFailed)
+
+
+_FILTER = _KnownWriteFailures()
+
+
 def install() -> None:
     """Make pysyncobj create :class:`ChecksummedFileJournal` for every file journal (idempotent)."""
     _syncobj.createJournal = _create_journal
+    logging.getLogger("pysyncobj.syncobj").addFilter(_FILTER)

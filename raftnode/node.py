@@ -193,6 +193,7 @@ class RaftNode:
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        durability.yield_leadership_on_failure(self.syncobj)  # a leader on a full disk steps aside
         self._stopped = threading.Event()
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()

@@ -1,6 +1,6 @@
 """A wall-clock jump of ±1 h on the Raft leader (issue 19 item 4): heartbeats and assignment go on.
 
-The leader's process tree (node and agent) runs with ``tools/clockshim`` (its
+The leader's process tree (node and agent) runs with ``tools/faultshim`` (its
 ``time.time()`` shifted by what a file says, the monotonic clock untouched, as a
 real clock step). Each phase (+1 h, then -1 h) jumps the leader and creates a
 connector whose tasks must run (assignment, status writes: signed requests).
@@ -26,7 +26,7 @@ from tools.launcher import REPO_ROOT, LocalCluster, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-SHIM = str(REPO_ROOT / "tools" / "clockshim")
+SHIM = str(REPO_ROOT / "tools" / "faultshim")
 
 
 def source(path, topic: str, tasks: int) -> dict[str, str]:
