@@ -101,7 +101,7 @@ KILLS = ("kill-leader", "kill-follower", "kill-worker")
 PAUSES = ("pause-leader", "pause-follower")
 PARTITIONS = ("partition-leader", "partition-follower", "split-leader-minority", "cut-leader", "oneway-leader")
 LEADER_FAULTS = {"kill-leader", "pause-leader", "partition-leader", "split-leader-minority", "cut-leader",
-                 "oneway-leader"}
+                 "oneway-leader", "disk-full-leader"}
 DISK_FULL = ("disk-full-leader", "disk-full-follower")
 OTHER_FAULTS = ("clock-jump-leader", "slow-disk-leader", "slow-disk-follower", "damage-journal", "damage-snapshot")
 SHIM = str(ROOT / "tools" / "faultshim")
@@ -404,7 +404,7 @@ class Campaign:
         out = {"target": target.node_id, "duration": round(duration, 1), "failover": None}
         t0 = time.monotonic()
         if kind in OTHER_FAULTS or kind in DISK_FULL:
-            return self.inject_disk_or_clock(kind, target, duration, out)
+            return self.inject_disk_or_clock(kind, target, duration, out, old_term)
         if kind.startswith("kill-"):
             target.kill()
             if kind == "kill-leader":
@@ -438,8 +438,11 @@ class Campaign:
                 self.net.heal()
         return out
 
-    def inject_disk_or_clock(self, kind: str, target: NodeProcess, duration: float, out: dict) -> dict:
-        """The disk and clock faults (see the module docstring); returns ``out`` with what was done."""
+    def inject_disk_or_clock(self, kind: str, target: NodeProcess, duration: float, out: dict,
+                             old_term: int) -> dict:
+        """The disk and clock faults (see the module docstring); returns ``out`` with what was done.
+
+        ``disk-full-leader`` also measures its failover: the full leader hands its leadership over."""
         faults = self.workdir / "faults"
         if kind == "clock-jump-leader":
             jump = self.rng.choice((3600, -3600))
@@ -473,7 +476,10 @@ class Campaign:
                             if len(chunk) == 4096:
                                 break
                             chunk = chunk[: max(4096, len(chunk) // 16)]
-                time.sleep(duration)
+                t0 = time.monotonic()
+                if kind == "disk-full-leader":
+                    out["failover"] = self.new_leader_after(target, old_term, duration)
+                time.sleep(max(0.0, duration - (time.monotonic() - t0)))
             finally:
                 if os.path.exists(filler):
                     os.remove(filler)
