@@ -10,7 +10,7 @@ import json
 import pytest
 
 from webapp.connectors import jdbc_io
-from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext
+from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext
 from webapp.connectors.jdbc import (
     ALLOWED_HOSTS_ENV,
     JdbcSinkConnector,

@@ -58,7 +58,7 @@ import dj_database_url
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.states import TargetState
 
 from .base import (
@@ -432,6 +432,24 @@ class RelationalMetadataStore(MetadataStore):
         try:
             self._call(select_one)
         except DatabaseError as exc:  # e.g. a server shutting down answers with an error, not a closed socket
+            raise self._unavailable(exc) from None
+
+    def schema_problems(self) -> list[str]:
+        """What keeps this database's schema from being this version's: migrations of the ``storage``
+        app not applied yet (by name). Empty when :meth:`prepare` has nothing left to do.
+
+        Errors: :class:`StoreUnavailable`.
+        """
+        from django.db.migrations.executor import MigrationExecutor
+
+        def plan() -> list[str]:
+            executor = MigrationExecutor(connections[self.alias])
+            targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "storage"]
+            return [f"migration {m.app_label}.{m.name} not applied" for m, _ in executor.migration_plan(targets)]
+
+        try:
+            return self._call(plan)
+        except DatabaseError as exc:
             raise self._unavailable(exc) from None
 
     def _create_database(self) -> None:
