@@ -37,6 +37,9 @@ _RAFT_STATES = {0: "FOLLOWER", 1: "CANDIDATE", 2: "LEADER"}
 _NOT_APPENDED = frozenset({FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER,
                            FAIL_REASON.DISCARDED})
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
+# what pysyncobj raises when a synchronous call's time runs out: SyncObjException('Timeout') (FAIL_REASON has no
+# TIMEOUT; comparing with FAIL_REASON.TIMEOUT raised AttributeError on every timed-out proposal)
+_SYNC_TIMEOUT = "Timeout"
 _RETRY_PAUSE_S = 0.02
 class SingleAttempt:
     """What one forwarded write is allowed, and what became of it (see :func:`without_leader_wait`).
@@ -314,7 +317,7 @@ class RaftNode:
                 if code not in _NOT_APPENDED or attempt is not None:
                     if attempt is not None and code in _NOT_APPENDED:
                         attempt.not_leader = attempt.committed == 0
-                    if code == FAIL_REASON.TIMEOUT and self.leader is None:
+                    if code == _SYNC_TIMEOUT and self.leader is None:
                         # still in this member's queue when the time ran out (a starved tick loop) with
                         # no leader known: its outcome is unknown like any timeout, but say why
                         raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
