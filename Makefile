@@ -89,8 +89,9 @@ SOAK_ARGS ?=
 soak: setup
 	$(PY) benchmarks/soak/run.py $(SOAK_ARGS)
 
-# Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
-# Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
+# Fault campaign: randomized kill -9 / SIGSTOP / network partitions, clock jumps, slow and full disks, damaged
+# journals and snapshots on one cluster (benchmarks/chaos/run.py). Partitions need root and iproute2 (network
+# namespaces), full disks root and mount (tmpfs); without them those faults are skipped.
 # CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first runs the fault tests marked `chaos`
 # (left out of `make test`), then repeats the leader partition test
 # CHAOS_PARTITION_RUNS times.

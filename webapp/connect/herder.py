@@ -14,7 +14,7 @@ from typing import Any
 
 from webapp.runtime import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
-from webapp.runtime.config_providers import has_references
+from webapp.runtime.config_providers import has_references, hide_secrets, keep_hidden, password_keys
 from webapp.storage.base import AlreadyExists, ConnectorRecord, ConnectorSummary, MetadataStore, NotFound
 from webapp.states import State, TargetState, target_from_initial_state
 
@@ -173,6 +173,7 @@ class Herder:
         if "name" in config and config["name"] != name:
             raise BadRequest(f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})")
         config["name"] = name
+        config = self._unhidden(name, config)
         self.validate_config(name, config)
         created = self.store.put_connector_config(name, config)
         self._poke()
@@ -215,10 +216,12 @@ class Herder:
         rec = self._record(name)
         return self._info(ConnectorSummary.of(rec), self._type(rec))
 
-    @staticmethod
-    def _info(rec: ConnectorSummary, type_: str) -> dict[str, Any]:
+    def _info(self, rec: ConnectorSummary, type_: str, secret_keys: frozenset[str] | None = None) -> dict[str, Any]:
+        """ConnectorInfo of ``rec``, its config as :meth:`shown_config` shows it; ``secret_keys`` are the
+        plugin's PASSWORD keys when the caller already looked them up (once per class in a list)."""
         name = rec.name
-        return {"name": name, "config": rec.config,
+        keys = self._password_keys(rec.config) if secret_keys is None else secret_keys
+        return {"name": name, "config": hide_secrets(rec.config, keys),
                 "tasks": [{"connector": name, "task": i} for i in range(rec.task_count)]
                 if rec.target_state != TargetState.STOPPED else [],
                 "type": type_}
@@ -243,30 +246,55 @@ class Herder:
         else:
             rows = ((rec, None) for rec in self.store.connector_summaries())
         types: dict[str, str] = {}
+        secrets: dict[str, frozenset[str]] = {}
         out: dict[str, dict[str, Any]] = {}
         for rec, statuses in rows:
             cls = rec.config.get("connector.class", "")
             type_ = types.get(cls)
             if type_ is None:
                 type_ = types[cls] = self._type(rec)
+                secrets[cls] = self._password_keys(rec.config)
             entry: dict[str, Any] = {}
             if want_status:
                 entry["status"] = self._status(rec, statuses, assignment, addresses, type_)
             if want_info:
-                entry["info"] = self._info(rec, type_)
+                entry["info"] = self._info(rec, type_, secrets[cls])
             out[rec.name] = entry
         return out
 
     def connector_config(self, name: str) -> dict[str, str]:
-        """The connector's config as submitted."""
-        return self._record(name).config
+        """The connector's config as submitted, secrets hidden (:meth:`shown_config`)."""
+        return self.shown_config(self._record(name).config)
+
+    @staticmethod
+    def _password_keys(config: dict[str, str]) -> frozenset[str]:
+        try:
+            return password_keys(registry.resolve(config.get("connector.class", "")).cls.config_def)
+        except (registry.UnknownPlugin, AttributeError):
+            return frozenset()
+
+    def shown_config(self, config: dict[str, str]) -> dict[str, str]:
+        """``config`` as every REST response shows it: the plugin's PASSWORD keys and Kafka's password-like keys
+        as ``[hidden]``, passwords inside URLs hidden, references as written (config_providers.hide_secrets).
+
+        Kafka Connect returns such values as submitted; RaftConnect never sends them back (issue 19): a write
+        that sends ``[hidden]`` (or the hidden URL) back keeps the stored value (:meth:`_unhidden`).
+        """
+        return hide_secrets(config, self._password_keys(config))
+
+    def _unhidden(self, name: str, config: dict[str, str]) -> dict[str, str]:
+        """``config`` (a write of connector ``name``) with hidden values sent back replaced by the stored ones."""
+        rec = self.store.get_connector(name)
+        if rec is None:
+            return config
+        return keep_hidden(config, rec.config, self._password_keys({**rec.config, **config}))
 
     def connector_tasks(self, name: str) -> list[dict[str, Any]]:
         """Connect's TaskInfo list: ``[{"id": {"connector", "task"}, "config": {...}}]``."""
         rec = self._record(name)
         if rec.target_state == TargetState.STOPPED:
             return []
-        return [{"id": {"connector": name, "task": i}, "config": cfg} for i, cfg in enumerate(rec.tasks)]
+        return [{"id": {"connector": name, "task": i}, "config": self.shown_config(cfg)} for i, cfg in enumerate(rec.tasks)]
 
     @staticmethod
     def _worker_addresses(members: dict[str, Any]) -> dict[str, str]:
@@ -339,7 +367,8 @@ class Herder:
         if not isinstance(patch, dict):
             raise BadRequest("Connector configuration must be a JSON object of string keys and values")
         removed = {k for k, v in patch.items() if v is None}
-        kept = _check_config_map({k: v for k, v in patch.items() if v is not None})
+        kept = keep_hidden(_check_config_map({k: v for k, v in patch.items() if v is not None}), rec.config,
+                           self._password_keys(rec.config))
         if "name" in removed:
             raise BadRequest("Connector configuration may not remove the key name")
         if "name" in kept and kept["name"] != name:

@@ -47,6 +47,7 @@ import fnmatch
 import json
 import logging
 import math
+import os
 import re
 import time
 import urllib.parse
@@ -75,6 +76,9 @@ __all__ = [
     "JdbcSinkConnector",
     "JdbcSinkTask",
     "parse_connection_url",
+    "shown_url",
+    "allowed_hosts",
+    "ALLOWED_HOSTS_ENV",
     "topic_creation_config",
     "MODES",
 ]
@@ -185,6 +189,14 @@ def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
         raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
+def shown_url(url: Any) -> str:
+    """``connection.url`` fit for messages, status traces and logs: a password in it (``user:pw@`` or
+    ``?password=``) replaced by ``[hidden]``, as Connect shows PASSWORD values."""
+    from webapp.runtime.config_providers import hide_url_password
+
+    return hide_url_password(str(url or ""))
+
+
 def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
     """Connection parameters from a JDBC URL (or a plain ``postgresql://`` / ``mysql://`` URL).
 
@@ -201,7 +213,7 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     scheme, sep, rest = raw.partition("://")
     scheme = scheme.lower()
     if not sep or scheme not in ("postgresql", "postgres", "mysql", "mariadb"):
-        raise ConnectException(f"Unsupported connection.url {url!r}: expected jdbc:postgresql://host:port/db, "
+        raise ConnectException(f"Unsupported connection.url {shown_url(url)!r}: expected jdbc:postgresql://host:port/db, "
                                "jdbc:mysql://host:port/db or jdbc:mariadb://host:port/db")
     parsed = urllib.parse.urlsplit("x://" + rest)
     query = dict(urllib.parse.parse_qsl(parsed.query))
@@ -209,7 +221,7 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     try:
         port = parsed.port
     except ValueError:
-        raise ConnectException(f"Invalid port in connection.url {url!r}") from None
+        raise ConnectException(f"Invalid port in connection.url {shown_url(url)!r}") from None
     return {
         "dialect": dialect,
         "host": parsed.hostname or "localhost",
@@ -221,9 +233,33 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     }
 
 
+#: the worker setting limiting the database hosts JDBC connectors may reach (optional; unset: any host)
+ALLOWED_HOSTS_ENV = "RAFTCONNECT_JDBC_ALLOWED_HOSTS"
+
+
+def allowed_hosts(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The entries of ``raftconnect.jdbc.allowed.hosts`` (``RAFTCONNECT_JDBC_ALLOWED_HOSTS``, set by
+    ``runnode --jdbc-allowed-hosts`` or the worker properties), read at each call; ``[]``: any host.
+
+    Entry forms: see :func:`webapp.connectors.jdbc_io.host_violation`.
+    """
+    env = os.environ if environ is None else environ
+    return [e.strip() for e in (env.get(ALLOWED_HOSTS_ENV) or "").split(",") if e.strip()]
+
+
 def _params(config: Mapping[str, str]) -> dict[str, Any]:
-    return parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
-                                config.get("connection.password") or None)
+    """Connection parameters of a connector config, with this node's allowed hosts, checked against them.
+
+    Errors: ConnectException for an unsupported URL or a host outside ``raftconnect.jdbc.allowed.hosts``
+    (:func:`jdbc_io.connect` checks the same list again before every connection).
+    """
+    params = parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
+                                  config.get("connection.password") or None)
+    params["allowed_hosts"] = allowed_hosts()
+    problem = jdbc_io.host_violation(params["host"], params["port"], params["allowed_hosts"])
+    if problem is not None:
+        raise ConnectException(problem)
+    return params
 
 
 def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str) -> dict[str, Any]:
@@ -538,7 +574,7 @@ class JdbcSourceConnector(SourceConnector):
         try:
             found = _list_tables(_params(self.config))
         except Exception as e:
-            raise ConnectException(f"Cannot list the tables of {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot list the tables of {shown_url(self.config.get('connection.url'))}: {e}") from e
         return [t for t in found if not any(fnmatch.fnmatchcase(t, b) or t == b for b in black)]
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
@@ -807,7 +843,7 @@ class JdbcSourceTask(Task):
         try:
             conn = jdbc_io.connect(self.params)
         except Exception as e:
-            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot connect to {shown_url(self.config.get('connection.url'))}: {e}") from e
         try:
             names, kinds = _describe(conn, self.dialect, s.select)
             planned = self._plan(conn, s, names)
@@ -1097,7 +1133,7 @@ class JdbcSinkTask(Task):
         try:
             conn = jdbc_io.connect(self.params, autocommit=True)
         except Exception as e:
-            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot connect to {shown_url(self.config.get('connection.url'))}: {e}") from e
         try:
             cur = conn.cursor()
             _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {t} (connector VARCHAR(255) NOT NULL, "
