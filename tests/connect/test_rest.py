@@ -229,7 +229,8 @@ def test_secrets_are_hidden_in_responses_and_kept_when_sent_back(api, node):
     writes back what it read (the console, scripts) keeps the stored secrets (issue 19 item 3)."""
     config = {"connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "t",
               "connection.url": "jdbc:postgresql://u:url-secret-1@db/x?sslmode=disable",
-              "connection.password": "pw-secret-2", "consumer.override.sasl.jaas.config": "jaas-secret-3",
+              "connection.password": "pw-secret-2", "consumer.override.sasl.jaas.config":
+                  'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="jaas-secret-3";',
               "connection.user": "${env:DB_USER}"}
     created = api.post("/connectors", data=json.dumps({"name": "hid", "config": config}),
                        content_type="application/json")
