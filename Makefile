@@ -25,19 +25,22 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml plugins/raftconn
 
 .PHONY: frontend frontend-test chromium
 
-# The browser console (frontend/): npm ci from the committed lock file, then vite build into frontend/dist,
-# which every node serves at /console/. Rebuilt when its sources change.
+# The browser console (frontend/): npm ci from the committed lock file, then vite build into webapp/console/dist
+# (package data: the wheel carries it, and its build backend refuses to build without it), which every node
+# serves at /console/. Rebuilt when its sources change.
 FRONTEND_DEPS := frontend/node_modules/.ci-installed
 FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
 
-frontend: frontend/dist/index.html
+CONSOLE_DIST := webapp/console/dist
+
+frontend: $(CONSOLE_DIST)/index.html
 
 $(FRONTEND_DEPS): frontend/package.json frontend/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20.19+ with npm is required to build the console"; exit 1; }
 	cd frontend && npm ci --no-audit --no-fund
 	touch $@
 
-frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
+$(CONSOLE_DIST)/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
 	cd frontend && npm run build
 
 # the console's component tests (vitest), part of `make test`
@@ -105,4 +108,4 @@ chaos: setup
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
 
 clean:
-	rm -rf var .pytest_cache frontend/dist
+	rm -rf var .pytest_cache $(CONSOLE_DIST)

@@ -63,7 +63,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (frontend/dist) and admin static files
+    "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (webapp/console/dist) and admin static files
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
