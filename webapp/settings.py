@@ -19,8 +19,9 @@ from webapp import environment
 from webapp.logconfig import logging_config
 from webapp.plugin.version import RAFTCONNECT_VERSION
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(environment.data_dir(str(BASE_DIR / "var" / "default"))).resolve()
+# ``runnode`` and ``raftconnect node`` set RAFTCONNECT_DATA_DIR (default var/<node-id>); otherwise var/default, both
+# relative to the working directory, never to where the package is installed (site-packages for a wheel)
+DATA_DIR = Path(environment.data_dir()).resolve()
 
 #: Development mode, explicit: ``RAFTCONNECT_DEVELOPMENT=1``. The Makefile exports it for its targets (demo,
 #: test, bench, ...) and ``tests/settings.py`` sets it for any pytest run; a deployment never sets it.
