@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,9 @@ def _pip_wheel(source: Path, out: Path) -> subprocess.CompletedProcess:
 def wheel(tmp_path_factory) -> Path:
     if not (CONSOLE_DIST / "index.html").exists():
         pytest.fail("the console is not built: run make frontend")
+    if tuple(int(p) for p in version("setuptools").split(".")[:2]) < (70, 1):
+        pytest.fail(f"setuptools {version('setuptools')} cannot build a wheel without the `wheel` package: "
+                    "run make setup (requirements-test.txt pins setuptools)")
     tmp = tmp_path_factory.mktemp("wheel")
     built = _pip_wheel(_copy_sources(tmp / "src"), tmp / "out")
     assert built.returncode == 0, built.stdout + built.stderr
