@@ -79,7 +79,8 @@ from pysyncobj import serializer as _serializer
 from pysyncobj import syncobj as _syncobj
 
 __all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "JournalWriteFailed", "DiskHealth",
-           "check_snapshot", "install", "prepare", "journal_health", "yield_leadership_on_failure",
+           "check_snapshot", "install", "prepare", "skip_initial_snapshot_load", "stop_snapshot_writer",
+           "journal_health", "yield_leadership_on_failure",
            "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
 
 log = logging.getLogger(__name__)
@@ -398,7 +399,7 @@ def _signature(path: str) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def prepare(journal_file: str, snapshot_file: str) -> None:
+def prepare(journal_file: str, snapshot_file: str) -> bool:
     """Check the snapshot and line the journal up with it, before pysyncobj opens either.
 
     Reads ``snapshot_file`` whole (raising :class:`SnapshotCorrupted` as
@@ -406,25 +407,84 @@ def prepare(journal_file: str, snapshot_file: str) -> None:
     tells the journal factory the snapshot's boundary entry so the journal
     opened at ``journal_file`` completes a compaction a stop interrupted (see
     the module docstring). Call it right before creating the ``SyncObj``.
+
+    Returns whether there was a snapshot. Without one the journal is the whole
+    log, and the caller must keep pysyncobj from loading a snapshot that appears
+    later (:func:`skip_initial_snapshot_load`): the forked child of a compaction
+    of the previous process (killed, or stopped while the child wrote) can rename
+    its snapshot into place after this start read the directory, and loading it
+    would make pysyncobj clear the journal whose first entry is not its boundary.
+    For the same reason pysyncobj's first load returns exactly what was read here
+    even if the file was replaced since.
     """
     if not os.path.exists(snapshot_file):
-        return
+        with _prepared_lock:  # until skip_initial_snapshot_load: a load in between is refused
+            _loaded[snapshot_file] = (None, None)
+        return False
     signature = _signature(snapshot_file)
     data = _load_snapshot(snapshot_file)
     with _prepared_lock:
         _loaded[snapshot_file] = (signature, data)
         _boundaries[journal_file] = data[2]
+    return True
+
+
+def skip_initial_snapshot_load(syncobj: Any, snapshot_file: str) -> None:
+    """Keep ``syncobj`` (created after :func:`prepare` found no snapshot) from loading one at its first tick.
+
+    Touches pysyncobj's private start flag (``__needLoadDumpFile``): pysyncobj has no option for it.
+    Its tick thread starts inside the ``SyncObj`` constructor, so a load that ran before the flag
+    was cleared met :func:`prepare`'s marker and was refused (pysyncobj logs it and keeps its
+    journal). Later snapshots sent by a leader load as usual.
+    """
+    syncobj._SyncObj__needLoadDumpFile = False
+    with _prepared_lock:
+        held = _loaded.get(snapshot_file)
+        if held is not None and held[1] is None:
+            del _loaded[snapshot_file]
+
+
+def stop_snapshot_writer(syncobj: Any) -> None:
+    """Kill and reap ``syncobj``'s forked snapshot writer, if one runs (call after the tick thread stopped).
+
+    A writer outliving its member could rename a snapshot into place while the
+    next start reads the directory. It writes to a temporary file and renames it
+    whole, so killing it loses only that snapshot's work: the journal, not yet
+    trimmed for it, still holds every entry.
+    """
+    serializer = getattr(syncobj, "_SyncObj__serializer", None)
+    pid = getattr(serializer, "_Serializer__pid", 0) or 0
+    if pid <= 0:
+        return
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    serializer._Serializer__pid = 0
 
 
 class _PreloadingSerializer(_serializer.Serializer):
-    """pysyncobj's ``Serializer`` that hands over the snapshot :func:`prepare` already read (once)."""
+    """pysyncobj's ``Serializer`` that hands over the snapshot :func:`prepare` already read (once).
+
+    The first load after :func:`prepare` returns what it read even if the file was
+    replaced since (a previous process's snapshot writer finishing late): that is
+    the snapshot the journal was lined up with. The file, if newer, is a valid
+    snapshot of committed entries and is lined up at the next start.
+    """
 
     def deserialize(self):
         path = getattr(self, "_Serializer__fileName", None)
         if path is not None:
             with _prepared_lock:
                 held = _loaded.pop(path, None)
-            if held is not None and os.path.exists(path) and _signature(path) == held[0]:
+            if held is not None and held[1] is None:
+                raise RuntimeError(f"Raft snapshot {path} appeared after start (a previous process's snapshot "
+                                   "writer finishing late); not loaded: the journal holds the whole log")
+            if held is not None:
+                if not os.path.exists(path) or _signature(path) != held[0]:
+                    log.warning("Raft snapshot %s changed after start (a previous process's snapshot writer "
+                                "finished late): loading the one this start read", path)
                 return held[1]
         return super().deserialize()
 

@@ -172,11 +172,12 @@ class RaftNode:
         host = config.self_address.rsplit(":", 1)[0]
         # a member never starts from a damaged journal or snapshot (raftnode/durability.py)
         durability.install()
-        durability.prepare(os.path.join(config.data_dir, "raft.journal"), os.path.join(config.data_dir, "raft.snapshot"))
+        snapshot_file = os.path.join(config.data_dir, "raft.snapshot")
+        had_snapshot = durability.prepare(os.path.join(config.data_dir, "raft.journal"), snapshot_file)
         conf = SyncObjConf(
             password=config.password,
             journalFile=os.path.join(config.data_dir, "raft.journal"),
-            fullDumpFile=os.path.join(config.data_dir, "raft.snapshot"),
+            fullDumpFile=snapshot_file,
             bindAddress=config.self_address if host else None,
             dynamicMembershipChange=True,
             leaderFallbackTimeout=config.leader_fallback_timeout,
@@ -196,6 +197,9 @@ class RaftNode:
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        if not had_snapshot:
+            # the journal is the whole log: never the snapshot a previous process's writer renames in late
+            durability.skip_initial_snapshot_load(self.syncobj, snapshot_file)
         durability.yield_leadership_on_failure(self.syncobj)  # a leader on a full disk steps aside
         self._stopped = threading.Event()
         if config.peers:
@@ -386,6 +390,7 @@ class RaftNode:
         """Stop the Raft thread and close the journal; returns when both are done."""
         self._stopped.set()
         self.syncobj.destroy_synchronous()
+        durability.stop_snapshot_writer(self.syncobj)  # no snapshot renamed into place after the stop
 
     #: a connected follower this many entries behind the commit index whose match index has not
     #: moved for LAG_SECONDS is sent a snapshot (see :meth:`_catch_up_loop`)

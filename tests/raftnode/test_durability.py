@@ -141,3 +141,61 @@ def test_a_journal_from_before_checksums_still_loads(tmp_path):
         assert again[0] == (b"x", 1, 1) and not os.path.exists(tmp_path / "raft.journal.format")
     finally:
         again._destroy()
+
+
+@pytest.mark.parametrize("before", ["none", "older"])
+def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path, monkeypatch, before):
+    """A previous process's forked snapshot writer can finish after the next start read the directory.
+
+    Killed with its member (or outliving a stop), it renames a newer snapshot into place between
+    :func:`raftnode.durability.prepare` and pysyncobj's first load; pysyncobj would load it and clear
+    the journal whose first entry is not its boundary. Here the late snapshot is put in place right
+    after ``prepare`` ran.
+    """
+    from raftnode import durability
+    from raftnode.durability import ChecksummedFileJournal
+
+    snapshot = tmp_path / "raft.snapshot"
+    older = None
+    port = free_port()
+    # "none": one run that never trimmed its journal (no snapshot had ever been loaded: the journal is
+    # whole from index 1); "older": two runs of the same member, an older and a newer snapshot
+    for first, last in ((0, 120),) if before == "none" else ((0, 40), (40, 120)):
+        with monkeypatch.context() as patched:
+            if before == "none":
+                patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda self, entry_to: None)
+            member = _member(tmp_path, port, log_compaction_min_entries=20, log_compaction_min_time=0.05)
+            try:
+                assert member.wait_ready(15)
+                wait_for(lambda: member.is_leader, 15, interval=0.05, what="the single member to lead")
+                # from here every compaction is "interrupted": the journal keeps its entries
+                patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda self, entry_to: None)
+                for i in range(first, last):
+                    member.propose("_put_connector_config", f"c{i}", {"v": str(i)}, None, False)
+            finally:
+                member.destroy()
+        if older is None:
+            older = snapshot.read_bytes()
+    late = snapshot.read_bytes()  # the newest snapshot: the one a late writer renames in
+    assert before == "none" or late != older
+    if before == "none":
+        snapshot.unlink()
+    else:  # the older snapshot of the same member was on disk at start
+        snapshot.write_bytes(older)
+    real_prepare = durability.prepare
+
+    def prepare_then_late_rename(journal_file, snapshot_file):
+        found = real_prepare(journal_file, snapshot_file)
+        snapshot.write_bytes(late)
+        return found
+
+    monkeypatch.setattr(durability, "prepare", prepare_then_late_rename)
+    node = _member(tmp_path, port)
+    try:
+        assert node.wait_ready(15)
+        wait_for(lambda: node.is_leader, 15, interval=0.05, what="the single member to lead again")
+        node.propose("_put_connector_config", "marker", {"v": "1"}, None, False)
+        missing = sorted(set(f"c{i}" for i in range(120)) - set(node.state.connectors), key=lambda n: int(n[1:]))
+        assert missing == [] and len(node.state.connectors) == 121
+    finally:
+        node.destroy()
