@@ -570,9 +570,12 @@ class SinkPipeline:
             return [F.col(_V).getField(f.name).alias(f.name) for f in dt.fields]
         return [F.col(_V).alias("value")]
 
-    def produce_dlq(self, out, kafka_config: Mapping[str, Any]) -> int:
+    def produce_dlq(self, out, kafka_config: Mapping[str, Any],
+                    producer_config: Mapping[str, Any] | None = None) -> int:
         """Produce the error rows of ``out`` (original key, value, headers (+ context)) to the DLQ topic.
 
+        ``producer_config``: the connector's ``producer.override.*`` keys as librdkafka settings
+        (applied last, as Connect's DeadLetterQueueReporter takes the connector's producer overrides).
         Returns the number of records produced; 0 when no DLQ topic is configured.
         Raises KafkaIOError.
         """
@@ -586,4 +589,4 @@ class SinkPipeline:
         rows = out.where(F.col(_ERR[0]).isNotNull()).select("key", "value", F.col(_DLQ_H).alias("headers"),
                                                               "timestamp")
         return produce_dataframe(rows, topic, kafka_config, key_col="key", headers_col="headers",
-                                 timestamp_col="timestamp")
+                                 timestamp_col="timestamp", producer_config=producer_config)

@@ -25,6 +25,7 @@ import re
 import shutil
 import uuid
 
+from webapp.kafka.client_overrides import with_admin_overrides
 from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task
 from webapp.runtime import file_access
 
@@ -80,13 +81,15 @@ class FileSinkTask(Task):
         if not (0 <= self.index < self.count):
             raise ConnectException(f"{TASK_INDEX}={self.index} must be in [0, {TASK_COUNT}={self.count})")
         self.consumer_overrides = _client_overrides(cfg, "consumer.override.")
+        self.producer_overrides = _client_overrides(cfg, "producer.override.")  # the DLQ's producer
         self._transforming, self._operator = _error_handling(cfg, sink=True)
         dlq = self._operator.config.dlq_topic
         if dlq:
             from webapp.kafka.topics import TopicError, ensure_topic
 
             try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
+                ensure_topic(with_admin_overrides(self.context.kafka_config, cfg), dlq, 1,
+                             self._operator.config.dlq_replication_factor)
             except TopicError as e:
                 raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._next: dict[tuple[str, int], int] = {}
@@ -362,7 +365,7 @@ class FileSinkTask(Task):
                 metrics = self.context.metrics
                 logged = failed if self._operator.config.log_enable else 0
                 try:
-                    sent = pipeline.produce_dlq(out, self.context.kafka_config)
+                    sent = pipeline.produce_dlq(out, self.context.kafka_config, self.producer_overrides)
                 except KafkaIOError as e:
                     if metrics is not None:
                         metrics.record_errors(failed=failed, logged=logged, dlq_failed=1)

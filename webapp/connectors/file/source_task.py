@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webapp.kafka.client_overrides import with_admin_overrides
 from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
 from webapp.runtime import file_access
 
@@ -157,7 +158,8 @@ class FileSourceTask(Task):
         from webapp.kafka.topics import TopicError
 
         try:  # one metadata call for all of the worker's tasks
-            ensure_topic_cached(self.context.kafka_config, self.topic, self.topic_partitions, self.topic_replication)
+            ensure_topic_cached(with_admin_overrides(self.context.kafka_config, self.config), self.topic,
+                                self.topic_partitions, self.topic_replication)
         except TopicError as e:
             raise ConnectException(str(e)) from e
 
