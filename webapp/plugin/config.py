@@ -66,7 +66,8 @@ class Password:
 def _parse(name: str, type_: str, raw: str) -> Any:
     """``raw`` (a non-empty string) as a value of Connect type ``type_``; ConfigException naming ``name``.
 
-    INT / LONG → int, DOUBLE → float, BOOLEAN → bool (``true`` / ``false``, any case), LIST → list of
+    INT / LONG → int, DOUBLE → float, BOOLEAN → bool (``true`` / ``false``, any case, surrounding blanks
+    ignored as Kafka does), LIST → list of
     the comma-separated items (stripped, empty ones dropped), PASSWORD → :class:`Password`,
     STRING / CLASS → the string.
     """
@@ -76,12 +77,12 @@ def _parse(name: str, type_: str, raw: str) -> Any:
         except ValueError:
             raise ConfigException(f"Invalid value {raw} for configuration {name}: Not a number of type {type_}",
                                   {name: [f"Not a number of type {type_}"]}) from None
-    if type_ == "BOOLEAN":
-        if raw.lower() not in ("true", "false"):
+    if type_ == "BOOLEAN":  # trimmed, as Kafka's ConfigDef.parseType (int() and float() trim the numbers)
+        if raw.strip().lower() not in ("true", "false"):
             raise ConfigException(f"Invalid value {raw} for configuration {name}: "
                                   "Expected value to be either true or false",
                                   {name: ["Expected value to be either true or false"]})
-        return raw.lower() == "true"
+        return raw.strip().lower() == "true"
     if type_ == "LIST":
         return [v.strip() for v in raw.split(",") if v.strip()]
     if type_ == "PASSWORD":
