@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-from .errors import ConfigException
+from .errors import ConfigException, ConnectException
 
-__all__ = ["ConfigKey", "ConfigDef", "AbstractConfig", "Password"]
+__all__ = ["ConfigKey", "ConfigDef", "AbstractConfig", "Password", "merge_errors", "raise_if_errors"]
 
 #: Connect's type names of a :class:`ConfigKey`
 TYPES = ("STRING", "INT", "LONG", "DOUBLE", "BOOLEAN", "LIST", "PASSWORD", "CLASS")
@@ -138,6 +138,24 @@ class ConfigDef:
                     )
             errors[key.name] = errs
         return errors
+
+
+def merge_errors(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Several ``{key: [messages]}`` maps (as :meth:`ConfigDef.validate` gives) as one; a message once per key."""
+    out: dict[str, list[str]] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out.setdefault(k, [])
+            out[k].extend(x for x in v if x not in out[k])
+    return out
+
+
+def raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
+    """Raise :class:`~webapp.plugin.errors.ConnectException` ``Invalid <what> configuration: key: message; ...``
+    when any key of ``errors`` has a message (a task's start refusing what validation would refuse)."""
+    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
+    if bad:
+        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
 class AbstractConfig:

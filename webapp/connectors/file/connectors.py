@@ -19,7 +19,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webapp.plugin import AbstractConfig, ConfigDef, ConnectException, SinkConnector, SourceConnector
+from webapp.plugin import (
+    AbstractConfig,
+    ConfigDef,
+    ConnectException,
+    SinkConnector,
+    SourceConnector,
+    merge_errors,
+    raise_if_errors,
+)
 from webapp.runtime import file_access
 
 from .config import (
@@ -34,9 +42,7 @@ from .config import (
     _converter_errors,
     _format_from_name,
     _list_files,
-    _merge_errors,
     _positive,
-    _raise_if_errors,
 )
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ class FileSourceConnector(SourceConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus path existence, format, topic name, converters."""
         conf = AbstractConfig(self.config_def, config)
-        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+        errors = merge_errors(self.config_def.validate(config), _converter_errors(config),
                                _positive(conf, ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
         path = config.get("path")
         if path:
@@ -136,7 +142,7 @@ class FileSourceConnector(SourceConnector):
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "FileSourceConnector")
+        raise_if_errors(self.validate(config), "FileSourceConnector")
         self.config = dict(config)
 
     def _files(self) -> list[tuple[str, str]]:
@@ -261,7 +267,7 @@ class FileSinkConnector(SinkConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus topic names, output path, converters."""
         conf = AbstractConfig(self.config_def, config)
-        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+        errors = merge_errors(self.config_def.validate(config), _converter_errors(config),
                                _positive(conf, ("tasks.max", "batch.max.rows")))
         if config.get("topics") is not None:
             names = conf.get_list("topics")
@@ -287,7 +293,7 @@ class FileSinkConnector(SinkConnector):
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "FileSinkConnector")
+        raise_if_errors(self.validate(config), "FileSinkConnector")
         self.config = dict(config)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
