@@ -46,7 +46,6 @@ import functools
 import fnmatch
 import json
 import logging
-import math
 import re
 import time
 import urllib.parse
@@ -54,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
+from webapp.runtime.sink_task import PartitionDone, SinkTask
 
 from . import jdbc_io
 from webapp.plugin import (
@@ -68,6 +68,8 @@ from webapp.plugin import (
     TaskContext,
     partition_key,
 )
+from webapp.plugin import merge_errors as _merge
+from webapp.plugin import raise_if_errors as _raise_if_errors
 
 __all__ = [
     "JdbcSourceConnector",
@@ -177,12 +179,6 @@ def _int(cd: ConfigDef, config: Mapping[str, str], name: str) -> int:
         return int(str(raw))
     except (TypeError, ValueError):
         raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
-
-
-def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
-    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
-    if bad:
-        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
 def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
@@ -463,33 +459,6 @@ def _at_least_one(config: Mapping[str, str], keys: tuple[str, ...]) -> dict[str,
     return errors
 
 
-def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for d in dicts:
-        for k, v in d.items():
-            out.setdefault(k, []).extend(x for x in v if x not in out[k])
-    return out
-
-
-def _error_handling(config: Mapping[str, str], sink: bool):
-    """(run the SMT/tolerance pipeline?, RetryWithToleranceOperator) for a task config (as the file connectors).
-
-    A source's records can only fail in a transformation, so only ``transforms``
-    takes a source off its fast path; a sink also leaves it for
-    ``errors.tolerance=all`` or a dead letter queue. Raises ConnectException listing
-    invalid ``transforms``/``predicates``/``errors.*`` keys.
-    """
-    from webapp.runtime.errors import ErrorHandlingConfig, RetryWithToleranceOperator, validate_error_config
-    from webapp.runtime.pipeline import needs_pipeline
-    from webapp.runtime.transforms import validate_transforms
-
-    _raise_if_errors(_merge(validate_transforms(config), validate_error_config(config, sink=sink)),
-                     "transforms / errors")
-    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
-    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
-    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
-
-
 # --------------------------------------------------------------------------------------
 # Source
 # --------------------------------------------------------------------------------------
@@ -594,7 +563,9 @@ class JdbcSourceTask(Task):
         self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
         self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
         self.producer_overrides = client_overrides(cfg, "producer")
-        self._transforming, self._operator = _error_handling(cfg, sink=False)
+        from webapp.runtime.pipeline import error_handling
+
+        self._transforming, self._operator = error_handling(cfg, sink=False)
         self._pipelines: dict[Any, Any] = {}
         prefix = cfg.get("topic.prefix") or ""
         q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
@@ -1029,8 +1000,11 @@ class _TopicPlan:
     key_prefixes: list[str] | None
 
 
-class JdbcSinkTask(Task):
+class JdbcSinkTask(SinkTask):
     """Reads its topic partitions and writes each partition's batch in one transaction with its offset.
+
+    Its assignment, offsets and batch loop are :class:`~webapp.runtime.sink_task.SinkTask`'s; the offsets
+    it starts from are the higher of the worker's and those committed in the target.
 
     Raises (from ``start``/``run_batch``): ConnectException for bad config, a missing
     table without ``auto.create``, missing columns without ``auto.evolve``, records
@@ -1043,7 +1017,6 @@ class JdbcSinkTask(Task):
         cfg, cd = self.config, self.config_def
         self.params = _checked_params(cfg, cd, "JdbcSinkTask")
         self.dialect = self.params["dialect"]
-        self.topics = _list(cfg["topics"])
         self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
         self.insert_mode = cd.get(cfg, "insert.mode")
         self.pk_mode = cd.get(cfg, "pk.mode")
@@ -1052,45 +1025,20 @@ class JdbcSinkTask(Task):
         self.auto_evolve = _bool(cd.get(cfg, "auto.evolve"))
         self.delete_enabled = _bool(cd.get(cfg, "delete.enabled"))
         self.batch_size = _int(cd, cfg, "batch.size")
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
         self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
         self.key_converter = cd.get(cfg, "key.converter")
         self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
-        self.index = int(cfg.get("task.index", self.context.task_id.task))
-        self.count = int(cfg.get("task.count", 1))
-        self.consumer_overrides = client_overrides(cfg, "consumer")
         self.connector = self.context.task_id.connector
-        self._transforming, self._operator = _error_handling(cfg, sink=True)
         self._pipelines: dict[str, Any] = {}
-        dlq = self._operator.config.dlq_topic
-        if dlq:
-            from webapp.kafka.topics import TopicError, ensure_topic
-
-            try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(with_admin_overrides(self.context.kafka_config, cfg), dlq, 1,
-                             self._operator.config.dlq_replication_factor)
-            except TopicError as e:
-                raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
         self._scales: dict[str, dict[str, int | None]] = {}  # table -> DECIMAL column -> its scale
-        self._next: dict[tuple[str, int], int] = {}
-        for entry in self.context.offsets.values():
-            part, off = entry.partition, entry.offset
-            if part.get("kafka_topic") in self.topics and "kafka_offset" in off:
-                self._next[(part["kafka_topic"], int(part["kafka_partition"]))] = int(off["kafka_offset"])
+        self.start_sink(_list(cfg["topics"]), _int(cd, cfg, "batch.max.rows"))
         self._load_target_offsets()
         if self.context.spark is None:
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
         _register_by_value()
-        from webapp.kafka.clients import SinkParking
-
-        self._parking = SinkParking(self.context.end_offsets, str(self.context.task_id), self.context.wake)
-
-    def stop(self) -> None:
-        if getattr(self, "_parking", None) is not None:
-            self._parking.stop()
 
     # -- offsets in the target ---------------------------------------------------------
     def _load_target_offsets(self) -> None:
@@ -1127,47 +1075,9 @@ class JdbcSinkTask(Task):
             conn.close()
 
     # -- batches -----------------------------------------------------------------------
-    def _assigned(self) -> list[tuple[str, int]]:
-        from webapp.kafka.clients import partition_count_cached
-        from webapp.kafka.topics import TopicError
-
-        out = []
-        for topic in self.topics:
-            try:
-                n = partition_count_cached(self.context.kafka_config, topic)
-            except TopicError as e:
-                raise ConnectException(str(e)) from e
-            out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
-        return out
-
-    def idle_delay(self) -> float | None:
-        return self._parking.idle_delay()  # woken by the worker's EndOffsetWatcher
-
-    def run_batch(self) -> BatchResult | None:
-        from webapp.kafka.spark_io import TopicPartitionRange
-
-        assigned = self._assigned()
-        if not assigned or self._parking.nothing_new(assigned):
-            return None
-        per = max(1, math.ceil(self.batch_rows / len(assigned)))
-        records = 0
-        offsets: list[SourceOffset] = []
-        for topic in self.topics:
-            ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
-            if not ranges:
-                continue
-            done = self._operator.execute(lambda t=topic, r=ranges: self._sink_topic(t, r), "TASK_PUT",
-                                          type(self).__name__)
-            for p, first, last, count, nxt in done:
-                records += count
-                if nxt is not None:
-                    self._next[(topic, p)] = nxt
-                    offsets.append(SourceOffset({"kafka_topic": topic, "kafka_partition": p}, {"kafka_offset": nxt}))
-        if not offsets:
-            self._parking.found_nothing()
-            return None
-        self._parking.moved()
-        return BatchResult(records, tuple(offsets))
+    def put_topic(self, topic: str, ranges: list) -> list[PartitionDone]:
+        """Write one topic's ranges (:meth:`_sink_topic`, offsets in the same transactions)."""
+        return [PartitionDone(p, count, nxt) for p, first, last, count, nxt in self._sink_topic(topic, ranges)]
 
     def _peek(self, ranges, full: bool = False) -> list[tuple]:
         """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver.
