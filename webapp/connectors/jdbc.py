@@ -58,7 +58,9 @@ from webapp.runtime.sink_task import PartitionDone, SinkTask
 from . import jdbc_io
 from webapp.plugin import (
     BatchResult,
+    AbstractConfig,
     ConfigDef,
+    ConfigException,
     ConfigKey,
     ConnectException,
     SinkConnector,
@@ -165,22 +167,6 @@ _SINK = (
 # --------------------------------------------------------------------------------------
 # Config helpers
 # --------------------------------------------------------------------------------------
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
-
-
-def _list(value: Any) -> list[str]:
-    return [] if value is None else [v.strip() for v in str(value).split(",") if v.strip()]
-
-
-def _int(cd: ConfigDef, config: Mapping[str, str], name: str) -> int:
-    raw = cd.get(config, name)
-    try:
-        return int(str(raw))
-    except (TypeError, ValueError):
-        raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
-
-
 def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
     """Connection parameters from a JDBC URL (or a plain ``postgresql://`` / ``mysql://`` URL).
 
@@ -483,7 +469,8 @@ class JdbcSourceConnector(SourceConnector):
         mode = config.get("mode")
         if mode in ("incrementing", "timestamp+incrementing") and not config.get("incrementing.column.name"):
             errors["incrementing.column.name"].append(f"incrementing.column.name is required in mode {mode}")
-        if mode in ("timestamp", "timestamp+incrementing") and not _list(config.get("timestamp.column.name")):
+        if mode in ("timestamp", "timestamp+incrementing") and not AbstractConfig(self.config_def, config).get_list(
+                "timestamp.column.name"):
             errors["timestamp.column.name"].append(f"timestamp.column.name is required in mode {mode}")
         if config.get("query") and (config.get("table.whitelist") or config.get("table.blacklist")):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
@@ -501,10 +488,11 @@ class JdbcSourceConnector(SourceConnector):
         """The tables to copy (whitelist, or all of the database's minus the blacklist); [] for query mode."""
         if self.config.get("query"):
             return []
-        white = _list(self.config.get("table.whitelist"))
+        conf = AbstractConfig(self.config_def, self.config)
+        white = conf.get_list("table.whitelist")
         if white:
             return white
-        black = _list(self.config.get("table.blacklist"))
+        black = conf.get_list("table.blacklist")
         try:
             found = _list_tables(_params(self.config))
         except Exception as e:
@@ -520,7 +508,8 @@ class JdbcSourceConnector(SourceConnector):
         tables = self.tables()
         if not tables:
             return []
-        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max"), len(tables)))
+        tasks_max = AbstractConfig(self.config_def, self.config).get_int("tasks.max")
+        n = max(1, min(int(max_tasks), tasks_max, len(tables)))
         groups = [tables[i::n] for i in range(n)]
         return [dict(self.config, **{TASK_TABLES: json.dumps(g)}) for g in groups]
 
@@ -555,13 +544,14 @@ class JdbcSourceTask(Task):
         cfg, cd = self.config, self.config_def
         self.params = _checked_params(cfg, cd, "JdbcSourceTask")
         self.dialect = self.params["dialect"]
-        self.mode = cd.get(cfg, "mode")
+        conf = AbstractConfig(cd, cfg)
+        self.mode = conf.get_string("mode")
         self.inc_col = cfg.get("incrementing.column.name") or None
-        self.ts_cols = _list(cfg.get("timestamp.column.name"))
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
-        self.poll_interval = max(0, _int(cd, cfg, "poll.interval.ms")) / 1000.0
-        self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
-        self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
+        self.ts_cols = conf.get_list("timestamp.column.name")
+        self.batch_rows = max(1, conf.get_int("batch.max.rows"))
+        self.poll_interval = max(0, conf.get_int("poll.interval.ms")) / 1000.0
+        self.delay_ms = max(0, conf.get_long("timestamp.delay.interval.ms"))
+        self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
         self.producer_overrides = client_overrides(cfg, "producer")
         from webapp.runtime.pipeline import error_handling
 
@@ -600,8 +590,8 @@ class JdbcSourceTask(Task):
         for s in self.sources:
             try:
                 ensure_topic_cached(with_admin_overrides(self.context.kafka_config, cfg), s.topic,
-                                    _int(cd, cfg, "topic.creation.default.partitions"),
-                                    _int(cd, cfg, "topic.creation.default.replication.factor"),
+                                    conf.get_int("topic.creation.default.partitions"),
+                                    conf.get_int("topic.creation.default.replication.factor"),
                                     topic_creation_config(cfg))
             except TopicError as e:
                 raise ConnectException(str(e)) from e
@@ -872,12 +862,12 @@ class JdbcSourceTask(Task):
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read
         df = self.context.spark.range(0, n, 1, n).mapInArrow(
             pipeline.wrap(_make_logical_read_fn(read_fn, kinds), s.topic, now_ms), pipeline.spark_schema())
-        cd, cfg = self.config_def, self.config
+        conf, cfg = AbstractConfig(self.config_def, self.config), self.config
         try:
             return pipeline.produce(df, s.topic, self.context.kafka_config, cfg,
                                     producer_config=self.producer_overrides,
-                                    partitions=_int(cd, cfg, "topic.creation.default.partitions"),
-                                    replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
+                                    partitions=conf.get_int("topic.creation.default.partitions"),
+                                    replication_factor=conf.get_int("topic.creation.default.replication.factor"))
         except KafkaIOError as e:
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
 
@@ -968,14 +958,18 @@ class JdbcSinkConnector(SinkConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: types, allowed values, the URL, and pk/delete combinations."""
         errors = _merge(self.config_def.validate(config), _common_errors(config))
-        cd = self.config_def
-        pk_mode = cd.get(config, "pk.mode")
-        if _bool(cd.get(config, "delete.enabled")) and pk_mode != "record_key":
+        conf = AbstractConfig(self.config_def, config)
+        pk_mode = conf.get_string("pk.mode")
+        try:
+            delete_enabled = conf.get_bool("delete.enabled")
+        except ConfigException:
+            delete_enabled = False  # ConfigDef.validate reported it
+        if delete_enabled and pk_mode != "record_key":
             errors["delete.enabled"].append("delete.enabled=true requires pk.mode=record_key")
-        if cd.get(config, "insert.mode") in ("upsert", "update") and pk_mode == "none":
-            errors["pk.mode"].append(f"insert.mode={cd.get(config, 'insert.mode')} requires a primary key "
+        if conf.get_string("insert.mode") in ("upsert", "update") and pk_mode == "none":
+            errors["pk.mode"].append(f"insert.mode={conf.get_string('insert.mode')} requires a primary key "
                                      "(pk.mode other than none)")
-        if pk_mode == "record_value" and not _list(config.get("pk.fields")):
+        if pk_mode == "record_value" and not conf.get_list("pk.fields"):
             pass  # all value fields form the key, as in Confluent's connector
         return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
 
@@ -986,7 +980,7 @@ class JdbcSinkConnector(SinkConnector):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """``min(max_tasks, tasks.max)`` task configs with ``task.index`` / ``task.count``."""
-        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        n = max(1, min(int(max_tasks), AbstractConfig(self.config_def, self.config).get_int("tasks.max")))
         return [dict(self.config, **{"task.index": str(i), "task.count": str(n)}) for i in range(n)]
 
 
@@ -1017,22 +1011,23 @@ class JdbcSinkTask(SinkTask):
         cfg, cd = self.config, self.config_def
         self.params = _checked_params(cfg, cd, "JdbcSinkTask")
         self.dialect = self.params["dialect"]
-        self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
-        self.insert_mode = cd.get(cfg, "insert.mode")
-        self.pk_mode = cd.get(cfg, "pk.mode")
-        self.pk_fields = _list(cfg.get("pk.fields"))
-        self.auto_create = _bool(cd.get(cfg, "auto.create"))
-        self.auto_evolve = _bool(cd.get(cfg, "auto.evolve"))
-        self.delete_enabled = _bool(cd.get(cfg, "delete.enabled"))
-        self.batch_size = _int(cd, cfg, "batch.size")
-        self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
-        self.key_converter = cd.get(cfg, "key.converter")
-        self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
+        conf = AbstractConfig(cd, cfg)
+        self.table_format = conf.get_string("table.name.format") or "${topic}"
+        self.insert_mode = conf.get_string("insert.mode")
+        self.pk_mode = conf.get_string("pk.mode")
+        self.pk_fields = conf.get_list("pk.fields")
+        self.auto_create = conf.get_bool("auto.create")
+        self.auto_evolve = conf.get_bool("auto.evolve")
+        self.delete_enabled = conf.get_bool("delete.enabled")
+        self.batch_size = conf.get_int("batch.size")
+        self.batch_ms = max(1, conf.get_long("batch.max.ms"))
+        self.key_converter = conf.get_class("key.converter")
+        self.key_schemas = conf.get_bool("key.converter.schemas.enable")
         self.connector = self.context.task_id.connector
         self._pipelines: dict[str, Any] = {}
         self._tables: dict[str, set[str]] = {}
         self._scales: dict[str, dict[str, int | None]] = {}  # table -> DECIMAL column -> its scale
-        self.start_sink(_list(cfg["topics"]), _int(cd, cfg, "batch.max.rows"))
+        self.start_sink(conf.get_list("topics"), conf.get_int("batch.max.rows"))
         self._load_target_offsets()
         if self.context.spark is None:
             from webapp.runtime.spark import get_spark_session

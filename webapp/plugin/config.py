@@ -106,8 +106,8 @@ class ConfigDef:
     def get(self, config: Mapping[str, str], name: str) -> str | None:
         """The raw value of ``name`` in ``config``, or the key's default (unparsed).
 
-        Prefer :class:`AbstractConfig`'s typed getters; the JDBC connector still reads its values
-        this way (to move with its own ``_bool`` / ``_int`` / ``_list``, see docs/ARCHITECTURE.md).
+        Prefer :class:`AbstractConfig`'s typed getters, which parse the value (every connector of this
+        project reads its config with them); this stays for plugins that want the raw string.
         """
         key = self.key(name)
         return config.get(name, key.default if key is not None else None)
