@@ -46,13 +46,13 @@ import functools
 import fnmatch
 import json
 import logging
-import re
 import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
+from webapp.kafka.topics import is_valid_topic_name
 from webapp.runtime.sink_task import PartitionDone, SinkTask
 
 from . import jdbc_io
@@ -95,7 +95,6 @@ DATE = "org.apache.kafka.connect.data.Date"
 TIME = "org.apache.kafka.connect.data.Time"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _SCHEMA_PREFIX = '{"schema":'
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
 TASK_TABLES = "tables"
 
@@ -576,7 +575,7 @@ class JdbcSourceTask(Task):
                 part = {"table": t}
                 self.sources.append(_Source(t, part, prefix + t, f"SELECT * FROM {q(t)}", self._resume(part)))
         for s in self.sources:
-            if not _TOPIC_RE.match(s.topic):
+            if not is_valid_topic_name(s.topic):
                 raise ConnectException(f"Invalid topic name {s.topic!r} for {s.name}: use up to 249 of [a-zA-Z0-9._-]")
         self._turn = 0
         if self.context.spark is None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from typing import Mapping
 
 from webapp.kafka import client_overrides
@@ -31,7 +30,6 @@ _KEY_CONVERTERS = (JSON_CONVERTER, STRING_CONVERTER)
 
 _EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".json": "json", ".jsonl": "json",
                ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 _STAGING = "_staging"
 

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webapp.kafka.topics import is_valid_topic_name
 from webapp.plugin import (
     AbstractConfig,
     ConfigDef,
@@ -34,7 +35,6 @@ from .config import (
     _COMMON_KEYS,
     _SINK_KEYS,
     _SOURCE_KEYS,
-    _TOPIC_RE,
     SOURCE_FORMATS,
     TASK_COUNT,
     TASK_INDEX,
@@ -134,7 +134,7 @@ class FileSourceConnector(SourceConnector):
                     errors["format"].append(f"Cannot infer the format of {files[0]} from its extension; "
                                             f"set format to one of {', '.join(SOURCE_FORMATS)}")
         topic = config.get("topic")
-        if topic and not _TOPIC_RE.match(topic):
+        if topic and not is_valid_topic_name(topic):
             errors["topic"].append(f"Invalid topic name {topic!r}: use up to 249 of [a-zA-Z0-9._-]")
         if len(conf.get_string("csv.delimiter") or ",") != 1:
             errors["csv.delimiter"].append("csv.delimiter must be a single character")
@@ -274,7 +274,7 @@ class FileSinkConnector(SinkConnector):
             if not names:
                 errors["topics"].append("topics must list at least one topic")
             for t in names:
-                if not _TOPIC_RE.match(t):
+                if not is_valid_topic_name(t):
                     errors["topics"].append(f"Invalid topic name {t!r}: use up to 249 of [a-zA-Z0-9._-]")
         path = config.get("path")
         if path:
