@@ -2,9 +2,10 @@
 # The same image runs the Spark master and worker of the compose deployment, so that Spark's Python
 # workers have the driver's Python (3.11), PySpark, pyarrow, confluent-kafka and this project.
 
-# The browser console (frontend/), built from its committed lock file; every node serves it at /console/.
+# The browser console (frontend/), built from its committed lock file into /src/webapp/console/dist (Vite's
+# outDir, package data of the raftconnect package); every node serves it at /console/.
 FROM node:20-bookworm-slim AS console
-WORKDIR /src
+WORKDIR /src/frontend
 COPY frontend/package.json frontend/package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY frontend/ ./
@@ -26,7 +27,8 @@ WORKDIR /app
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
 COPY . .
-COPY --from=console /src/dist ./frontend/dist
+# before `pip install .`: the package carries the console (its build backend refuses to build without it)
+COPY --from=console /src/webapp/console/dist ./webapp/console/dist
 RUN pip install --no-deps . \
  && pip install --no-deps ./plugins/raftconnect-redis-store \
  && useradd --system --uid 10001 --home-dir /app raftconnect \

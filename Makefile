@@ -11,12 +11,12 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP) frontend chromium
 
-$(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproject.toml \
+$(STAMP): requirements.txt requirements-test.txt pyproject.toml plugins/raftconnect-redis-store/pyproject.toml \
           plugins/raftconnect-db2-store/pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17+ is required by Spark (install a JDK)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements-test.txt
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m pip install -q --no-deps -e plugins/raftconnect-redis-store
 	# Db2 stores: the plugin brings its own driver (ibm_db, with IBM's CLI driver in its wheel)
@@ -25,19 +25,22 @@ $(STAMP): requirements.txt pyproject.toml plugins/raftconnect-redis-store/pyproj
 
 .PHONY: frontend frontend-test chromium
 
-# The browser console (frontend/): npm ci from the committed lock file, then vite build into frontend/dist,
-# which every node serves at /console/. Rebuilt when its sources change.
+# The browser console (frontend/): npm ci from the committed lock file, then vite build into webapp/console/dist
+# (package data: the wheel carries it, and its build backend refuses to build without it), which every node
+# serves at /console/. Rebuilt when its sources change.
 FRONTEND_DEPS := frontend/node_modules/.ci-installed
 FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html frontend/vite.config.ts frontend/tsconfig.json
 
-frontend: frontend/dist/index.html
+CONSOLE_DIST := webapp/console/dist
+
+frontend: $(CONSOLE_DIST)/index.html
 
 $(FRONTEND_DEPS): frontend/package.json frontend/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20.19+ with npm is required to build the console"; exit 1; }
 	cd frontend && npm ci --no-audit --no-fund
 	touch $@
 
-frontend/dist/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
+$(CONSOLE_DIST)/index.html: $(FRONTEND_DEPS) $(FRONTEND_SRC)
 	cd frontend && npm run build
 
 # the console's component tests (vitest), part of `make test`
@@ -89,8 +92,9 @@ SOAK_ARGS ?=
 soak: setup
 	$(PY) benchmarks/soak/run.py $(SOAK_ARGS)
 
-# Fault campaign: randomized kill -9 / SIGSTOP / network partitions on one cluster (benchmarks/chaos/run.py).
-# Partitions need root and iproute2 (network namespaces); without them only kills and pauses run.
+# Fault campaign: randomized kill -9 / SIGSTOP / network partitions, clock jumps, slow and full disks, damaged
+# journals and snapshots on one cluster (benchmarks/chaos/run.py). Partitions need root and iproute2 (network
+# namespaces), full disks root and mount (tmpfs); without them those faults are skipped.
 # CHAOS_ARGS e.g. "--iterations 100 --minutes 30 --seed 7". It first runs the fault tests marked `chaos`
 # (left out of `make test`), then repeats the leader partition test
 # CHAOS_PARTITION_RUNS times.
@@ -104,4 +108,4 @@ chaos: setup
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
 
 clean:
-	rm -rf var .pytest_cache frontend/dist
+	rm -rf var .pytest_cache $(CONSOLE_DIST)

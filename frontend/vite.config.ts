@@ -1,12 +1,13 @@
 /// <reference types="vitest/config" />
-// Build: `npm run build` writes dist/, which every node serves at /console/ (webapp/console/middleware.py).
+// Build: `npm run build` writes ../webapp/console/dist/ (package data of the wheel), which every node serves at
+// /console/ (webapp/console/middleware.py).
 import { defineConfig } from "vite";
 import react from "@vitejs/plugin-react";
 
 export default defineConfig({
   base: "/console/",
   plugins: [react()],
-  build: { outDir: "dist", emptyOutDir: true },
+  build: { outDir: "../webapp/console/dist", emptyOutDir: true },
   // `npm run dev` against a node on 8083: same-origin paths are proxied to it
   server: {
     proxy: Object.fromEntries(

@@ -17,7 +17,6 @@ that does not start, so here:
 * :func:`check_snapshot` reads the whole gzip snapshot before pysyncobj does
   (gzip's own CRC-32 and length catch flipped bytes and truncation) and raises
   :class:`SnapshotCorrupted`.
-
 * :func:`prepare` also completes a log compaction that a stop interrupted.
   pysyncobj writes the snapshot in a forked child and trims the journal in
   the parent at its next tick; a member stopped in between restarts with a
@@ -28,6 +27,26 @@ that does not start, so here:
   the snapshot once (handing the loaded data on to pysyncobj so it is not
   read twice) and, when the journal still holds the boundary entry, trims the
   entries before it, as the interrupted compaction would have.
+
+Writing, when the disk is full or fails (ENOSPC, EIO): pysyncobj writes the journal
+through a memory map, so a page the filesystem cannot back kills the process with
+SIGBUS (tmpfs, and any filesystem without space for a page it must allocate), and
+its meta file (term, vote, commit index) raised from every tick. Here
+:meth:`ChecksummedFileJournal.add` first reserves the entry's bytes in the file
+(``posix_fallocate``); when that fails it raises :class:`JournalWriteFailed`
+*before* the entry enters the in-memory log, so the entry is neither replicated
+nor acknowledged (a leader's proposal then times out; a follower does not answer
+that append, and the leader sends it again). A vote stays synchronous (a
+member never votes or campaigns on a term it could not store: the failure aborts
+that step), a newer term learnt from a message is kept in memory so the member
+steps down; the commit index, saved once a second, is kept for the next
+second; a leader that cannot write hands its leadership to a follower that has
+every entry (:func:`yield_leadership_on_failure`), so writes go on elsewhere.
+Every failure is logged as an error naming the file, the error and the free
+space of its filesystem (then at most every 10 s), counted, and reported by
+:func:`journal_health` (``RaftNode.status()["journal"]``, ``/health``,
+``/metrics``) until a write succeeds again; nothing else changes, so the member
+recovers by itself when space returns.
 
 Recovery is the operator's, stated in the error: replace the member as one
 whose disk is lost (remove it from the cluster, move its Raft directory aside,
@@ -44,22 +63,24 @@ Django and nothing of ``webapp``.
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import logging
 import os
 import struct
+import threading
+import time
 import zlib
 from typing import Any
-
-import threading
 
 from pysyncobj import journal as _journal
 from pysyncobj import pickle as _pickle
 from pysyncobj import serializer as _serializer
 from pysyncobj import syncobj as _syncobj
 
-__all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "check_snapshot", "install",
-           "prepare", "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
+__all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "JournalWriteFailed", "DiskHealth",
+           "check_snapshot", "install", "prepare", "journal_health", "yield_leadership_on_failure",
+           "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +89,7 @@ FORMAT_MARKER_SUFFIX = ".format"
 _FORMAT = b"raftconnect-crc32-v1\n"
 _CRC = struct.Struct("<I")
 _IDX_TERM = struct.Struct("<QQ")
+_PROBE_BYTES = 64  # reserved ahead while writes fail, to see space return
 RECOVERY_HINT = ("Do not edit it. Replace this member as one whose disk is lost (docs/OPERATIONS.md, 'Replace a "
                  "node'): remove its address from the cluster on another member (DELETE "
                  "/raftconnect/v1/raft/members/<address>), move its Raft directory ({dir}) aside, start it and add it "
@@ -81,6 +103,73 @@ class JournalCorrupted(RuntimeError):
 
 class SnapshotCorrupted(RuntimeError):
     """The Raft snapshot on disk is cut or damaged; the member must not start from it."""
+
+
+class JournalWriteFailed(OSError):
+    """An entry (or the term and vote) could not be written to the Raft journal; nothing of it was kept."""
+
+
+def _free_space(path: str) -> str:
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError as exc:
+        return f"free space unknown ({exc.strerror})"
+    return f"{st.f_bavail * st.f_frsize} bytes free of {st.f_blocks * st.f_frsize} on its filesystem"
+
+
+class DiskHealth:
+    """Write failures of one journal: what failed last and since when (``time.monotonic()``); thread-safe reads.
+
+    Attributes:
+        path: the journal file.
+        error: the last failure's message while failing, else ``None``.
+        since: when the current run of failures began (monotonic seconds), else ``None``.
+        failures: failed writes since the member started (a counter).
+    """
+
+    LOG_EVERY_S = 10.0
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: str | None = None
+        self.since: float | None = None
+        self.failures = 0
+        self._logged_at = 0.0
+        self._lock = threading.Lock()
+
+    def failed(self, what: str, exc: OSError) -> None:
+        """Record (and log, at most every :data:`LOG_EVERY_S` s) that writing ``what`` failed with ``exc``."""
+        now = time.monotonic()
+        name = errno.errorcode.get(exc.errno or 0, "error")
+        message = (f"Raft journal {self.path}: cannot write {what} ({name}: {exc.strerror or exc}); "
+                   f"{_free_space(self.path)}. Nothing unwritten is acknowledged; retrying until it succeeds")
+        with self._lock:
+            first = self.error is None
+            self.error, self.failures = message, self.failures + 1
+            if first:
+                self.since = now
+            if first or now - self._logged_at >= self.LOG_EVERY_S:
+                self._logged_at = now
+                log.error("%s (%d failed writes so far)", message, self.failures)
+
+    def succeeded(self) -> None:
+        """Record a successful write; logs once when it ends a run of failures."""
+        if self.error is None:
+            return
+        with self._lock:
+            if self.error is None:
+                return
+            took = time.monotonic() - (self.since or time.monotonic())
+            self.error, self.since = None, None
+        log.warning("Raft journal %s: writing again after %.1f s of failures (%d failed writes so far)",
+                    self.path, took, self.failures)
+
+    def report(self) -> dict[str, Any]:
+        """``{"ok", "path", "error", "failing_for_s", "failures"}`` (``error``/``failing_for_s`` ``None`` when ok)."""
+        with self._lock:
+            error, since, failures = self.error, self.since, self.failures
+        return {"ok": error is None, "path": self.path, "error": error,
+                "failing_for_s": None if since is None else round(time.monotonic() - since, 1), "failures": failures}
 
 
 def _crc(idx: int, term: int, command: bytes) -> int:
@@ -101,6 +190,10 @@ class ChecksummedFileJournal(_journal.FileJournal):
     """
 
     def __init__(self, journal_file: str):
+        self.disk = DiskHealth(journal_file)
+        self._fd: int | None = None
+        #: called once a second on the Raft thread while writes fail (see :func:`yield_leadership_on_failure`)
+        self.yield_leadership = None
         marker = journal_file + FORMAT_MARKER_SUFFIX
         fresh = not os.path.exists(journal_file)
         if fresh:
@@ -112,7 +205,13 @@ class ChecksummedFileJournal(_journal.FileJournal):
         where = os.path.dirname(journal_file) or "."
         try:
             super().__init__(journal_file)
-        except (struct.error, ValueError, IndexError, OSError) as exc:
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS):
+                self.disk.failed("its header", exc)
+                raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
+            raise JournalCorrupted(f"The Raft journal {journal_file} cannot be read ({exc}): it is cut or "
+                                   f"damaged. {RECOVERY_HINT.format(dir=where)}") from exc
+        except (struct.error, ValueError, IndexError) as exc:
             raise JournalCorrupted(f"The Raft journal {journal_file} cannot be read ({exc}): it is cut or "
                                    f"damaged. {RECOVERY_HINT.format(dir=where)}") from exc
         if not self._checksums:
@@ -127,11 +226,85 @@ class ChecksummedFileJournal(_journal.FileJournal):
                     f"{term}): its checksum does not match. {RECOVERY_HINT.format(dir=where)}")
 
     def add(self, command, idx, term):
-        """Append ``(command, idx, term)``; the command is stored with its checksum in front."""
+        """Append ``(command, idx, term)``; the command is stored with its checksum in front.
+
+        Errors: :class:`JournalWriteFailed` when the entry's bytes cannot be reserved in the
+        file (full disk, I/O error); the entry is then not in the log, in memory or on disk.
+        """
         if self._checksums:
             data = bytes(command)
             command = _CRC.pack(_crc(idx, term, data)) + data
+        self._reserve(4 + _IDX_TERM.size + len(command) + 4)
         super().add(command, idx, term)
+        self.disk.succeeded()
+
+    def _reserve(self, size: int) -> None:
+        """Allocate the file's next ``size`` bytes, where the next entry goes, before the memory map writes them."""
+        offset = self._FileJournal__currentOffset  # pysyncobj's FileJournal keeps where the next entry goes
+        mm = self._FileJournal__journalFile._ResizableFile__mm
+        try:
+            # grow the file and its map first, as ResizableFile.write would (sparse: no space taken yet):
+            # fallocate past the end would grow the file but not the map, and mmap.size() reports the file
+            while offset + size > mm.size():
+                mm.resize(max(int(mm.size() * 2), offset + size))
+            if self._fd is None:
+                self._fd = os.open(self.disk.path, os.O_RDWR)
+            os.posix_fallocate(self._fd, offset, size)
+        except OSError as exc:
+            if exc.errno == errno.EOPNOTSUPP:  # a filesystem without fallocate: write as pysyncobj would
+                return
+            self.disk.failed(f"an entry of {size} bytes", exc)
+            raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
+
+    def setCurrentTerm(self, term, votedForNodeId):  # noqa: N802 - pysyncobj's name
+        """Store the term and vote before anything reflecting them is sent (Raft).
+
+        When the store fails: a vote (``votedForNodeId`` set: granting one, or campaigning) raises
+        :class:`JournalWriteFailed`, which aborts it before any message says it. A newer term
+        learnt from a message (no vote) is recorded as a failure but not raised: pysyncobj has
+        already put it in memory, and must go on to step down to follower (a leader stuck as
+        LEADER with the newer term would contend with that term's real leader). A member that
+        restarts without it learns the term again; it cast no vote in it.
+        """
+        try:
+            super().setCurrentTerm(term, votedForNodeId)
+        except OSError as exc:
+            self.disk.failed(f"the term and vote (term {term})", exc)
+            if votedForNodeId is not None:
+                raise JournalWriteFailed(exc.errno, f"{self.disk.error}") from exc
+            return
+        self.disk.succeeded()
+
+    def onOneSecondTimer(self):  # noqa: N802 - pysyncobj's name
+        """Save the commit index if it changed; a failure is recorded and the save tried again next second.
+
+        While writes fail, also probe: reserve the next entry's first bytes, so a member with nothing
+        to write (an idle leader, a follower without appends) sees space return and reports it.
+        """
+        try:
+            super().onOneSecondTimer()
+            failing = False
+        except OSError as exc:
+            self._FileJournal__metaSaved = False
+            self.disk.failed("the commit index", exc)
+            failing = True
+        if not failing and self.disk.error is not None:
+            try:
+                self._reserve(_PROBE_BYTES)
+                self.disk.succeeded()
+            except JournalWriteFailed:
+                failing = True
+        if failing and self.yield_leadership is not None:
+            self.yield_leadership()  # a leader hands its leadership to a follower (nothing if not the leader)
+
+    def _destroy(self):
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        super()._destroy()
 
     def __getitem__(self, item):
         got = super().__getitem__(item)
@@ -270,6 +443,37 @@ def _create_journal(journal_file: str | None = None):
     return journal
 
 
+def journal_health(syncobj) -> dict[str, Any] | None:
+    """:meth:`DiskHealth.report` of the journal of a ``pysyncobj.SyncObj``; ``None`` for a journal in memory."""
+    disk = getattr(getattr(syncobj, "_SyncObj__raftLog", None), "disk", None)
+    return disk.report() if disk is not None else None
+
+
+def yield_leadership_on_failure(syncobj) -> None:
+    """Make a leader whose journal cannot be written hand its leadership to a caught-up follower.
+
+    Once a second while writes fail (on the Raft thread, in :meth:`ChecksummedFileJournal.onOneSecondTimer`)
+    the journal calls pysyncobj's ``transferLeadership()`` (Raft's TimeoutNow; it does nothing on a
+    follower, and is refused while no follower has every entry). A member that cannot store a term can
+    neither vote nor campaign, so it does not take the leadership back until its disk recovers.
+    """
+    journal = getattr(syncobj, "_SyncObj__raftLog", None)
+    if isinstance(journal, ChecksummedFileJournal):
+        journal.yield_leadership = syncobj.transferLeadership
+
+
+class _KnownWriteFailures(logging.Filter):
+    """Drops pysyncobj's traceback of a tick that :class:`JournalWriteFailed` ended: the journal logs each
+    failure itself, with the free space, at most every 10 s (pysyncobj's would repeat on every append)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JournalWriteFailed)
+
+
+_FILTER = _KnownWriteFailures()
+
+
 def install() -> None:
     """Make pysyncobj create :class:`ChecksummedFileJournal` journals and read snapshots :func:`prepare` loaded.
 
@@ -277,3 +481,4 @@ def install() -> None:
     """
     _syncobj.createJournal = _create_journal
     _syncobj.Serializer = _PreloadingSerializer
+    logging.getLogger("pysyncobj.syncobj").addFilter(_FILTER)

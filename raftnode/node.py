@@ -37,6 +37,9 @@ _RAFT_STATES = {0: "FOLLOWER", 1: "CANDIDATE", 2: "LEADER"}
 _NOT_APPENDED = frozenset({FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER,
                            FAIL_REASON.DISCARDED})
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
+# what pysyncobj raises when a synchronous call's time runs out: SyncObjException('Timeout') (FAIL_REASON has no
+# TIMEOUT; comparing with FAIL_REASON.TIMEOUT raised AttributeError on every timed-out proposal)
+_SYNC_TIMEOUT = "Timeout"
 _RETRY_PAUSE_S = 0.02
 class SingleAttempt:
     """What one forwarded write is allowed, and what became of it (see :func:`without_leader_wait`).
@@ -193,6 +196,7 @@ class RaftNode:
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        durability.yield_leadership_on_failure(self.syncobj)  # a leader on a full disk steps aside
         self._stopped = threading.Event()
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
@@ -215,7 +219,8 @@ class RaftNode:
         return int(self.syncobj.raftCurrentTerm)
 
     def status(self) -> dict[str, Any]:
-        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum"}``.
+        """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum",
+        "ready", "journal"}`` (``journal``: :func:`durability.journal_health`, ``None`` in memory).
 
         ``state`` is LEADER only together with the term this member leads.
         pysyncobj's ``getStatus`` runs on the caller's thread and reads the state
@@ -239,6 +244,8 @@ class RaftNode:
             "log_size": s["log_len"],
             "has_quorum": bool(s["has_quorum"]),
             "ready": bool(self.syncobj.isReady()),
+            # write failures of the journal (full disk, I/O errors): raftnode/durability.py
+            "journal": durability.journal_health(self.syncobj),
         }
 
     def peer_connections(self) -> dict[str, bool]:
@@ -310,7 +317,7 @@ class RaftNode:
                 if code not in _NOT_APPENDED or attempt is not None:
                     if attempt is not None and code in _NOT_APPENDED:
                         attempt.not_leader = attempt.committed == 0
-                    if code == FAIL_REASON.TIMEOUT and self.leader is None:
+                    if code == _SYNC_TIMEOUT and self.leader is None:
                         # still in this member's queue when the time ran out (a starved tick loop) with
                         # no leader known: its outcome is unknown like any timeout, but say why
                         raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "

@@ -82,6 +82,15 @@ class NodeCollector(Collector):
         yield role
         yield gauge("raftconnect_raft_commit_index", "Raft commit index", st["commit_index"])
         yield gauge("raftconnect_raft_applied_index", "Raft last applied index", st["applied_index"])
+        journal = st.get("journal")
+        if journal is not None:
+            yield gauge("raftconnect_raft_journal_ok", "1 while this member's Raft journal can be written "
+                        "(0: full disk or I/O errors; it acknowledges nothing new)", 1.0 if journal["ok"] else 0.0)
+            failures = CounterMetricFamily("raftconnect_raft_journal_write_failures",
+                                           "Writes of the Raft journal (entries, term and vote, commit index) "
+                                           "that failed since the member started")
+            failures.add_metric([], journal["failures"])
+            yield failures
         yield gauge("raftconnect_raft_commit_lag", "Commit index minus applied index on this member",
                     max(0, st["commit_index"] - st["applied_index"]))
         state = node.raft.state

@@ -17,9 +17,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from webapp import environment
 from webapp.logconfig import logging_config
+from webapp.plugin.version import RAFTCONNECT_VERSION
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(environment.data_dir(str(BASE_DIR / "var" / "default"))).resolve()
+# ``runnode`` and ``raftconnect node`` set RAFTCONNECT_DATA_DIR (default var/<node-id>); otherwise var/default, both
+# relative to the working directory, never to where the package is installed (site-packages for a wheel)
+DATA_DIR = Path(environment.data_dir()).resolve()
 
 #: Development mode, explicit: ``RAFTCONNECT_DEVELOPMENT=1``. The Makefile exports it for its targets (demo,
 #: test, bench, ...) and ``tests/settings.py`` sets it for any pytest run; a deployment never sets it.
@@ -62,7 +64,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (frontend/dist) and admin static files
+    "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (webapp/console/dist) and admin static files
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,7 +129,8 @@ REST_FRAMEWORK = {
     ],
     # roles viewer/operator/admin, declared per path or view (webapp/connect/api/roles.py)
     "DEFAULT_PERMISSION_CLASSES": ["webapp.connect.api.roles.HasRole"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer with orjson encoding the compact form (same JSON; see the module)
+    "DEFAULT_RENDERER_CLASSES": ["webapp.connect.api.renderers.ConnectJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["webapp.connect.api.parsers.ConnectJSONParser"],
     "EXCEPTION_HANDLER": "webapp.connect.api.errors.connect_exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -139,7 +142,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "RaftConnect REST API",
     "DESCRIPTION": "Kafka Connect's REST API plus RaftConnect's own /raftconnect/v1/ resources. "
                    "Errors are Kafka Connect's {\"error_code\", \"message\"} body.",
-    "VERSION": "0.1.0",
+    "VERSION": RAFTCONNECT_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # the schema is public (it describes the API, holds no data): automation and the docs pages fetch it
     # without credentials; every operation in it still requires them

@@ -36,6 +36,16 @@ cannot reach the other nodes; Kafka and clients still reach it),
 ``split-leader-minority`` (the leader and the worker node | the two followers),
 ``cut-leader`` (the leader's link down: it reaches nothing), ``oneway-leader``
 (packets from the leader to the others dropped, the other direction flows).
+Disk and clock faults (issue 19; every node runs with ``tools/faultshim``):
+``clock-jump-leader`` (the leader's wall clock ±1 h for the duration, then back),
+``slow-disk-leader``, ``slow-disk-follower`` (each Raft journal write of the
+member sleeps 20-300 ms first), ``disk-full-leader``, ``disk-full-follower`` (the
+member's ``raft`` directory is a 256 MiB tmpfs, filled to the last byte, then
+freed; needs root and ``mount``, else skipped), ``damage-journal``,
+``damage-snapshot`` (a follower killed, 16 bytes of its journal or snapshot
+flipped or its end cut, restarted: it must refuse to start — it never answers
+``/health`` — and is then replaced as docs/OPERATIONS.md says: out of the
+cluster, its Raft files aside, started, added back; invariant ``damaged-refused``).
 
 Failover time (leader faults): seconds from the fault to a survivor reporting
 LEADER in a newer term. Recovery time: seconds from the heal until every
@@ -55,11 +65,15 @@ SIGTERM and Ctrl-C included.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
 import random
+import shutil
 import signal
+import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -87,7 +101,11 @@ KILLS = ("kill-leader", "kill-follower", "kill-worker")
 PAUSES = ("pause-leader", "pause-follower")
 PARTITIONS = ("partition-leader", "partition-follower", "split-leader-minority", "cut-leader", "oneway-leader")
 LEADER_FAULTS = {"kill-leader", "pause-leader", "partition-leader", "split-leader-minority", "cut-leader",
-                 "oneway-leader"}
+                 "oneway-leader", "disk-full-leader"}
+DISK_FULL = ("disk-full-leader", "disk-full-follower")
+OTHER_FAULTS = ("clock-jump-leader", "slow-disk-leader", "slow-disk-follower", "damage-journal", "damage-snapshot")
+SHIM = str(ROOT / "tools" / "faultshim")
+TMPFS_SIZE = "256m"
 
 
 def pct(values: list[float], p: float) -> float:
@@ -243,6 +261,8 @@ class Campaign:
         self.max_offsets: dict[str, int] = {}
         self.violations: list[dict] = []
         self.iterations: list[dict] = []
+        self.tmpfs: list[str] = []
+        self.current_iteration = 0
 
     # -- set-up / tear-down
     def start(self) -> None:
@@ -263,6 +283,25 @@ class Campaign:
         self.cluster = LocalCluster(data_dir=str(self.workdir / "cluster"), bootstrap_servers=self.kafka.bootstrap_servers,
                                     raft_nodes=3, worker_nodes=1, hosts=hosts, command_prefixes=prefixes,
                                     file_allowed_paths=[str(self.workdir / "pipe")])  # the pipeline's files
+        faults = self.workdir / "faults"
+        faults.mkdir(parents=True, exist_ok=True)
+        for node in self.cluster.nodes:  # the clock and disk of each node's processes, from outside
+            (faults / f"{node.node_id}.clock").write_text("0")
+            (faults / f"{node.node_id}.disk").write_text("0")
+            node.env.update({"PYTHONPATH": os.pathsep.join(p for p in (SHIM, os.environ.get("PYTHONPATH")) if p),
+                             "RAFTCONNECT_TEST_CLOCK_OFFSET_FILE": str(faults / f"{node.node_id}.clock"),
+                             "RAFTCONNECT_TEST_DISK_DELAY_FILE": str(faults / f"{node.node_id}.disk")})
+        self.tmpfs = []
+        if os.geteuid() == 0:  # each member's Raft directory on its own small filesystem, for disk-full faults
+            for node in self.raft_nodes:
+                raft_dir = os.path.join(node.data_dir, "raft")
+                os.makedirs(raft_dir, exist_ok=True)
+                done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", raft_dir],
+                                      capture_output=True, text=True)
+                if done.returncode != 0:
+                    print(f"cannot mount a tmpfs ({done.stderr.strip()}): disk-full faults are skipped", flush=True)
+                    break
+                self.tmpfs.append(raft_dir)
         print(f"starting 3 raft,worker + 1 worker node{' in network namespaces' if self.net else ''} "
               f"(work dir {self.workdir})", flush=True)
         self.cluster.start(timeout=180)
@@ -300,6 +339,8 @@ class Campaign:
             self.kafka.stop()
         if self.net is not None:
             self.net.close()
+        for raft_dir in getattr(self, "tmpfs", []):
+            subprocess.run(["umount", "-l", raft_dir], capture_output=True)
 
     # -- helpers
     @property
@@ -339,10 +380,13 @@ class Campaign:
         followers = [n for n in self.raft_nodes if n is not leader]
         worker = self.cluster.nodes[-1]
         duration = self.rng.uniform(3.0, 10.0)
-        target = leader if kind in LEADER_FAULTS else (worker if kind == "kill-worker" else self.rng.choice(followers))
+        on_leader = kind in LEADER_FAULTS or kind.endswith("-leader")
+        target = leader if on_leader else (worker if kind == "kill-worker" else self.rng.choice(followers))
         ti = self.cluster.nodes.index(target)
         out = {"target": target.node_id, "duration": round(duration, 1), "failover": None}
         t0 = time.monotonic()
+        if kind in OTHER_FAULTS or kind in DISK_FULL:
+            return self.inject_disk_or_clock(kind, target, duration, out, old_term)
         if kind.startswith("kill-"):
             target.kill()
             if kind == "kill-leader":
@@ -375,6 +419,122 @@ class Campaign:
             else:
                 self.net.heal()
         return out
+
+    def inject_disk_or_clock(self, kind: str, target: NodeProcess, duration: float, out: dict,
+                             old_term: int) -> dict:
+        """The disk and clock faults (see the module docstring); returns ``out`` with what was done.
+
+        ``disk-full-leader`` also measures its failover: the full leader hands its leadership over."""
+        faults = self.workdir / "faults"
+        if kind == "clock-jump-leader":
+            jump = self.rng.choice((3600, -3600))
+            out["detail"] = f"clock {jump:+d} s"
+            (faults / f"{target.node_id}.clock").write_text(str(jump))
+            try:
+                time.sleep(duration)
+            finally:
+                (faults / f"{target.node_id}.clock").write_text("0")
+            return out
+        if kind.startswith("slow-disk-"):
+            delay = self.rng.uniform(0.02, 0.3)
+            out["detail"] = f"{delay * 1000:.0f} ms per journal write"
+            (faults / f"{target.node_id}.disk").write_text(f"{delay:.3f}")
+            try:
+                time.sleep(duration)
+            finally:
+                (faults / f"{target.node_id}.disk").write_text("0")
+            return out
+        if kind.startswith("disk-full-"):
+            filler = os.path.join(target.data_dir, "raft", "chaos-filler")
+            try:
+                with open(filler, "wb", buffering=0) as fh:
+                    chunk = b"\0" * (1 << 20)
+                    while True:
+                        try:
+                            fh.write(chunk)
+                        except OSError as exc:
+                            if exc.errno != errno.ENOSPC:
+                                raise
+                            if len(chunk) == 4096:
+                                break
+                            chunk = chunk[: max(4096, len(chunk) // 16)]
+                t0 = time.monotonic()
+                if kind == "disk-full-leader":
+                    out["failover"] = self.new_leader_after(target, old_term, duration)
+                time.sleep(max(0.0, duration - (time.monotonic() - t0)))
+            finally:
+                if os.path.exists(filler):
+                    os.remove(filler)
+            return out
+        return self.damage(kind, target, out)
+
+    def damage(self, kind: str, target: NodeProcess, out: dict) -> dict:
+        """Kill ``target`` (a follower), damage its journal or snapshot, restart it: it must refuse to start
+        (never answer ``/health``); then replace it as a member whose disk is lost."""
+        raft_dir = os.path.join(target.data_dir, "raft")
+        name = "raft.snapshot" if kind == "damage-snapshot" else "raft.journal"
+        path = os.path.join(raft_dir, name)
+        journal = os.path.join(raft_dir, "raft.journal")
+
+        def records_end() -> int:  # pysyncobj's header: records from byte 40 to this offset
+            with open(journal, "rb") as fh:
+                return struct.unpack("<I", fh.read(40)[36:40])[0]
+        target.kill()
+        if name == "raft.journal" and records_end() - 40 < 64 and os.path.exists(journal.replace("journal", "snapshot")):
+            name, path = "raft.snapshot", journal.replace("journal", "snapshot")  # just compacted: little to damage
+        if not os.path.exists(path) or (name == "raft.journal" and records_end() - 40 < 64):
+            name, path = "raft.journal", journal  # no snapshot yet (no compaction) / nothing to damage
+            if records_end() - 40 < 64:
+                out["detail"] = "nothing to damage"
+                target.start(wait=True, timeout=180)
+                return out
+        with open(path, "r+b") as fh:
+            data = bytearray(fh.read())
+            start, end = (40, records_end()) if name == "raft.journal" else (0, len(data))
+            how = self.rng.choice(("flip", "cut"))
+            if how == "flip" and end - start > 64:
+                at = self.rng.randrange(start + 16, end - 16)
+                fh.seek(at)
+                fh.write(bytes(b ^ 0xFF for b in data[at:at + 16]))
+            else:
+                how = "cut"  # a journal cut mid-record (its header still names the old end), a snapshot short
+                fh.truncate(start + int((end - start) * self.rng.uniform(0.3, 0.95)))
+        out["detail"] = f"{name} {how}"
+        target.start(wait=False)
+        answered = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and target.proc.poll() is None:
+            try:
+                answered = ConnectClient(target.url, target.auth, timeout=2).request("GET", "/health")
+                break
+            except Exception:  # noqa: BLE001 - expected: it never serves
+                time.sleep(0.2)
+        with open(target.log_path, errors="replace") as fh:
+            log_text = fh.read()[-20000:]
+        if answered is not None or target.proc.poll() in (None, 0) or "move its Raft directory" not in log_text:
+            self.violation(self.current_iteration, kind, "damaged-refused",
+                           f"{target.node_id} with a damaged {name} ({how}): exit {target.proc.poll()}, "
+                           f"health {answered}, refusal message {'found' if 'move its Raft' in log_text else 'missing'}")
+            if target.proc.poll() is None:
+                target.kill()
+        address = f"{target.host}:{target.raft_port}"
+        leader = self.cluster.leader(60)
+        leader.client().request("DELETE", f"/raftconnect/v1/raft/members/{address}")
+        aside = os.path.join(target.data_dir, f"raft.damaged-{self.current_iteration}")
+        os.makedirs(aside)
+        for entry in os.listdir(raft_dir):  # the directory may be a mount point: move its files
+            shutil.move(os.path.join(raft_dir, entry), aside)
+        target.start(wait=False)
+        wait_for(lambda: self.try_add_member(address), 60, what=f"{address} added back")
+        target.wait_healthy(180)
+        return out
+
+    def try_add_member(self, address: str) -> bool:
+        try:
+            self.cluster.leader(30).client().request("POST", "/raftconnect/v1/raft/members", json={"address": address})
+            return True
+        except ConnectHTTPError as exc:
+            return exc.status == 409 and "already" in json.dumps(exc.body)
 
     def check(self, it: int, kind: str) -> float:
         """Wait for every invariant (each within its bound); record violations. Returns seconds until all held."""
@@ -469,15 +629,19 @@ class Campaign:
 
     def run(self) -> None:
         a = self.args
-        kinds = [k.strip() for k in a.faults.split(",")] if a.faults else [*KILLS, *PAUSES, *PARTITIONS]
+        kinds = [k.strip() for k in a.faults.split(",")] if a.faults else [*KILLS, *PAUSES, *PARTITIONS,
+                                                                           *DISK_FULL, *OTHER_FAULTS]
         if self.net is None:
             kinds = [k for k in kinds if k not in PARTITIONS]
+        if len(self.tmpfs) < len(self.raft_nodes):
+            kinds = [k for k in kinds if k not in DISK_FULL]
         deadline = time.monotonic() + a.minutes * 60 if a.minutes else None
         for it in range(1, a.iterations + 1):
             if deadline and time.monotonic() > deadline:
                 print(f"time budget of {a.minutes:g} min used: stopping after {it - 1} iterations", flush=True)
                 break
             kind = self.rng.choice(kinds)
+            self.current_iteration = it
             before = len(self.violations)
             t0 = time.monotonic()
             try:
@@ -493,7 +657,8 @@ class Campaign:
             self.iterations.append(info)
             fo = f"{info['failover']:.2f} s" if info.get("failover") is not None else "-"
             rec = f"{info['recovery']:.1f} s" if info.get("recovery") is not None else "-"
-            print(f"[{it}/{a.iterations}] {kind:<22} target {info['target']:<7} failover {fo:<8} recovered {rec:<8}"
+            print(f"[{it}/{a.iterations}] {kind:<22} target {info['target']:<7} {info.get('detail', ''):<26} "
+                  f"failover {fo:<8} recovered {rec:<8}"
                   f" writes ok {self.writers.ok} failed {self.writers.failed}  violations {len(self.violations)}",
                   flush=True)
 

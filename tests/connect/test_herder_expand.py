@@ -1,15 +1,19 @@
 """``Herder.connectors_expanded`` (``GET /connectors?expand=...``) on a real single-member Raft group.
 
-The one-pass list must say exactly what the per-connector selectors say, for every kind of status,
-and leave out a connector deleted while the list is built instead of failing the whole list.
+The list built from the store's bulk reads must say exactly what the per-connector selectors say,
+and what Connect says, for every kind of status (the body below is the one the list gave before the
+bulk reads, byte for byte), also through a store that only has the per-name reads (a plugin), and
+leave out a connector deleted while the list is built instead of failing the whole list.
 """
 from __future__ import annotations
 
 import pytest
 
 from raftnode import RaftConfig, RaftNode
+from webapp.connect.api.renderers import ConnectJSONRenderer
 from webapp.connect.herder import Herder
 from webapp.kafka.embedded import free_port
+from webapp.storage.base import MetadataStore
 from webapp.storage.raft import RaftMetadataStore
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
@@ -74,16 +78,64 @@ def test_one_pass_list_equals_the_per_connector_selectors(herder, expand):
         assert listed["odd"]["status"]["type"] == "unknown"
 
 
-def test_a_connector_deleted_while_the_list_is_built_is_left_out(herder):
+def _expected() -> dict:
+    """What Connect says for :func:`_fill`'s connectors (``expand=status&expand=info``)."""
+    def task(i, state, worker, **extra):
+        return {"id": i, "state": state, "worker_id": worker, **extra}
+
+    def entry(name, connector, tasks, type_="source", cls=SOURCE, task_count=2):
+        return {"status": {"name": name, "connector": connector, "tasks": tasks, "type": type_},
+                "info": {"name": name, "config": {"connector.class": cls, "tasks.max": "2"},
+                         "tasks": [{"connector": name, "task": i} for i in range(task_count)], "type": type_}}
+
+    running = {"state": "RUNNING", "worker_id": "h1:8083"}
+    return {
+        "failed": entry("failed", running, [task(0, "RUNNING", "h1:8083"), task(1, "FAILED", "h1:8083", trace="boom")]),
+        # reported by w1, now owned by w2 (no member, so shown by id): UNASSIGNED with the owner
+        "moved": entry("moved", {"state": "UNASSIGNED", "worker_id": "w2"},
+                       [task(0, "UNASSIGNED", "w2"), task(1, "UNASSIGNED", "w2")]),
+        "odd": entry("odd", running, [task(0, "RUNNING", "h1:8083"), task(1, "UNASSIGNED", "h1:8083")],
+                     type_="unknown", cls="no.such.Connector"),
+        "running": entry("running", running, [task(0, "RUNNING", "h1:8083"), task(1, "UNASSIGNED", "h1:8083")]),
+        "stopped": entry("stopped", {"state": "STOPPED", "worker_id": "h1:8083"}, [], task_count=0),
+        "unassigned": entry("unassigned", {"state": "UNASSIGNED", "worker_id": None}, [], task_count=0),
+    }
+
+
+class PerNameStore(RaftMetadataStore):
+    """A store with the interface's default bulk reads only (per-name reads in a loop), as a plugin has."""
+
+    connector_summaries = MetadataStore.connector_summaries
+    connectors_with_statuses = MetadataStore.connectors_with_statuses
+
+
+@pytest.mark.parametrize("store", ["raft", "per-name"])
+def test_the_list_is_the_body_connect_gives(herder, store):
     h, raft = herder
     _fill(raft)
-    names = h.connector_names()
+    if store == "per-name":
+        h.store = PerNameStore(raft)
+    body = ConnectJSONRenderer().render(h.connectors_expanded(["status", "info"]))
+    assert body == ConnectJSONRenderer().render(_expected())
+    assert list(h.connectors_expanded(["status"])) == sorted(_expected())
+    assert h.connectors_expanded(["info"]) == {n: {"info": e["info"]} for n, e in _expected().items()}
 
-    class Racing(RaftMetadataStore):
-        def connector_names(self):  # listed before "running" was deleted
-            return names
+
+@pytest.mark.parametrize("store", ["raft", "per-name"])
+def test_a_connector_deleted_while_the_list_is_built_is_left_out(herder, store):
+    h, raft = herder
+    _fill(raft)
+    base = RaftMetadataStore if store == "raft" else PerNameStore
+
+    class Racing(base):
+        def connector_summaries(self):  # "running" is deleted once the list has begun
+            for i, summary in enumerate(super().connector_summaries()):
+                if i == 0:
+                    raft.commands.delete_connector(name="running")
+                yield summary
 
     h.store = Racing(raft)
-    raft.commands.delete_connector(name="running")
     listed = h.connectors_expanded(["status", "info"])
-    assert "running" not in listed and len(listed) == len(names) - 1
+    expected = _expected()
+    del expected["running"]
+    assert listed == expected

@@ -81,7 +81,7 @@ def test_cluster_scope_fans_out_signed_requests_to_every_member(admin_api, node,
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
-    from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+    from webapp.coordinator.signing import NONCE_HEADER, SIG_HEADER, TS_HEADER, verify
 
     from .test_rest_lifecycle import internal
 
@@ -91,7 +91,8 @@ def test_cluster_scope_fans_out_signed_requests_to_every_member(admin_api, node,
         def do_PUT(self):  # noqa: N802 - http.server's naming
             body = self.rfile.read(int(self.headers["Content-Length"]))
             got.append((self.path, json.loads(body),
-                        verify(node.secret, "PUT", self.path, body, self.headers[TS_HEADER], self.headers[SIG_HEADER])))
+                        verify(node.secret, "PUT", self.path, body, self.headers[TS_HEADER], self.headers[SIG_HEADER],
+                               nonce=self.headers[NONCE_HEADER])))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()

@@ -222,3 +222,34 @@ def test_openapi_schema_describes_bodies_errors_and_auth(api):
                 assert op["responses"]["401"]["content"]["application/json"]["schema"]["$ref"].endswith("/ConnectError")
     assert set(schema["components"]["securitySchemes"]) >= {"basicAuth", "bearerAuth", "tokenAuth"}
     assert not any(p.startswith("/raftconnect/v1/internal/") for p in schema["paths"])
+
+
+def test_secrets_are_hidden_in_responses_and_kept_when_sent_back(api, node):
+    """PASSWORD keys, password-like client keys and passwords inside URLs read back as [hidden]; a client that
+    writes back what it read (the console, scripts) keeps the stored secrets (issue 19 item 3)."""
+    config = {"connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "t",
+              "connection.url": "jdbc:postgresql://u:url-secret-1@db/x?sslmode=disable",
+              "connection.password": "pw-secret-2", "consumer.override.sasl.jaas.config":
+                  'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="jaas-secret-3";',
+              "connection.user": "${env:DB_USER}"}
+    created = api.post("/connectors", data=json.dumps({"name": "hid", "config": config}),
+                       content_type="application/json")
+    assert created.status_code == 201, created.content
+    for path in ("/connectors/hid", "/connectors/hid/config", "/connectors?expand=info"):  # tasks: the sweep
+        body = api.get(path).content.decode()
+        assert "secret-" not in body and "[hidden]" in body, (path, body)
+    shown = api.get("/connectors/hid/config").json()
+    assert shown["connection.url"] == "jdbc:postgresql://u:[hidden]@db/x?sslmode=disable"
+    assert shown["connection.password"] == shown["consumer.override.sasl.jaas.config"] == "[hidden]"
+    assert shown["connection.user"] == "${env:DB_USER}"  # a reference is not the secret
+    shown["topics"] = "t2"
+    assert api.put("/connectors/hid/config", data=json.dumps(shown), content_type="application/json").status_code == 200
+    assert api.patch("/connectors/hid/config", data=json.dumps({"batch.size": "10", "connection.password": "[hidden]"}),
+                     content_type="application/json").status_code == 200
+    stored = node.herder.store.get_connector("hid").config
+    assert stored["topics"] == "t2" and stored["batch.size"] == "10"
+    assert (stored["connection.url"], stored["connection.password"], stored["consumer.override.sasl.jaas.config"]) == \
+        (config["connection.url"], config["connection.password"], config["consumer.override.sasl.jaas.config"])
+    changed = dict(shown, **{"connection.password": "new-pw"})
+    api.put("/connectors/hid/config", data=json.dumps(changed), content_type="application/json")
+    assert node.herder.store.get_connector("hid").config["connection.password"] == "new-pw"

@@ -164,3 +164,13 @@ def test_the_file_allowed_paths_key_maps_to_its_flag():
 
     cfg = worker_config({"raftconnect.file.allowed.paths": "/data/a,/data/b"}, environ={})
     assert cfg.flags[cfg.flags.index("--file-allowed-paths") + 1] == "/data/a,/data/b" and not cfg.warnings
+
+
+def test_the_jdbc_allowed_hosts_key_maps_to_its_flag_unless_the_environment_sets_it():
+    from webapp.connect.workerconfig import worker_config
+
+    cfg = worker_config({"raftconnect.jdbc.allowed.hosts": "db1:5432,10.0.0.0/8"}, environ={})
+    assert cfg.flags[cfg.flags.index("--jdbc-allowed-hosts") + 1] == "db1:5432,10.0.0.0/8" and not cfg.warnings
+    env_wins = worker_config({"raftconnect.jdbc.allowed.hosts": "db1"},
+                             environ={"RAFTCONNECT_JDBC_ALLOWED_HOSTS": "db2"})
+    assert "--jdbc-allowed-hosts" not in env_wins.flags

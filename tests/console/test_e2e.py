@@ -36,7 +36,7 @@ SLOW = 180_000  # ms: the first task starts Spark's JVM, on a loaded 2-core mach
 def browser():
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
-    if not (REPO_ROOT / "frontend" / "dist" / "index.html").exists():
+    if not (REPO_ROOT / "webapp" / "console" / "dist" / "index.html").exists():
         pytest.fail("the console is not built: run make frontend")
     from playwright.sync_api import sync_playwright
 

@@ -10,7 +10,9 @@ import uuid
 import pytest
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
-from webapp.storage.base import AlreadyExists, ConnectorRecord, FencedWrite, NotFound, StoreUnavailable
+from webapp.storage.base import (
+    AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, StoreUnavailable,
+)
 
 
 def unique(prefix: str = "c") -> str:
@@ -134,6 +136,67 @@ def test_statuses_per_connector_and_task(backend):
     # shrinking the task list drops the statuses of tasks that no longer exist
     s.put_task_configs(c, [{"t": "0"}], worker_id="w1", generation=gen)
     assert set(s.get_statuses(c)["tasks"]) == {"0"}
+
+
+def _mixed_connectors(backend) -> tuple[str, str, str]:
+    """A running connector with a FAILED task (trace) and a task that never reported, a STOPPED
+    connector, and one without any status; returns their names."""
+    s = backend.store
+    running, stopped, quiet = unique("bulk-run"), unique("bulk-stop"), unique("bulk-quiet")
+    s.put_connector_config(running, {"connector.class": "X", "k": "1"})
+    s.put_connector_config(stopped, {"connector.class": "Y"}, target_state="STOPPED")
+    s.put_connector_config(quiet, {"connector.class": "Z"})
+    gen = backend.assign({running: "w1", stopped: "w1", quiet: "w2"},
+                         {f"{running}-0": "w1", f"{running}-1": "w2", f"{running}-2": "w1", f"{quiet}-0": "w2"})
+    s.put_task_configs(running, [{"t": "0"}, {"t": "1"}, {"t": "2"}], worker_id="w1", generation=gen)
+    s.put_task_configs(quiet, [{"t": "0"}], worker_id="w2", generation=gen)
+    s.put_status(running, None, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    s.put_status(running, 0, {"state": "RUNNING", "trace": None}, worker_id="w1", generation=gen)
+    s.put_status(running, 1, {"state": "FAILED", "trace": "boom\n  at line 1"}, worker_id="w2", generation=gen)
+    s.put_status(stopped, None, {"state": "STOPPED", "trace": None}, worker_id="w1", generation=gen)
+    return running, stopped, quiet
+
+
+def test_bulk_reads_say_what_the_per_name_reads_say(backend):
+    """connector_summaries and connectors_with_statuses: every connector, in name order, each equal
+    to its get_connector (less task configs) and get_statuses."""
+    s = backend.store
+    running, stopped, quiet = _mixed_connectors(backend)
+    names = s.connector_names()
+    summaries = list(s.connector_summaries())
+    assert [x.name for x in summaries] == names
+    assert all(x == ConnectorSummary.of(s.get_connector(x.name)) for x in summaries)
+    pairs = list(s.connectors_with_statuses())
+    assert [x.name for x, _ in pairs] == names
+    assert all(x == ConnectorSummary.of(s.get_connector(x.name)) and st == s.get_statuses(x.name) for x, st in pairs)
+    mine = {x.name: (x, st) for x, st in pairs if x.name in (running, stopped, quiet)}
+    assert mine[running][0] == (running, {"connector.class": "X", "k": "1"}, "STARTED", 3)
+    assert mine[running][1]["tasks"]["1"] == {"state": "FAILED", "trace": "boom\n  at line 1", "worker_id": "w2",
+                                              "generation": mine[running][1]["connector"]["generation"]}
+    assert set(mine[running][1]["tasks"]) == {"0", "1"}
+    assert mine[stopped][0].target_state == "STOPPED" and mine[stopped][1]["connector"]["state"] == "STOPPED"
+    assert mine[quiet] == ((quiet, {"connector.class": "Z"}, "STARTED", 1), {"connector": None, "tasks": {}})
+
+
+def test_what_the_bulk_reads_return_is_the_callers_own(backend):
+    s = backend.store
+    running, _, _ = _mixed_connectors(backend)
+    config, statuses = s.get_connector(running).config, s.get_statuses(running)
+    summary, got = next((x, st) for x, st in s.connectors_with_statuses() if x.name == running)
+    summary.config["k"] = "changed"
+    summary.config["added"] = "x"
+    got["connector"]["state"] = "FAILED"
+    got["tasks"]["1"]["trace"] = None
+    got["tasks"]["9"] = {"state": "RUNNING"}
+    del got["tasks"]["0"]
+    with pytest.raises(AttributeError):
+        summary.task_count = 7  # immutable
+    other = next(x for x in s.connector_summaries() if x.name == running)
+    other.config.clear()
+    assert s.get_connector(running).config == config
+    assert s.get_statuses(running) == statuses
+    again, got_again = next((x, st) for x, st in s.connectors_with_statuses() if x.name == running)
+    assert again.config == config and got_again == statuses
 
 
 def test_offset_commit_is_one_fenced_batch_and_the_latest_value_wins(backend):

@@ -217,7 +217,9 @@ class NodeHealth:
     # ---------------------------------------------------------------- checks
     def raft_check(self) -> dict[str, Any]:
         """This member's Raft view: ``{"state", "role", "term", "leader", "members", "reachable_members",
-        "has_quorum", "commit_index", "applied_index"}``; ``unreachable`` without a leader or a quorum."""
+        "has_quorum", "commit_index", "applied_index", "journal"}``; ``unreachable`` without a leader or a
+        quorum, ``down`` while its journal cannot be written (``journal``: ``{"ok", "path", "error",
+        "failing_for_s", "failures"}``)."""
         node = self.node
         if node.raft is None:
             return {"state": "not_applicable", "reason": "worker-only node: not a Raft member, requests go to its "
@@ -240,6 +242,11 @@ class NodeHealth:
         elif not st["has_quorum"]:
             out.update(state="unreachable", error=f"this member reaches {reachable} of {members} members, "
                                                   "no majority")
+        journal = st.get("journal")
+        if journal is not None:
+            out["journal"] = journal
+            if not journal["ok"]:  # full disk, I/O errors: it stores (and so acknowledges) nothing new
+                out.update(state="down", error=journal["error"])
         return out
 
     def metadata_store_check(self) -> dict[str, Any]:
@@ -300,7 +307,7 @@ class NodeHealth:
             return {"state": "down", "pid": proc.pid, "exit_code": code,
                     "error": f"the agent process exited with code {code} (see agent.log in the node's data dir); "
                              "the node starts it again"}, None
-        now = time.time()
+        now = time.monotonic()  # the agent writes its times with the host's monotonic clock (agent_status)
         status = read_agent_status(node.options.data_dir)
         if status is None or status.get("pid") != proc.pid:  # the Celery worker is still booting
             return {"state": "starting", "pid": proc.pid}, None

@@ -71,6 +71,9 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
                         help="raftconnect.file.allowed.paths: comma-separated directories file connectors and "
                              "file config providers may use (RAFTCONNECT_FILE_ALLOWED_PATHS; default: the data "
                              "dir's files/ only; the data dir itself never)")
+    parser.add_argument("--jdbc-allowed-hosts", default=env("RAFTCONNECT_JDBC_ALLOWED_HOSTS", ""),
+                        help="raftconnect.jdbc.allowed.hosts: comma-separated hosts JDBC connectors may connect to "
+                             "(host, host:port, *.domain, IP or CIDR; RAFTCONNECT_JDBC_ALLOWED_HOSTS; default: any)")
 
 
 def data_dir_from_argv(argv: list[str]) -> str:

@@ -21,9 +21,9 @@ from importlib.metadata import entry_points
 from typing import Any, Mapping
 
 from webapp.runtime import registry
-from webapp.plugin import ConfigDef, ConfigKey
+from webapp.plugin import RAFTCONNECT_VERSION, ConfigDef, ConfigKey
 from webapp.runtime import restart
-from webapp.runtime.config_providers import HIDDEN
+from webapp.runtime.config_providers import HIDDEN, hide_secrets, password_keys
 from webapp.runtime.converters import JSON_CONVERTER_CLASS, STRING_CONVERTER_CLASS
 
 __all__ = [
@@ -42,7 +42,7 @@ ENTRY_POINT_GROUPS = {
     "converter": "raftconnect.converters",
     "header_converter": "raftconnect.header_converters",
 }
-RUNTIME_VERSION = "0.1.0"
+RUNTIME_VERSION = RAFTCONNECT_VERSION
 
 
 class UnknownPlugin(LookupError):
@@ -183,7 +183,8 @@ def validate(config: Mapping[str, Any], errors: Mapping[str, list[str]], connect
             msg = f"Missing required configuration \"{key.name}\" which has no default value."
             if msg not in errs:
                 errs.append(msg)
-        shown = None if raw is None else HIDDEN if key.type == "PASSWORD" else str(raw)
+        shown = None if raw is None else HIDDEN if key.type == "PASSWORD" else \
+            hide_secrets({key.name: str(raw)}, password_keys(plugin_def))[key.name]
         configs.append({"definition": config_key_info(key, group, order),
                         "value": {"name": key.name, "value": shown,
                                   "recommended_values": list(key.allowed), "errors": errs, "visible": True}})

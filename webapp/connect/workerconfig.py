@@ -67,6 +67,7 @@ _FLAG_KEYS: dict[str, tuple[str, str | None]] = {
     "raftconnect.spark.master": ("--spark-master", "RAFTCONNECT_SPARK_MASTER"),
     "raftconnect.metadata.store": ("--metadata-store", "RAFTCONNECT_METADATA_STORE"),
     "raftconnect.file.allowed.paths": ("--file-allowed-paths", "RAFTCONNECT_FILE_ALLOWED_PATHS"),
+    "raftconnect.jdbc.allowed.hosts": ("--jdbc-allowed-hosts", "RAFTCONNECT_JDBC_ALLOWED_HOSTS"),
     "raftconnect.switch.hold.seconds": ("--switch-hold-seconds", "RAFTCONNECT_SWITCH_HOLD_SECONDS"),
     "raftconnect.rest.threads": ("--rest-threads", "RAFTCONNECT_REST_THREADS"),
 }

@@ -46,6 +46,7 @@ import functools
 import fnmatch
 import json
 import logging
+import os
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -68,10 +69,10 @@ from webapp.plugin import (
     SourceOffset,
     Task,
     TaskContext,
+    merge_errors,
     partition_key,
+    raise_if_errors,
 )
-from webapp.plugin import merge_errors as _merge
-from webapp.plugin import raise_if_errors as _raise_if_errors
 
 __all__ = [
     "JdbcSourceConnector",
@@ -79,6 +80,9 @@ __all__ = [
     "JdbcSinkConnector",
     "JdbcSinkTask",
     "parse_connection_url",
+    "shown_url",
+    "allowed_hosts",
+    "ALLOWED_HOSTS_ENV",
     "topic_creation_config",
     "MODES",
 ]
@@ -166,6 +170,14 @@ _SINK = (
 # --------------------------------------------------------------------------------------
 # Config helpers
 # --------------------------------------------------------------------------------------
+def shown_url(url: Any) -> str:
+    """``connection.url`` fit for messages, status traces and logs: a password in it (``user:pw@`` or
+    ``?password=``) replaced by ``[hidden]``, as Connect shows PASSWORD values."""
+    from webapp.runtime.config_providers import hide_url_password
+
+    return hide_url_password(str(url or ""))
+
+
 def parse_connection_url(url: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
     """Connection parameters from a JDBC URL (or a plain ``postgresql://`` / ``mysql://`` URL).
 
@@ -182,7 +194,7 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     scheme, sep, rest = raw.partition("://")
     scheme = scheme.lower()
     if not sep or scheme not in ("postgresql", "postgres", "mysql", "mariadb"):
-        raise ConnectException(f"Unsupported connection.url {url!r}: expected jdbc:postgresql://host:port/db, "
+        raise ConnectException(f"Unsupported connection.url {shown_url(url)!r}: expected jdbc:postgresql://host:port/db, "
                                "jdbc:mysql://host:port/db or jdbc:mariadb://host:port/db")
     parsed = urllib.parse.urlsplit("x://" + rest)
     query = dict(urllib.parse.parse_qsl(parsed.query))
@@ -190,7 +202,7 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     try:
         port = parsed.port
     except ValueError:
-        raise ConnectException(f"Invalid port in connection.url {url!r}") from None
+        raise ConnectException(f"Invalid port in connection.url {shown_url(url)!r}") from None
     return {
         "dialect": dialect,
         "host": parsed.hostname or "localhost",
@@ -202,9 +214,33 @@ def parse_connection_url(url: str, user: str | None = None, password: str | None
     }
 
 
+#: the worker setting limiting the database hosts JDBC connectors may reach (optional; unset: any host)
+ALLOWED_HOSTS_ENV = "RAFTCONNECT_JDBC_ALLOWED_HOSTS"
+
+
+def allowed_hosts(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The entries of ``raftconnect.jdbc.allowed.hosts`` (``RAFTCONNECT_JDBC_ALLOWED_HOSTS``, set by
+    ``runnode --jdbc-allowed-hosts`` or the worker properties), read at each call; ``[]``: any host.
+
+    Entry forms: see :func:`webapp.connectors.jdbc_io.host_violation`.
+    """
+    env = os.environ if environ is None else environ
+    return [e.strip() for e in (env.get(ALLOWED_HOSTS_ENV) or "").split(",") if e.strip()]
+
+
 def _params(config: Mapping[str, str]) -> dict[str, Any]:
-    return parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
-                                config.get("connection.password") or None)
+    """Connection parameters of a connector config, with this node's allowed hosts, checked against them.
+
+    Errors: ConnectException for an unsupported URL or a host outside ``raftconnect.jdbc.allowed.hosts``
+    (:func:`jdbc_io.connect` checks the same list again before every connection).
+    """
+    params = parse_connection_url(config.get("connection.url", ""), config.get("connection.user") or None,
+                                  config.get("connection.password") or None)
+    params["allowed_hosts"] = allowed_hosts()
+    problem = jdbc_io.host_violation(params["host"], params["port"], params["allowed_hosts"])
+    if problem is not None:
+        raise ConnectException(problem)
+    return params
 
 
 def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str) -> dict[str, Any]:
@@ -212,7 +248,7 @@ def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str)
 
     Raises ConnectException naming ``what`` and listing every invalid key.
     """
-    _raise_if_errors(_merge(config_def.validate(config), _common_errors(config)), what)
+    raise_if_errors(merge_errors(config_def.validate(config), _common_errors(config)), what)
     return _params(config)
 
 
@@ -459,12 +495,11 @@ class JdbcSourceConnector(SourceConnector):
     :func:`topic_creation_config`) and ``producer.override.*``. Task configs add ``tables`` (JSON list).
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON + _SOURCE)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: types, allowed values, the URL, and the columns each mode needs."""
-        errors = _merge(self.config_def.validate(config), _common_errors(config))
+        errors = merge_errors(self.config_def.validate(config), _common_errors(config))
         mode = config.get("mode")
         if mode in ("incrementing", "timestamp+incrementing") and not config.get("incrementing.column.name"):
             errors["incrementing.column.name"].append(f"incrementing.column.name is required in mode {mode}")
@@ -475,12 +510,12 @@ class JdbcSourceConnector(SourceConnector):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
         if config.get("table.whitelist") and config.get("table.blacklist"):
             errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
-        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
-                                                     "topic.creation.default.partitions")))
+        return merge_errors(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
+                                                           "topic.creation.default.partitions")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "JdbcSourceConnector")
+        raise_if_errors(self.validate(config), "JdbcSourceConnector")
         self.config = dict(config)
 
     def tables(self) -> list[str]:
@@ -495,7 +530,7 @@ class JdbcSourceConnector(SourceConnector):
         try:
             found = _list_tables(_params(self.config))
         except Exception as e:
-            raise ConnectException(f"Cannot list the tables of {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot list the tables of {shown_url(self.config.get('connection.url'))}: {e}") from e
         return [t for t in found if not any(fnmatch.fnmatchcase(t, b) or t == b for b in black)]
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
@@ -768,7 +803,7 @@ class JdbcSourceTask(Task):
         try:
             conn = jdbc_io.connect(self.params)
         except Exception as e:
-            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot connect to {shown_url(self.config.get('connection.url'))}: {e}") from e
         try:
             names, kinds = _describe(conn, self.dialect, s.select)
             planned = self._plan(conn, s, names)
@@ -951,12 +986,11 @@ class JdbcSinkConnector(SinkConnector):
     ``i`` of ``n`` takes the partitions ``p`` with ``p % n == i`` of every topic.
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON + _SINK)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: types, allowed values, the URL, and pk/delete combinations."""
-        errors = _merge(self.config_def.validate(config), _common_errors(config))
+        errors = merge_errors(self.config_def.validate(config), _common_errors(config))
         conf = AbstractConfig(self.config_def, config)
         pk_mode = conf.get_string("pk.mode")
         try:
@@ -970,11 +1004,11 @@ class JdbcSinkConnector(SinkConnector):
                                      "(pk.mode other than none)")
         if pk_mode == "record_value" and not conf.get_list("pk.fields"):
             pass  # all value fields form the key, as in Confluent's connector
-        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
+        return merge_errors(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "JdbcSinkConnector")
+        raise_if_errors(self.validate(config), "JdbcSinkConnector")
         self.config = dict(config)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
@@ -1041,7 +1075,7 @@ class JdbcSinkTask(SinkTask):
         try:
             conn = jdbc_io.connect(self.params, autocommit=True)
         except Exception as e:
-            raise ConnectException(f"Cannot connect to {self.config.get('connection.url')}: {e}") from e
+            raise ConnectException(f"Cannot connect to {shown_url(self.config.get('connection.url'))}: {e}") from e
         try:
             cur = conn.cursor()
             _create_if_missing(cur, f"CREATE TABLE IF NOT EXISTS {t} (connector VARCHAR(255) NOT NULL, "

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
+import ipaddress as _ipaddress
+import socket as _socket
 from typing import Any, Iterator, Mapping, Sequence
 
 __all__ = [
@@ -38,6 +40,9 @@ __all__ = [
     "decode_batch",
     "StaleOffsetError",
     "TargetTypeError",
+    "HostNotAllowed",
+    "host_violation",
+    "ALLOWED_HOSTS_SETTING",
 ]
 
 #: The sink's offsets table in the target database (exactly-once delivery).
@@ -46,6 +51,81 @@ OFFSETS_TABLE = "__raftconnect_offsets"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # Decimal arithmetic without rounding (the default context keeps only 28 digits)
 _EXACT = _decimal.Context(prec=_decimal.MAX_PREC, Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
+
+
+#: the worker setting that limits the hosts a JDBC connector may connect to, as messages name it
+ALLOWED_HOSTS_SETTING = "raftconnect.jdbc.allowed.hosts (RAFTCONNECT_JDBC_ALLOWED_HOSTS)"
+
+
+class HostNotAllowed(PermissionError):
+    """``connection.url`` names a host (or port) outside ``raftconnect.jdbc.allowed.hosts``; the message says which."""
+
+
+def _entry(text: str) -> tuple[str, int | None]:
+    """``(host pattern, port or None)`` of one allow-list entry: ``host``, ``host:port``, ``*.domain[:port]``,
+    an IP, ``[v6]:port`` or a CIDR block (``10.0.0.0/8``, no port)."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return host.lower(), int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+    if text.count(":") == 1:
+        host, _, port = text.partition(":")
+        if port.isdigit():
+            return host.lower(), int(port)
+    return text.lower(), None
+
+
+def _network(pattern: str):
+    try:
+        return _ipaddress.ip_network(pattern, strict=False)
+    except ValueError:
+        return None
+
+
+def host_violation(host: str, port: int, allowed: Sequence[str] | None) -> str | None:
+    """Why a connection to ``host:port`` is not allowed by the entries ``allowed``, or ``None`` when it is.
+
+    ``allowed`` empty or ``None``: every host is allowed (the setting is optional).
+    Entries (comma-separated in the setting): a host name matched case-insensitively
+    as the URL writes it, ``*.example.com`` for any name under that domain, an IP
+    address or a CIDR block; any but a block may end in ``:port`` (``[v6]:port``),
+    which then must match too. A name in the URL is resolved only against IP/CIDR
+    entries, and then every address it resolves to must be inside one. A name that
+    does not resolve matches no IP entry.
+    """
+    entries = [_entry(e) for e in (allowed or []) if e and e.strip()]
+    if not entries:
+        return None
+    name = (host or "").strip().lower().strip("[]")
+    port = int(port)
+    literal = _network(name) if name and "/" not in name else None
+    addresses = None
+    for pattern, want_port in entries:
+        if want_port is not None and want_port != port:
+            continue
+        if pattern.startswith("*."):
+            if name.endswith(pattern[1:]) and len(name) > len(pattern) - 1:
+                return None
+            continue
+        net = _network(pattern)
+        if net is None:
+            if name == pattern:
+                return None
+            continue
+        if literal is not None:
+            if literal.network_address in net:
+                return None
+            continue
+        if addresses is None:
+            try:
+                addresses = {_ipaddress.ip_address(info[4][0].split("%")[0])
+                             for info in _socket.getaddrinfo(name, port, proto=_socket.IPPROTO_TCP)}
+            except (OSError, ValueError):
+                addresses = set()
+        if addresses and all(a in net for a in addresses):
+            return None
+    return (f"Host {host}:{port} of connection.url is not allowed by {ALLOWED_HOSTS_SETTING}; "
+            f"allowed: {', '.join(e.strip() for e in allowed if e and e.strip())}")
 
 
 class StaleOffsetError(RuntimeError):
@@ -75,7 +155,14 @@ def connect(params: Mapping[str, Any], autocommit: bool = False):
     PostgreSQL sessions run with ``TimeZone=UTC`` and load uuid/json/jsonb as text;
     MySQL/MariaDB sessions with ``time_zone='+00:00'``, utf8mb4, READ COMMITTED and a
     ``sql_mode`` without ``NO_BACKSLASH_ESCAPES`` (the sink's literals escape with backslashes).
+
+    ``params["allowed_hosts"]`` (the node's ``raftconnect.jdbc.allowed.hosts``, put there by the
+    connector on the worker) is checked again here, before every connection, on the driver and on
+    Spark's workers alike. Errors: :class:`HostNotAllowed`; the driver's own errors.
     """
+    problem = host_violation(params["host"], params["port"], params.get("allowed_hosts"))
+    if problem is not None:
+        raise HostNotAllowed(problem)
     if params["dialect"] == "postgresql":
         import psycopg
         from psycopg.types.string import TextLoader

@@ -14,10 +14,19 @@ from __future__ import annotations
 
 import threading
 import time
+
+_WALL0, _MONO0 = time.time(), time.monotonic()
+
+
+def steady_time() -> float:
+    """Epoch seconds for the history: the wall clock at process start advanced by ``time.monotonic()``, so a
+    step of the wall clock (±1 h) neither reorders samples nor empties the ring (rates and the cutoff are
+    intervals); the points still read as dates."""
+    return _WALL0 + (time.monotonic() - _MONO0)
 from collections import deque
 from typing import Any, Callable, Mapping
 
-__all__ = ["SAMPLE_SECONDS", "KEEP_SECONDS", "TaskHistory", "HistorySampler", "history_for", "forget"]
+__all__ = ["SAMPLE_SECONDS", "KEEP_SECONDS", "TaskHistory", "HistorySampler", "history_for", "forget", "steady_time"]
 
 #: seconds between samples
 SAMPLE_SECONDS = 5.0
@@ -75,7 +84,7 @@ class TaskHistory:
         ``t`` is epoch seconds; a rate is ``None`` for a task's first sample and
         after a restart (its counter went down). ``connector`` keeps one connector's tasks.
         """
-        now = time.time() if now is None else now
+        now = steady_time() if now is None else now
         cutoff = now - self.keep_seconds
         out = []
         with self._lock:
@@ -107,11 +116,11 @@ class HistorySampler:
         coordinator: a ``GroupCoordinator`` (``active``, ``reported``).
         history: where samples go.
         interval: seconds between samples.
-        clock: epoch seconds (injectable).
+        clock: epoch seconds (injectable; default :func:`steady_time`).
     """
 
     def __init__(self, coordinator: Any, history: TaskHistory, *, interval: float = SAMPLE_SECONDS,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = steady_time):
         self.coordinator = coordinator
         self.history = history
         self.interval = interval

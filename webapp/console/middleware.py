@@ -1,6 +1,8 @@
 """Serving the console's built files at ``/console/`` with WhiteNoise.
 
-``npm run build`` (``make frontend``) writes the console to ``frontend/dist``;
+``npm run build`` in ``frontend/`` (``make frontend``) writes the console into
+this package, ``webapp/console/dist`` (gitignored; package data of the wheel, so
+an installed node serves the same files as a checkout);
 :class:`ConsoleFilesMiddleware` serves that directory under ``/console/`` from
 every node, before Django's URL routing: ``/console/`` is its ``index.html``
 (revalidated after 60 s), and Vite's content-hashed ``/console/assets/*`` are
@@ -22,8 +24,8 @@ from .views import not_built
 
 __all__ = ["ConsoleFilesMiddleware", "CONSOLE_DIST", "CONSOLE_PREFIX"]
 
-#: where ``npm run build`` puts the console
-CONSOLE_DIST = Path(settings.BASE_DIR) / "frontend" / "dist"
+#: where ``npm run build`` puts the console (frontend/vite.config.ts ``outDir``), inside this package
+CONSOLE_DIST = Path(__file__).resolve().parent / "dist"
 #: URL prefix of the console (Vite's ``base`` is ``/console/``)
 CONSOLE_PREFIX = "console/"
 

@@ -11,6 +11,7 @@ def not_built(request: HttpRequest) -> HttpResponse:
     return HttpResponse(
         "<!doctype html><title>RaftConnect console</title>"
         "<h1>The console has not been built</h1>"
-        "<p>Run <code>make frontend</code> (npm ci and npm run build in <code>frontend/</code>) "
-        "and restart the node. The REST API and <a href=\"/admin/\">the admin</a> work without it.</p>",
+        "<p>In a checkout, run <code>make frontend</code> (npm ci and npm run build in <code>frontend/</code>, "
+        "which writes <code>webapp/console/dist/</code>) and restart the node; a wheel is built only with the "
+        "console in it. The REST API and <a href=\"/admin/\">the admin</a> work without it.</p>",
         status=503, content_type="text/html")

@@ -13,6 +13,7 @@ here; the modules are its rooms:
   ``get_password``, ...), :class:`Password`, :func:`merge_errors` / :func:`raise_if_errors` (validation
   results);
 * ``offsets`` — :class:`SourceOffset`, :func:`partition_key`;
+* ``version`` — :data:`RAFTCONNECT_VERSION` (the installed distribution's version);
 * ``errors`` — :class:`ConnectException`, :class:`DataException`, :class:`ConfigException`.
 
 Plugins are discovered by the runtime (``webapp.runtime.registry``, entry-point group
@@ -31,8 +32,10 @@ from .connector import (
 )
 from .errors import ConfigException, ConnectException, DataException
 from .offsets import SourceOffset, partition_key
+from .version import RAFTCONNECT_VERSION
 
 __all__ = [
+    "RAFTCONNECT_VERSION",
     "AbstractConfig",
     "BatchResult",
     "ConfigDef",

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, Mapping
 
 from .config import ConfigDef
 from .offsets import SourceOffset
+from .version import RAFTCONNECT_VERSION
 
 __all__ = ["ConnectorTaskId", "Connector", "SourceConnector", "SinkConnector", "Task", "TaskContext", "BatchResult"]
 
@@ -136,7 +137,7 @@ class Connector(ABC):
     """
 
     type: ClassVar[Literal["source", "sink"]]
-    version: ClassVar[str] = "0.1.0"
+    version: ClassVar[str] = RAFTCONNECT_VERSION  # built-in plugins ship with the runtime
     config_def: ClassVar[ConfigDef] = ConfigDef()
     task_class: ClassVar[type[Task]]
 

@@ -8,10 +8,11 @@ through another node, so this file is the one place on the node's own machine
 that records when the coordinator last acknowledged one and whether the agent's
 SparkSession runs.
 
-Format (JSON object; times are Unix epoch seconds, floats)::
+Format (JSON object; times are seconds of the host's monotonic clock, ``time.monotonic()``, floats,
+so a jump of the wall clock changes no age the node computes from them)::
 
-    {"pid": 4242, "worker_id": "node-1", "started_at": 1764060000.1, "written_at": 1764060042.9,
-     "last_heartbeat_at": 1764060042.9 | null, "last_error": "..." | null,
+    {"pid": 4242, "worker_id": "node-1", "started_at": 86000.1, "written_at": 86042.9,
+     "last_heartbeat_at": 86042.9 | null, "last_error": "..." | null,
      "session_timeout_s": 5.0, "generation": 7, "connectors": 1, "tasks": 3,
      "spark": {"state": "not_started" | "starting" | "ok" | "down", "error": "..."?}}
 
@@ -65,14 +66,15 @@ class AgentStatusWriter:
         data_dir: the node's data directory (created if missing).
         worker_id: this agent's worker id.
         min_interval: seconds between two writes that change only times.
-        clock: wall clock in epoch seconds (tests pass their own).
+        clock: seconds of ``time.monotonic`` (CLOCK_MONOTONIC: one clock for every process of the host, so
+            the node compares it with its own, and a jump of the wall clock changes no age; tests pass their own).
 
     Thread-safety: call from one thread (the heartbeat loop); :meth:`started` before it runs.
     Errors: none raised; a failed write is logged at DEBUG and tried again next time.
     """
 
     def __init__(self, data_dir: str, worker_id: str, *, min_interval: float = 1.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.monotonic):
         self.path = status_path(data_dir)
         self.worker_id = worker_id
         self.min_interval = min_interval

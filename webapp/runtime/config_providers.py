@@ -46,7 +46,7 @@ from webapp import environment
 from webapp.runtime import file_access
 
 __all__ = ["ConfigProviderError", "PATTERN", "HIDDEN", "providers", "transform", "reverse_transform", "has_references",
-           "password_keys", "mask_passwords"]
+           "password_keys", "mask_passwords", "hide_secrets", "keep_hidden", "hide_url_password", "is_secret_key"]
 
 #: Kafka's ConfigTransformer.DEFAULT_PATTERN: ``${provider:[path:]key}``
 PATTERN = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
@@ -200,3 +200,51 @@ def mask_passwords(config: Mapping[str, str], password_keys: set[str] | frozense
     so does RaftConnect (use references for secrets).
     """
     return {k: (HIDDEN if k in password_keys and v is not None else v) for k, v in config.items()}
+
+
+# Kafka client settings of type PASSWORD (and their producer./consumer./admin./*.override. forms): shown hidden
+# whatever the connector's ConfigDef says
+_SECRET_KEY_ENDINGS = ("password", "sasl.jaas.config", "basic.auth.user.info", "secret", "secret.key", "api.key")
+_URL_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*:)[^@/?#\s]*@")
+_URL_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#\s]*", re.IGNORECASE)
+
+
+def is_secret_key(key: str, password_keys: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Whether a config key holds a secret: a PASSWORD key of the connector, or a key whose name ends like one of
+    Kafka's PASSWORD client settings (``...password``, ``sasl.jaas.config``, ``basic.auth.user.info``, ``...secret``)."""
+    return key in password_keys or key.lower().endswith(_SECRET_KEY_ENDINGS)
+
+
+def hide_url_password(text: str) -> str:
+    """``text`` with the password of any URL in it (``user:pw@`` or a ``password=`` parameter) as ``[hidden]``."""
+    text = _URL_USERINFO_PASSWORD.sub(rf"\1{HIDDEN}@", text)
+    return _URL_QUERY_PASSWORD.sub(rf"\1{HIDDEN}", text)
+
+
+def hide_secrets(config: Mapping[str, str], password_keys: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
+    """``config`` as REST shows it: secret keys (:func:`is_secret_key`) as ``[hidden]``, passwords inside URLs
+    hidden (:func:`hide_url_password`); values holding a config provider reference are shown as written
+    (a reference is not the secret). Used for every config a REST response carries (ConnectorInfo, the
+    config, task configs); :func:`keep_hidden` turns such a value sent back into the stored one.
+    """
+    out: dict[str, str] = {}
+    for k, v in config.items():
+        if not isinstance(v, str) or has_references(v):
+            out[k] = v
+        elif is_secret_key(k, password_keys):
+            out[k] = HIDDEN if v else v
+        else:
+            out[k] = hide_url_password(v) if "://" in v else v
+    return out
+
+
+def keep_hidden(config: Mapping[str, str], stored: Mapping[str, str] | None,
+                password_keys: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
+    """``config`` (a write) with every value that is exactly what :func:`hide_secrets` shows for the stored one
+    replaced by the stored value: a client that reads a config and writes it back (the console, scripts,
+    Terraform) keeps the secrets it never saw. Without a stored config, ``config`` unchanged."""
+    if not stored:
+        return dict(config)
+    shown = hide_secrets({k: stored[k] for k in config if k in stored}, password_keys)
+    return {k: (stored[k] if k in shown and v == shown[k] and v != stored[k] else v) for k, v in config.items()}
+

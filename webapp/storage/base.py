@@ -13,8 +13,9 @@ replica and may lag the leader by the replication delay.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.states import TARGET_STATES as _TARGET_STATES
@@ -22,6 +23,8 @@ from webapp.states import TargetState
 
 __all__ = [
     "ConnectorRecord",
+    "ConnectorSummary",
+    "empty_statuses",
     "NameSnapshot",
     "KINDS",
     "ConfigBackingStore",
@@ -98,6 +101,37 @@ class ConnectorRecord:
         return [ConnectorTaskId(self.name, i) for i in range(len(self.tasks))]
 
 
+class ConnectorSummary(NamedTuple):
+    """One connector as a list of all of them needs it: the record without its task configs.
+
+    What :meth:`ConfigBackingStore.connector_summaries` yields, so listing every connector
+    (``GET /connectors?expand=status|info``) neither copies nor transfers each task's config.
+    Immutable; ``config`` is the caller's own copy (changing it changes nothing in the store).
+
+    Attributes:
+        name: connector name.
+        config: the connector config as submitted (``{str: str}``), secrets as references.
+        target_state: desired state, one of :data:`TARGET_STATES`.
+        task_count: how many task configs the connector has (``len(ConnectorRecord.tasks)``).
+    """
+
+    name: str
+    config: dict[str, str]
+    target_state: str
+    task_count: int
+
+    @classmethod
+    def of(cls, record: ConnectorRecord) -> ConnectorSummary:
+        """The summary of ``record`` (shares its ``config``: pass a record that is the caller's own)."""
+        return cls(record.name, record.config, record.target_state, len(record.tasks))
+
+
+def empty_statuses() -> dict[str, Any]:
+    """The statuses of a connector that has reported none, as :meth:`StatusBackingStore.get_statuses`
+    returns them: ``{"connector": None, "tasks": {}}`` (a new dict each call)."""
+    return {"connector": None, "tasks": {}}
+
+
 #: The kinds of metadata a store holds for one connector name, as named in switch progress and digests.
 #: ``config`` is the connector config, its target state and its task configs.
 KINDS = ("config", "statuses", "offsets")
@@ -133,7 +167,28 @@ class ConfigBackingStore(ABC):
 
     @abstractmethod
     def get_connector(self, name: str) -> ConnectorRecord | None:
-        """The connector's record, or ``None`` when it does not exist."""
+        """The connector's record, or ``None`` when it does not exist.
+
+        The record is the caller's own copy: changing it changes nothing in the store.
+        """
+
+    def connector_summaries(self) -> Iterator[ConnectorSummary]:
+        """Every connector without its task configs (see :class:`ConnectorSummary`), in name order.
+
+        The same as ``ConnectorSummary.of(get_connector(name))`` for each of :meth:`connector_names`,
+        without one read per connector: backends override it with one query, or with reads of their
+        local state that neither copy nor walk task configs (the list endpoints read every connector,
+        10,000 of them at the scale of issue 16). An iterator, which a backend may produce as the
+        caller goes, so a long list is never held whole twice. This default loops over the per-name
+        methods and leaves out a connector deleted meanwhile, so a third-party store works unchanged.
+
+        Consistency: each connector as of some moment during the iteration; one created or deleted
+        meanwhile may be listed or not. Errors: :class:`StoreUnavailable` (possibly while iterating).
+        """
+        for name in self.connector_names():
+            rec = self.get_connector(name)
+            if rec is not None:
+                yield ConnectorSummary.of(rec)
 
     @abstractmethod
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
@@ -186,7 +241,7 @@ class StatusBackingStore(ABC):
 
     @abstractmethod
     def get_statuses(self, name: str) -> dict[str, Any]:
-        """``{"connector": status | None, "tasks": {"<i>": status}}``."""
+        """``{"connector": status | None, "tasks": {"<i>": status}}``; the caller's own copy."""
 
     # Active topics (Connect's KIP-558 ``TopicStatus`` records, names only).
     @abstractmethod
@@ -273,6 +328,25 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
     @abstractmethod
     def offset_names(self) -> list[str]:
         """Names that have committed offsets (including deleted connectors, whose offsets are kept), sorted."""
+
+    def connectors_with_statuses(self) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
+        """Every connector with its statuses, in name order: ``(summary, statuses)`` where ``summary``
+        is what :meth:`connector_summaries` gives and ``statuses`` what :meth:`get_statuses` gives
+        (the empty shape, :func:`empty_statuses`, for a connector that reported nothing).
+
+        For ``GET /connectors?expand=status``. This default is :meth:`connector_summaries` with
+        :meth:`get_statuses` per connector, one connector at a time as the caller iterates: right for
+        stores whose reads are local (the Raft store), and the only way for a plugin that has no
+        bulk read. Stores with a round trip per read override it (relational: two queries). Lazy on
+        purpose: at 10,000 connectors of 10 tasks, holding every status copy at once cost the Raft
+        store's list 0.38 s of CPU against 0.27 s, mostly the garbage collector's full collections.
+        Everything yielded is the caller's own copy.
+
+        Consistency: each connector's summary and statuses as of some moment during the iteration
+        (not necessarily the same moment for both). Errors: :class:`StoreUnavailable`.
+        """
+        for summary in self.connector_summaries():
+            yield summary, self.get_statuses(summary.name)
 
     def all_names(self) -> list[str]:
         """Every name the store holds anything under (configs or offsets), sorted."""

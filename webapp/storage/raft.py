@@ -8,13 +8,14 @@ the state machine's apply, atomically with the write.
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
-    KINDS, AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NameSnapshot, NotFound, StoreUnavailable,
+    KINDS, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, MetadataStore, NameSnapshot, NotFound,
+    StoreUnavailable,
 )
 
 __all__ = ["RaftMetadataStore"]
@@ -68,6 +69,15 @@ class RaftMetadataStore(MetadataStore):
         if rec is None:
             return None
         return ConnectorRecord(name=name, config=rec["config"], target_state=rec["target_state"], tasks=rec["tasks"])
+
+    def connector_summaries(self) -> Iterator[ConnectorSummary]:
+        """Every connector without its task configs, read from the local replica one connector at a
+        time as the caller iterates (task configs are neither copied nor walked)."""
+        state = self.raft.state
+        for name in state.connector_names():
+            row = state.connector_summary(name)
+            if row is not None:
+                yield ConnectorSummary(name, *row)
 
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
                              create_only: bool = False) -> bool:

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any, Callable, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -62,8 +63,8 @@ from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.states import TargetState
 
 from .base import (
-    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
-    NotFound, StoreError, StoreUnavailable,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, LeaseLost, MetadataStore,
+    NameSnapshot, NotFound, StoreError, StoreUnavailable, empty_statuses,
 )
 
 __all__ = ["RelationalMetadataStore", "FenceCheck", "SCHEMES", "redact_url", "database_settings"]
@@ -267,6 +268,11 @@ class RelationalMetadataStore(MetadataStore):
     CREATES_DATABASE = ("postgresql", "mysql")
     #: the no-op query of :meth:`ping` where plain ``SELECT 1`` is not SQL the backend accepts.
     PING_SQL: dict[str, str] = {"oracle": "SELECT 1 FROM DUAL"}
+    #: the length of a JSON array column, per backend (a Django ``Func`` template), so that
+    #: :meth:`connector_summaries` counts task configs in the database instead of fetching them; a
+    #: backend not named here (Oracle, plugins) fetches the task configs and counts them in Python.
+    JSON_ARRAY_LENGTH_SQL: dict[str, str] = {"postgresql": "jsonb_array_length(%(expressions)s)",
+                                             "mysql": "JSON_LENGTH(%(expressions)s)"}
 
     @classmethod
     def settings_for_url(cls, url: str) -> dict[str, Any]:
@@ -492,6 +498,24 @@ class RelationalMetadataStore(MetadataStore):
             return None
         return ConnectorRecord(name=row.name, config=dict(row.config), target_state=row.target_state,
                                tasks=[dict(t) for t in row.task_configs])
+
+    def connector_summaries(self) -> Iterator[ConnectorSummary]:
+        """Every connector without its task configs, in name order, from one query; the database
+        counts the task configs where :attr:`JSON_ARRAY_LENGTH_SQL` names how. Sorted in Python, as
+        :meth:`connector_names` is (a database collation may order names otherwise). Last
+        committed state. Errors: :class:`StoreUnavailable` (on the first ``next``).
+        """
+        from django.db.models import F, Func, IntegerField
+
+        from .models import Connector
+
+        template = self.JSON_ARRAY_LENGTH_SQL.get(self.backend)
+        tasks = Func(F("task_configs"), template=template, output_field=IntegerField()) if template else "task_configs"
+        rows = self._call(lambda: list(
+            Connector.objects.using(self.alias).values_list("name", "config", "target_state", tasks)))
+        rows.sort(key=lambda row: row[0])
+        for name, config, target_state, count in rows:
+            yield ConnectorSummary(name, config, target_state, (count or 0) if template else len(count))
 
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
                              create_only: bool = False) -> bool:
@@ -726,6 +750,32 @@ class RelationalMetadataStore(MetadataStore):
 
         return self._call(lambda: sorted(set(
             Offset.objects.using(self.alias).values_list("connector", flat=True).distinct())))
+
+    def connectors_with_statuses(self) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
+        """Every connector with its statuses, in name order, from two queries: every status row,
+        then :meth:`connector_summaries` (in that order, so a connector deleted in between is not
+        listed, and one created in between is listed without statuses, which it has). Each
+        connector's statuses are built as the caller reaches it, its tasks in no particular order
+        (as the Raft store's). Errors: :class:`StoreUnavailable`.
+        """
+        from .models import CONNECTOR_TASK, Status
+
+        rows = self._call(lambda: list(Status.objects.using(self.alias).values_list(
+            "connector", "task", "state", "trace", "worker_id", "generation")))
+        by_connector: dict[str, list[tuple]] = {}
+        for row in rows:
+            by_connector.setdefault(row[0], []).append(row)
+        del rows
+        for summary in self.connector_summaries():
+            statuses = empty_statuses()
+            tasks = statuses["tasks"]
+            for _, task, state, trace, worker_id, generation in by_connector.pop(summary.name, ()):
+                status = {"state": state, "trace": trace, "worker_id": worker_id, "generation": generation}
+                if task == CONNECTOR_TASK:
+                    statuses["connector"] = status
+                else:
+                    tasks[str(task)] = status
+            yield summary, statuses
 
     def export_name(self, name: str) -> NameSnapshot:
         return self.export_names([name])[0]

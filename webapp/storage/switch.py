@@ -62,7 +62,7 @@ from raftnode.state import STORE_RAFT, SWITCH_RUNNING
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 
-from .base import KINDS, ConnectorRecord, MetadataStore, NameSnapshot, StoreError, StoreUnavailable
+from .base import KINDS, ConnectorRecord, ConnectorSummary, MetadataStore, NameSnapshot, StoreError, StoreUnavailable
 from .registry import create_store
 from .relational import redact_url
 
@@ -526,6 +526,12 @@ class StoreRouter(MetadataStore):
 
     def get_statuses(self, name: str) -> dict[str, Any]:
         return self.active.get_statuses(name)
+
+    def connector_summaries(self) -> Iterator[ConnectorSummary]:
+        return self.active.connector_summaries()
+
+    def connectors_with_statuses(self) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
+        return self.active.connectors_with_statuses()
 
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return self.active.get_offsets(name)

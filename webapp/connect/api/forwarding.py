@@ -36,7 +36,7 @@ from django.http import HttpResponse
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, signed_headers, verify
+from webapp.coordinator.signing import signed_headers, verify_request
 
 __all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
            "proxy", "request_budget_s", "forwarded_budget_s", "FORWARDED_HEADER", "FORWARDED_USER_HEADER",
@@ -112,8 +112,7 @@ class ForwardedUserAuthentication(BaseAuthentication):
             secret = current().secret
         except NodeNotReady as exc:
             raise AuthenticationFailed("Node is starting") from exc
-        why = verify(secret, raw.method, raw.get_full_path(), raw.body, raw.headers.get(TS_HEADER),
-                     raw.headers.get(SIG_HEADER))
+        why = verify_request(secret, raw)
         if why:
             raise AuthenticationFailed(f"Forwarded request rejected: {why}")
         name, _, flags = user.partition(";")

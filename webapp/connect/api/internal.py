@@ -22,7 +22,7 @@ from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.locator import NodeNotReady, current
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
-from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
+from webapp.coordinator.signing import verify_request
 from webapp.states import STATES
 
 from .views import ConnectAPIView
@@ -51,8 +51,7 @@ class ClusterMemberAuthentication(BaseAuthentication):
         except NodeNotReady as exc:
             raise AuthenticationFailed("Node is starting") from exc
         raw = request._request
-        why = verify(secret, raw.method, raw.get_full_path(), raw.body,
-                     raw.headers.get(TS_HEADER), raw.headers.get(SIG_HEADER))
+        why = verify_request(secret, raw)
         if why:
             raise AuthenticationFailed(why)
         return ClusterMember(), None

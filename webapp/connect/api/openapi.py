@@ -115,12 +115,17 @@ SCHEMAS["HealthReport"] = {
         "node_id": {"type": ["string", "null"]},
         "roles": {"type": "array", "items": {"type": "string", "enum": ["raft", "worker"]}},
         "checks": {"type": "object", "required": list(health.CHECKS), "properties": {
-            "raft": _check("This member's Raft view; unreachable without a known leader or a majority",
+            "raft": _check("This member's Raft view; unreachable without a known leader or a majority, down while "
+                           "its journal cannot be written (full disk, I/O errors: `journal`)",
                            role={"type": "string", "enum": ["LEADER", "FOLLOWER", "CANDIDATE"]},
                            term=_NULLABLE_INT, leader={"type": ["string", "null"]}, members=_NULLABLE_INT,
                            reachable_members=_NULLABLE_INT, has_quorum={"type": "boolean"},
                            commit_index=_NULLABLE_INT, applied_index=_NULLABLE_INT,
-                           cluster={"type": "array", "items": {"type": "string"}}),
+                           cluster={"type": "array", "items": {"type": "string"}},
+                           journal={"type": ["object", "null"], "properties": {
+                               "ok": {"type": "boolean"}, "path": {"type": "string"},
+                               "error": {"type": ["string", "null"]}, "failing_for_s": {"type": ["number", "null"]},
+                               "failures": {"type": "integer"}}}),
             "metadata_store": _check(f"The active metadata store (one cheap round trip, cached "
                                      f"{health.CACHE_TTL_S:g} s)",
                                      name={"type": "string"}, backend={"type": ["string", "null"]},

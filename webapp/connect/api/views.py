@@ -23,6 +23,7 @@ from raftnode import without_leader_wait
 from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.locator import NodeNotReady, current, current_or_none
+from webapp.plugin import RAFTCONNECT_VERSION
 from webapp.states import TargetState
 
 from .params import bool_param, json_object
@@ -39,7 +40,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-VERSION = "3.9.0-raftconnect-0.1.0"
+VERSION = f"3.9.0-raftconnect-{RAFTCONNECT_VERSION}"
 
 
 def herder() -> Herder:

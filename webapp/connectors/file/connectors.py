@@ -105,7 +105,6 @@ class FileSourceConnector(SourceConnector):
     ``task.splits`` (JSON list of ``{"filename","format","start","end","whole"}``).
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON_KEYS + _SOURCE_KEYS)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
@@ -261,7 +260,6 @@ class FileSinkConnector(SinkConnector):
     (N); task i reads the partitions p of every topic with ``p % N == i``.
     """
 
-    version = "0.1.0"
     config_def = ConfigDef(_COMMON_KEYS + _SINK_KEYS)
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:

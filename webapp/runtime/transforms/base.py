@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-from webapp.plugin import AbstractConfig, ConfigDef, ConfigException, DataException
+from webapp.plugin import RAFTCONNECT_VERSION, AbstractConfig, ConfigDef, ConfigException, DataException
 from webapp.runtime.converters import arrow_type_to_connect
 
 from .record import RecordBatch, _make_struct, _null_mask, _struct_children
 
-VERSION = "0.1.0"
+VERSION = RAFTCONNECT_VERSION
 _PKG = "org.apache.kafka.connect.transforms"
 
 _JAVA_TYPES = {"int8": "java.lang.Byte", "int16": "java.lang.Short", "int32": "java.lang.Integer",

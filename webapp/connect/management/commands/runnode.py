@@ -85,6 +85,12 @@ class Command(BaseCommand):
             os.environ[file_access.ENV] = allowed
         else:
             os.environ.pop(file_access.ENV, None)
+        # raftconnect.jdbc.allowed.hosts: likewise one variable for the Herder here and the agent
+        jdbc_hosts = ",".join(h.strip() for h in o["jdbc_allowed_hosts"].split(",") if h.strip())
+        if jdbc_hosts:
+            os.environ["RAFTCONNECT_JDBC_ALLOWED_HOSTS"] = jdbc_hosts
+        else:
+            os.environ.pop("RAFTCONNECT_JDBC_ALLOWED_HOSTS", None)
         options = NodeOptions(
             node_id=o["node_id"], roles=o["roles"],
             rest_address=with_default_port(o["rest_address"], 8083),
