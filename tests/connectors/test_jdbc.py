@@ -173,6 +173,17 @@ def test_validation_reports_per_key_errors():
     assert JdbcSourceConnector.config_def.keys[2].type == "PASSWORD"
 
 
+def test_validation_reports_a_bad_boolean_once_and_reads_values_as_the_plugin_api_parses_them():
+    sink = JdbcSinkConnector().validate({"connection.url": "jdbc:postgresql://h/db", "topics": "t",
+                                         "delete.enabled": "yes", "auto.create": " TRUE "})
+    assert sink["delete.enabled"] == ["Invalid value yes for configuration delete.enabled: "
+                                      "Expected value to be either true or false"]
+    assert sink["auto.create"] == []
+    src = JdbcSourceConnector().validate({"connection.url": "jdbc:postgresql://h/db", "mode": "timestamp",
+                                          "topic.prefix": "p-", "timestamp.column.name": " , "})
+    assert src["timestamp.column.name"] == ["timestamp.column.name is required in mode timestamp"]
+
+
 # --------------------------------------------------------------------------------------
 # end to end
 # --------------------------------------------------------------------------------------

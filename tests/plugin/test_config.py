@@ -66,3 +66,11 @@ def test_originals_are_a_copy():
     conf.originals()["tasks.max"] = "3"
     raw["tasks.max"] = "5"
     assert conf.get_int("tasks.max") == 2
+
+
+def test_boolean_values_are_trimmed_as_kafka_parses_them():
+    from webapp.plugin import AbstractConfig, ConfigDef, ConfigKey
+
+    cd = ConfigDef((ConfigKey("flag", "BOOLEAN", "false"),))
+    assert AbstractConfig(cd, {"flag": " True "}).get_bool("flag") is True
+    assert cd.validate({"flag": " false"}) == {"flag": []}

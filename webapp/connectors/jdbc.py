@@ -46,20 +46,22 @@ import functools
 import fnmatch
 import json
 import logging
-import math
 import os
-import re
 import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
+from webapp.kafka.topics import is_valid_topic_name
+from webapp.runtime.sink_task import PartitionDone, SinkTask
 
 from . import jdbc_io
 from webapp.plugin import (
     BatchResult,
+    AbstractConfig,
     ConfigDef,
+    ConfigException,
     ConfigKey,
     ConnectException,
     SinkConnector,
@@ -67,7 +69,9 @@ from webapp.plugin import (
     SourceOffset,
     Task,
     TaskContext,
+    merge_errors,
     partition_key,
+    raise_if_errors,
 )
 
 __all__ = [
@@ -95,7 +99,6 @@ DATE = "org.apache.kafka.connect.data.Date"
 TIME = "org.apache.kafka.connect.data.Time"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _SCHEMA_PREFIX = '{"schema":'
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
 TASK_TABLES = "tables"
 
@@ -167,28 +170,6 @@ _SINK = (
 # --------------------------------------------------------------------------------------
 # Config helpers
 # --------------------------------------------------------------------------------------
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
-
-
-def _list(value: Any) -> list[str]:
-    return [] if value is None else [v.strip() for v in str(value).split(",") if v.strip()]
-
-
-def _int(cd: ConfigDef, config: Mapping[str, str], name: str) -> int:
-    raw = cd.get(config, name)
-    try:
-        return int(str(raw))
-    except (TypeError, ValueError):
-        raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
-
-
-def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
-    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
-    if bad:
-        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
-
-
 def shown_url(url: Any) -> str:
     """``connection.url`` fit for messages, status traces and logs: a password in it (``user:pw@`` or
     ``?password=``) replaced by ``[hidden]``, as Connect shows PASSWORD values."""
@@ -267,7 +248,7 @@ def _checked_params(config: Mapping[str, str], config_def: ConfigDef, what: str)
 
     Raises ConnectException naming ``what`` and listing every invalid key.
     """
-    _raise_if_errors(_merge(config_def.validate(config), _common_errors(config)), what)
+    raise_if_errors(merge_errors(config_def.validate(config), _common_errors(config)), what)
     return _params(config)
 
 
@@ -499,33 +480,6 @@ def _at_least_one(config: Mapping[str, str], keys: tuple[str, ...]) -> dict[str,
     return errors
 
 
-def _merge(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for d in dicts:
-        for k, v in d.items():
-            out.setdefault(k, []).extend(x for x in v if x not in out[k])
-    return out
-
-
-def _error_handling(config: Mapping[str, str], sink: bool):
-    """(run the SMT/tolerance pipeline?, RetryWithToleranceOperator) for a task config (as the file connectors).
-
-    A source's records can only fail in a transformation, so only ``transforms``
-    takes a source off its fast path; a sink also leaves it for
-    ``errors.tolerance=all`` or a dead letter queue. Raises ConnectException listing
-    invalid ``transforms``/``predicates``/``errors.*`` keys.
-    """
-    from webapp.runtime.errors import ErrorHandlingConfig, RetryWithToleranceOperator, validate_error_config
-    from webapp.runtime.pipeline import needs_pipeline
-    from webapp.runtime.transforms import validate_transforms
-
-    _raise_if_errors(_merge(validate_transforms(config), validate_error_config(config, sink=sink)),
-                     "transforms / errors")
-    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
-    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
-    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
-
-
 # --------------------------------------------------------------------------------------
 # Source
 # --------------------------------------------------------------------------------------
@@ -545,32 +499,34 @@ class JdbcSourceConnector(SourceConnector):
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: types, allowed values, the URL, and the columns each mode needs."""
-        errors = _merge(self.config_def.validate(config), _common_errors(config))
+        errors = merge_errors(self.config_def.validate(config), _common_errors(config))
         mode = config.get("mode")
         if mode in ("incrementing", "timestamp+incrementing") and not config.get("incrementing.column.name"):
             errors["incrementing.column.name"].append(f"incrementing.column.name is required in mode {mode}")
-        if mode in ("timestamp", "timestamp+incrementing") and not _list(config.get("timestamp.column.name")):
+        if mode in ("timestamp", "timestamp+incrementing") and not AbstractConfig(self.config_def, config).get_list(
+                "timestamp.column.name"):
             errors["timestamp.column.name"].append(f"timestamp.column.name is required in mode {mode}")
         if config.get("query") and (config.get("table.whitelist") or config.get("table.blacklist")):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
         if config.get("table.whitelist") and config.get("table.blacklist"):
             errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
-        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
-                                                     "topic.creation.default.partitions")))
+        return merge_errors(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
+                                                           "topic.creation.default.partitions")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "JdbcSourceConnector")
+        raise_if_errors(self.validate(config), "JdbcSourceConnector")
         self.config = dict(config)
 
     def tables(self) -> list[str]:
         """The tables to copy (whitelist, or all of the database's minus the blacklist); [] for query mode."""
         if self.config.get("query"):
             return []
-        white = _list(self.config.get("table.whitelist"))
+        conf = AbstractConfig(self.config_def, self.config)
+        white = conf.get_list("table.whitelist")
         if white:
             return white
-        black = _list(self.config.get("table.blacklist"))
+        black = conf.get_list("table.blacklist")
         try:
             found = _list_tables(_params(self.config))
         except Exception as e:
@@ -586,7 +542,8 @@ class JdbcSourceConnector(SourceConnector):
         tables = self.tables()
         if not tables:
             return []
-        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max"), len(tables)))
+        tasks_max = AbstractConfig(self.config_def, self.config).get_int("tasks.max")
+        n = max(1, min(int(max_tasks), tasks_max, len(tables)))
         groups = [tables[i::n] for i in range(n)]
         return [dict(self.config, **{TASK_TABLES: json.dumps(g)}) for g in groups]
 
@@ -621,15 +578,18 @@ class JdbcSourceTask(Task):
         cfg, cd = self.config, self.config_def
         self.params = _checked_params(cfg, cd, "JdbcSourceTask")
         self.dialect = self.params["dialect"]
-        self.mode = cd.get(cfg, "mode")
+        conf = AbstractConfig(cd, cfg)
+        self.mode = conf.get_string("mode")
         self.inc_col = cfg.get("incrementing.column.name") or None
-        self.ts_cols = _list(cfg.get("timestamp.column.name"))
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
-        self.poll_interval = max(0, _int(cd, cfg, "poll.interval.ms")) / 1000.0
-        self.delay_ms = max(0, _int(cd, cfg, "timestamp.delay.interval.ms"))
-        self.schemas_enable = _bool(cd.get(cfg, "value.converter.schemas.enable"))
+        self.ts_cols = conf.get_list("timestamp.column.name")
+        self.batch_rows = max(1, conf.get_int("batch.max.rows"))
+        self.poll_interval = max(0, conf.get_int("poll.interval.ms")) / 1000.0
+        self.delay_ms = max(0, conf.get_long("timestamp.delay.interval.ms"))
+        self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
         self.producer_overrides = client_overrides(cfg, "producer")
-        self._transforming, self._operator = _error_handling(cfg, sink=False)
+        from webapp.runtime.pipeline import error_handling
+
+        self._transforming, self._operator = error_handling(cfg, sink=False)
         self._pipelines: dict[Any, Any] = {}
         prefix = cfg.get("topic.prefix") or ""
         q = lambda n: jdbc_io.quote(self.dialect, n)  # noqa: E731
@@ -650,7 +610,7 @@ class JdbcSourceTask(Task):
                 part = {"table": t}
                 self.sources.append(_Source(t, part, prefix + t, f"SELECT * FROM {q(t)}", self._resume(part)))
         for s in self.sources:
-            if not _TOPIC_RE.match(s.topic):
+            if not is_valid_topic_name(s.topic):
                 raise ConnectException(f"Invalid topic name {s.topic!r} for {s.name}: use up to 249 of [a-zA-Z0-9._-]")
         self._turn = 0
         if self.context.spark is None:
@@ -664,8 +624,8 @@ class JdbcSourceTask(Task):
         for s in self.sources:
             try:
                 ensure_topic_cached(with_admin_overrides(self.context.kafka_config, cfg), s.topic,
-                                    _int(cd, cfg, "topic.creation.default.partitions"),
-                                    _int(cd, cfg, "topic.creation.default.replication.factor"),
+                                    conf.get_int("topic.creation.default.partitions"),
+                                    conf.get_int("topic.creation.default.replication.factor"),
                                     topic_creation_config(cfg))
             except TopicError as e:
                 raise ConnectException(str(e)) from e
@@ -936,12 +896,12 @@ class JdbcSourceTask(Task):
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read
         df = self.context.spark.range(0, n, 1, n).mapInArrow(
             pipeline.wrap(_make_logical_read_fn(read_fn, kinds), s.topic, now_ms), pipeline.spark_schema())
-        cd, cfg = self.config_def, self.config
+        conf, cfg = AbstractConfig(self.config_def, self.config), self.config
         try:
             return pipeline.produce(df, s.topic, self.context.kafka_config, cfg,
                                     producer_config=self.producer_overrides,
-                                    partitions=_int(cd, cfg, "topic.creation.default.partitions"),
-                                    replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
+                                    partitions=conf.get_int("topic.creation.default.partitions"),
+                                    replication_factor=conf.get_int("topic.creation.default.replication.factor"))
         except KafkaIOError as e:
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
 
@@ -1030,26 +990,30 @@ class JdbcSinkConnector(SinkConnector):
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: types, allowed values, the URL, and pk/delete combinations."""
-        errors = _merge(self.config_def.validate(config), _common_errors(config))
-        cd = self.config_def
-        pk_mode = cd.get(config, "pk.mode")
-        if _bool(cd.get(config, "delete.enabled")) and pk_mode != "record_key":
+        errors = merge_errors(self.config_def.validate(config), _common_errors(config))
+        conf = AbstractConfig(self.config_def, config)
+        pk_mode = conf.get_string("pk.mode")
+        try:
+            delete_enabled = conf.get_bool("delete.enabled")
+        except ConfigException:
+            delete_enabled = False  # ConfigDef.validate reported it
+        if delete_enabled and pk_mode != "record_key":
             errors["delete.enabled"].append("delete.enabled=true requires pk.mode=record_key")
-        if cd.get(config, "insert.mode") in ("upsert", "update") and pk_mode == "none":
-            errors["pk.mode"].append(f"insert.mode={cd.get(config, 'insert.mode')} requires a primary key "
+        if conf.get_string("insert.mode") in ("upsert", "update") and pk_mode == "none":
+            errors["pk.mode"].append(f"insert.mode={conf.get_string('insert.mode')} requires a primary key "
                                      "(pk.mode other than none)")
-        if pk_mode == "record_value" and not _list(config.get("pk.fields")):
+        if pk_mode == "record_value" and not conf.get_list("pk.fields"):
             pass  # all value fields form the key, as in Confluent's connector
-        return _merge(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
+        return merge_errors(errors, _at_least_one(config, ("tasks.max", "batch.max.rows", "batch.size")))
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "JdbcSinkConnector")
+        raise_if_errors(self.validate(config), "JdbcSinkConnector")
         self.config = dict(config)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """``min(max_tasks, tasks.max)`` task configs with ``task.index`` / ``task.count``."""
-        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        n = max(1, min(int(max_tasks), AbstractConfig(self.config_def, self.config).get_int("tasks.max")))
         return [dict(self.config, **{"task.index": str(i), "task.count": str(n)}) for i in range(n)]
 
 
@@ -1063,8 +1027,11 @@ class _TopicPlan:
     key_prefixes: list[str] | None
 
 
-class JdbcSinkTask(Task):
+class JdbcSinkTask(SinkTask):
     """Reads its topic partitions and writes each partition's batch in one transaction with its offset.
+
+    Its assignment, offsets and batch loop are :class:`~webapp.runtime.sink_task.SinkTask`'s; the offsets
+    it starts from are the higher of the worker's and those committed in the target.
 
     Raises (from ``start``/``run_batch``): ConnectException for bad config, a missing
     table without ``auto.create``, missing columns without ``auto.evolve``, records
@@ -1077,54 +1044,29 @@ class JdbcSinkTask(Task):
         cfg, cd = self.config, self.config_def
         self.params = _checked_params(cfg, cd, "JdbcSinkTask")
         self.dialect = self.params["dialect"]
-        self.topics = _list(cfg["topics"])
-        self.table_format = cd.get(cfg, "table.name.format") or "${topic}"
-        self.insert_mode = cd.get(cfg, "insert.mode")
-        self.pk_mode = cd.get(cfg, "pk.mode")
-        self.pk_fields = _list(cfg.get("pk.fields"))
-        self.auto_create = _bool(cd.get(cfg, "auto.create"))
-        self.auto_evolve = _bool(cd.get(cfg, "auto.evolve"))
-        self.delete_enabled = _bool(cd.get(cfg, "delete.enabled"))
-        self.batch_size = _int(cd, cfg, "batch.size")
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
-        self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
-        self.key_converter = cd.get(cfg, "key.converter")
-        self.key_schemas = _bool(cd.get(cfg, "key.converter.schemas.enable"))
-        self.index = int(cfg.get("task.index", self.context.task_id.task))
-        self.count = int(cfg.get("task.count", 1))
-        self.consumer_overrides = client_overrides(cfg, "consumer")
+        conf = AbstractConfig(cd, cfg)
+        self.table_format = conf.get_string("table.name.format") or "${topic}"
+        self.insert_mode = conf.get_string("insert.mode")
+        self.pk_mode = conf.get_string("pk.mode")
+        self.pk_fields = conf.get_list("pk.fields")
+        self.auto_create = conf.get_bool("auto.create")
+        self.auto_evolve = conf.get_bool("auto.evolve")
+        self.delete_enabled = conf.get_bool("delete.enabled")
+        self.batch_size = conf.get_int("batch.size")
+        self.batch_ms = max(1, conf.get_long("batch.max.ms"))
+        self.key_converter = conf.get_class("key.converter")
+        self.key_schemas = conf.get_bool("key.converter.schemas.enable")
         self.connector = self.context.task_id.connector
-        self._transforming, self._operator = _error_handling(cfg, sink=True)
         self._pipelines: dict[str, Any] = {}
-        dlq = self._operator.config.dlq_topic
-        if dlq:
-            from webapp.kafka.topics import TopicError, ensure_topic
-
-            try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(with_admin_overrides(self.context.kafka_config, cfg), dlq, 1,
-                             self._operator.config.dlq_replication_factor)
-            except TopicError as e:
-                raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
         self._tables: dict[str, set[str]] = {}
         self._scales: dict[str, dict[str, int | None]] = {}  # table -> DECIMAL column -> its scale
-        self._next: dict[tuple[str, int], int] = {}
-        for entry in self.context.offsets.values():
-            part, off = entry.partition, entry.offset
-            if part.get("kafka_topic") in self.topics and "kafka_offset" in off:
-                self._next[(part["kafka_topic"], int(part["kafka_partition"]))] = int(off["kafka_offset"])
+        self.start_sink(conf.get_list("topics"), conf.get_int("batch.max.rows"))
         self._load_target_offsets()
         if self.context.spark is None:
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
         _register_by_value()
-        from webapp.kafka.clients import SinkParking
-
-        self._parking = SinkParking(self.context.end_offsets, str(self.context.task_id), self.context.wake)
-
-    def stop(self) -> None:
-        if getattr(self, "_parking", None) is not None:
-            self._parking.stop()
 
     # -- offsets in the target ---------------------------------------------------------
     def _load_target_offsets(self) -> None:
@@ -1161,47 +1103,9 @@ class JdbcSinkTask(Task):
             conn.close()
 
     # -- batches -----------------------------------------------------------------------
-    def _assigned(self) -> list[tuple[str, int]]:
-        from webapp.kafka.clients import partition_count_cached
-        from webapp.kafka.topics import TopicError
-
-        out = []
-        for topic in self.topics:
-            try:
-                n = partition_count_cached(self.context.kafka_config, topic)
-            except TopicError as e:
-                raise ConnectException(str(e)) from e
-            out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
-        return out
-
-    def idle_delay(self) -> float | None:
-        return self._parking.idle_delay()  # woken by the worker's EndOffsetWatcher
-
-    def run_batch(self) -> BatchResult | None:
-        from webapp.kafka.spark_io import TopicPartitionRange
-
-        assigned = self._assigned()
-        if not assigned or self._parking.nothing_new(assigned):
-            return None
-        per = max(1, math.ceil(self.batch_rows / len(assigned)))
-        records = 0
-        offsets: list[SourceOffset] = []
-        for topic in self.topics:
-            ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
-            if not ranges:
-                continue
-            done = self._operator.execute(lambda t=topic, r=ranges: self._sink_topic(t, r), "TASK_PUT",
-                                          type(self).__name__)
-            for p, first, last, count, nxt in done:
-                records += count
-                if nxt is not None:
-                    self._next[(topic, p)] = nxt
-                    offsets.append(SourceOffset({"kafka_topic": topic, "kafka_partition": p}, {"kafka_offset": nxt}))
-        if not offsets:
-            self._parking.found_nothing()
-            return None
-        self._parking.moved()
-        return BatchResult(records, tuple(offsets))
+    def put_topic(self, topic: str, ranges: list) -> list[PartitionDone]:
+        """Write one topic's ranges (:meth:`_sink_topic`, offsets in the same transactions)."""
+        return [PartitionDone(p, count, nxt) for p, first, last, count, nxt in self._sink_topic(topic, ranges)]
 
     def _peek(self, ranges, full: bool = False) -> list[tuple]:
         """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver.

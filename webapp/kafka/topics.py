@@ -6,11 +6,21 @@ librdkafka warn).
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Mapping
 
-__all__ = ["ensure_topic", "partition_count", "admin_client", "shared_admin_client", "TopicError"]
+__all__ = ["ensure_topic", "partition_count", "admin_client", "shared_admin_client", "TopicError",
+           "is_valid_topic_name"]
+
+#: what a topic a connector names or creates may be called: Kafka's legal characters, at most 249 of them
+_TOPIC_NAME_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def is_valid_topic_name(name: str) -> bool:
+    """Whether ``name`` is a legal Kafka topic name (1 to 249 of ``[a-zA-Z0-9._-]``)."""
+    return bool(_TOPIC_NAME_RE.match(name))
 
 # Keys that mean something to an AdminClient; everything else (producer/consumer
 # tuning) is dropped so that one shared kafka_config can be passed everywhere.

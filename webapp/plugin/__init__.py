@@ -10,7 +10,8 @@ here; the modules are its rooms:
   :class:`Task`, :class:`TaskContext`, :class:`BatchResult`, :class:`ConnectorTaskId`;
 * ``config`` — :class:`ConfigKey`, :class:`ConfigDef` (declare and validate keys),
   :class:`AbstractConfig` (typed getters: ``get_int``, ``get_bool``, ``get_list``,
-  ``get_password``, ...), :class:`Password`;
+  ``get_password``, ...), :class:`Password`, :func:`merge_errors` / :func:`raise_if_errors` (validation
+  results);
 * ``offsets`` — :class:`SourceOffset`, :func:`partition_key`;
 * ``version`` — :data:`RAFTCONNECT_VERSION` (the installed distribution's version);
 * ``errors`` — :class:`ConnectException`, :class:`DataException`, :class:`ConfigException`.
@@ -19,7 +20,7 @@ Plugins are discovered by the runtime (``webapp.runtime.registry``, entry-point 
 ``raftconnect.connectors``); records and batches as a transformation sees them are
 ``webapp.runtime.transforms.record``.
 """
-from .config import AbstractConfig, ConfigDef, ConfigKey, Password
+from .config import AbstractConfig, ConfigDef, ConfigKey, Password, merge_errors, raise_if_errors
 from .connector import (
     BatchResult,
     Connector,
@@ -50,5 +51,7 @@ __all__ = [
     "SourceOffset",
     "Task",
     "TaskContext",
+    "merge_errors",
     "partition_key",
+    "raise_if_errors",
 ]

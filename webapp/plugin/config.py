@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-from .errors import ConfigException
+from .errors import ConfigException, ConnectException
 
-__all__ = ["ConfigKey", "ConfigDef", "AbstractConfig", "Password"]
+__all__ = ["ConfigKey", "ConfigDef", "AbstractConfig", "Password", "merge_errors", "raise_if_errors"]
 
 #: Connect's type names of a :class:`ConfigKey`
 TYPES = ("STRING", "INT", "LONG", "DOUBLE", "BOOLEAN", "LIST", "PASSWORD", "CLASS")
@@ -66,7 +66,8 @@ class Password:
 def _parse(name: str, type_: str, raw: str) -> Any:
     """``raw`` (a non-empty string) as a value of Connect type ``type_``; ConfigException naming ``name``.
 
-    INT / LONG → int, DOUBLE → float, BOOLEAN → bool (``true`` / ``false``, any case), LIST → list of
+    INT / LONG → int, DOUBLE → float, BOOLEAN → bool (``true`` / ``false``, any case, surrounding blanks
+    ignored as Kafka does), LIST → list of
     the comma-separated items (stripped, empty ones dropped), PASSWORD → :class:`Password`,
     STRING / CLASS → the string.
     """
@@ -76,12 +77,12 @@ def _parse(name: str, type_: str, raw: str) -> Any:
         except ValueError:
             raise ConfigException(f"Invalid value {raw} for configuration {name}: Not a number of type {type_}",
                                   {name: [f"Not a number of type {type_}"]}) from None
-    if type_ == "BOOLEAN":
-        if raw.lower() not in ("true", "false"):
+    if type_ == "BOOLEAN":  # trimmed, as Kafka's ConfigDef.parseType (int() and float() trim the numbers)
+        if raw.strip().lower() not in ("true", "false"):
             raise ConfigException(f"Invalid value {raw} for configuration {name}: "
                                   "Expected value to be either true or false",
                                   {name: ["Expected value to be either true or false"]})
-        return raw.lower() == "true"
+        return raw.strip().lower() == "true"
     if type_ == "LIST":
         return [v.strip() for v in raw.split(",") if v.strip()]
     if type_ == "PASSWORD":
@@ -105,8 +106,8 @@ class ConfigDef:
     def get(self, config: Mapping[str, str], name: str) -> str | None:
         """The raw value of ``name`` in ``config``, or the key's default (unparsed).
 
-        Prefer :class:`AbstractConfig`'s typed getters; the JDBC connector still reads its values
-        this way (to move with its own ``_bool`` / ``_int`` / ``_list``, see docs/ARCHITECTURE.md).
+        Prefer :class:`AbstractConfig`'s typed getters, which parse the value (every connector of this
+        project reads its config with them); this stays for plugins that want the raw string.
         """
         key = self.key(name)
         return config.get(name, key.default if key is not None else None)
@@ -137,6 +138,24 @@ class ConfigDef:
                     )
             errors[key.name] = errs
         return errors
+
+
+def merge_errors(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Several ``{key: [messages]}`` maps (as :meth:`ConfigDef.validate` gives) as one; a message once per key."""
+    out: dict[str, list[str]] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out.setdefault(k, [])
+            out[k].extend(x for x in v if x not in out[k])
+    return out
+
+
+def raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
+    """Raise :class:`~webapp.plugin.errors.ConnectException` ``Invalid <what> configuration: key: message; ...``
+    when any key of ``errors`` has a message (a task's start refusing what validation would refuse)."""
+    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
+    if bad:
+        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
 class AbstractConfig:

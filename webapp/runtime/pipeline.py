@@ -38,11 +38,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from webapp.plugin import ConnectException, ConnectorTaskId
+from webapp.plugin import ConnectException, ConnectorTaskId, merge_errors, raise_if_errors
 
 from .errors import ErrorHandlingConfig, ProcessingError, RetryWithToleranceOperator, Stage, ToleranceExceeded, \
-    dlq_headers
-from .transforms.chain import TransformationChain, TransformError
+    dlq_headers, validate_error_config
+from .transforms.chain import TransformationChain, TransformError, validate_transforms
 from .transforms.record import RecordBatch, headers_type
 
 __all__ = ["SourcePipeline", "SinkPipeline", "JSON_CONVERTER", "needs_pipeline"]
@@ -67,6 +67,21 @@ def needs_pipeline(config: Mapping[str, str]) -> bool:
     return bool((config.get("transforms") or "").strip()) or \
         (config.get("errors.tolerance") or "none").strip().lower() == "all" or \
         bool((config.get("errors.deadletterqueue.topic.name") or "").strip())
+
+
+def error_handling(config: Mapping[str, str], *, sink: bool) -> tuple[bool, RetryWithToleranceOperator]:
+    """(run the SMT / tolerance pipeline?, the task's :class:`RetryWithToleranceOperator`) for a task config.
+
+    A source's records can only fail in a transformation, so only ``transforms`` takes a source off
+    its fast path (and a source has no dead letter queue); a sink also leaves it for
+    ``errors.tolerance=all`` or a dead letter queue. Raises ConnectException listing invalid
+    ``transforms`` / ``predicates`` / ``errors.*`` keys.
+    """
+    raise_if_errors(merge_errors(validate_transforms(config), validate_error_config(config, sink=sink)),
+                    "transforms / errors")
+    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
+    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
+    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))
 
 
 def _spark_safe(arrow_schema):
@@ -570,9 +585,12 @@ class SinkPipeline:
             return [F.col(_V).getField(f.name).alias(f.name) for f in dt.fields]
         return [F.col(_V).alias("value")]
 
-    def produce_dlq(self, out, kafka_config: Mapping[str, Any]) -> int:
+    def produce_dlq(self, out, kafka_config: Mapping[str, Any],
+                    producer_config: Mapping[str, Any] | None = None) -> int:
         """Produce the error rows of ``out`` (original key, value, headers (+ context)) to the DLQ topic.
 
+        ``producer_config``: the connector's ``producer.override.*`` keys as librdkafka settings
+        (applied last, as Connect's DeadLetterQueueReporter takes the connector's producer overrides).
         Returns the number of records produced; 0 when no DLQ topic is configured.
         Raises KafkaIOError.
         """
@@ -586,4 +604,4 @@ class SinkPipeline:
         rows = out.where(F.col(_ERR[0]).isNotNull()).select("key", "value", F.col(_DLQ_H).alias("headers"),
                                                               "timestamp")
         return produce_dataframe(rows, topic, kafka_config, key_col="key", headers_col="headers",
-                                 timestamp_col="timestamp")
+                                 timestamp_col="timestamp", producer_config=producer_config)

@@ -130,6 +130,60 @@ def test_poison_records_go_to_the_dead_letter_queue_with_context_headers(spark, 
     assert b"oops" in h1[e + "exception.message"] and h1[e + "exception.stacktrace"]
 
 
+def test_dead_letter_queue_producer_and_topic_creation_take_the_connectors_override_keys(
+        spark, kafka_broker, tmp_path, monkeypatch):
+    """Issue 15 item 3: as the JDBC sink, the file sink's DLQ producer gets ``producer.override.*`` and its
+    topic creation ``admin.override.*`` (Java names mapped), and the file source's topic creation too."""
+    import webapp.kafka.spark_io as spark_io
+    import webapp.kafka.topics as topics
+
+    admin_configs, producer_configs = [], []
+    real_admin, real_client = topics._admin_config, spark_io._client_config
+
+    def spy_admin(kafka_config):
+        conf = real_admin(kafka_config)
+        admin_configs.append(conf)
+        return conf
+
+    def spy_client(base, defaults, drop, overrides):
+        conf = real_client(base, defaults, drop, overrides)
+        if drop is spark_io._CONSUMER_ONLY_PREFIXES:
+            producer_configs.append(conf)
+        return conf
+
+    monkeypatch.setattr(topics, "_admin_config", spy_admin)
+    monkeypatch.setattr(spark_io, "_client_config", spy_client)
+    topic, dlq, out = unique("payments-ov"), unique("payments-ov-dlq"), tmp_path / "out"
+    ensure_topic(kafka_broker.client_config(), topic, 1)
+    _produce_poison(kafka_broker, topic)
+    admin_configs.clear()
+    task = _sink_task(spark, kafka_broker, tmp_path, "pay-sink-ov", {
+        "topics": topic, "path": str(out), "format": "json",
+        "transforms": "cast", "transforms.cast.type": P + "Cast$Value", "transforms.cast.spec": "amount:int32",
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "producer.override.linger.ms": "7", "producer.override.max.request.size": "2000000",
+        "admin.override.request.timeout.ms": "7000", "consumer.override.fetch.max.wait.ms": "50"})
+    assert admin_configs and all(c["socket.timeout.ms"] == "7000" for c in admin_configs)
+    result = task.run_batch()
+    assert result.records == 7
+    assert len(read_messages(kafka_broker.bootstrap_servers, dlq)) == 2
+    assert len(producer_configs) == 1  # the DLQ's producer, nothing else produced
+    dlq_conf = producer_configs[0]
+    assert (dlq_conf["linger.ms"], dlq_conf["message.max.bytes"]) == ("7", "2000000")
+    assert "fetch.wait.max.ms" not in dlq_conf and "socket.timeout.ms" not in dlq_conf
+    assert dlq_conf["bootstrap.servers"] == kafka_broker.bootstrap_servers
+
+    admin_configs.clear()
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.json").write_text('{"id": 1}\n')
+    routed = unique("ov-source")
+    run_source(spark, kafka_broker, {"path": str(data), "topic": routed, "format": "json",
+                                     "admin.override.request.timeout.ms": "6000"}, tmp_path, "ov-src")
+    assert admin_configs and admin_configs[0]["socket.timeout.ms"] == "6000"
+
+
 def test_tolerance_none_fails_the_batch_and_writes_nothing(spark, kafka_broker, tmp_path):
     topic, out = unique("payments-strict"), tmp_path / "out"
     ensure_topic(kafka_broker.client_config(), topic, 1)

@@ -96,3 +96,16 @@ def test_key_value_variants_pickle_by_reference_from_their_family_module():
     again = pickle.loads(pickle.dumps(chain))
     assert type(again.steps[0].transform) is cast.CastValue
     assert values(again.apply(batch(rec(ALICE))))[0]["age"] == "30"
+
+
+def test_negate_is_parsed_as_connect_parses_a_boolean():
+    base = {**one("InsertField$Value", static_field="tag", static_value="x"), "transforms.t.predicate": "p",
+            "predicates": "p", "predicates.p.type": "TopicNameMatches", "predicates.p.pattern": "a"}
+    assert validate_transforms({**base, "transforms.t.negate": " TRUE "}) == {}
+    out = run({**base, "transforms.t.negate": " TRUE "}, rec(ALICE, topic="a"), rec(ALICE, topic="b"))
+    assert values(out) == [{**ALICE, "tag": None}, {**ALICE, "tag": "x"}]
+    assert validate_transforms({**base, "transforms.t.negate": "yes"}) == {"transforms.t.negate": [
+        "Invalid value yes for configuration transforms.t.negate: Expected value to be either true or false"]}
+    assert validate_transforms({**one("InsertField$Value", static_field="tag", static_value="x"),
+                                "transforms.t.negate": "true"}) == {
+        "transforms.t.negate": ["transforms.t.negate needs transforms.t.predicate"]}

@@ -6,8 +6,8 @@ add to task configs (``task.index``, ``task.count``, ``task.splits``), the helpe
 that check config values (converter flags, ``tasks.max``-like positive numbers,
 ``producer.override.*`` / ``consumer.override.*``; values are read with the plugin
 API's typed getters, ``AbstractConfig(config_def, config).get_int(key)``), the listing
-of a source directory, and the SMT / ``errors.*`` check a task makes at start
-(:func:`_error_handling`).
+of a source directory. The SMT / ``errors.*`` check a task makes at start is the
+runtime's (``webapp.runtime.pipeline.error_handling``).
 
 Must not touch: files' contents, Kafka, Spark or the metadata store (the tasks
 do); paths' permissions (``webapp.runtime.file_access`` decides); the web layer.
@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from typing import Mapping
 
 from webapp.kafka import client_overrides
-from webapp.plugin import AbstractConfig, ConfigException, ConfigKey, ConnectException
+from webapp.plugin import AbstractConfig, ConfigException, ConfigKey
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
 SINK_FORMATS = ("parquet", "json", "csv")
@@ -31,7 +30,6 @@ _KEY_CONVERTERS = (JSON_CONVERTER, STRING_CONVERTER)
 
 _EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".json": "json", ".jsonl": "json",
                ".ndjson": "json", ".parquet": "parquet", ".pq": "parquet"}
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 _STAGING = "_staging"
 
@@ -135,21 +133,6 @@ def _converter_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     return errors
 
 
-def _merge_errors(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for d in dicts:
-        for k, v in d.items():
-            out.setdefault(k, [])
-            out[k].extend(x for x in v if x not in out[k])
-    return out
-
-
-def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
-    bad = [f"{k}: {m}" for k, msgs in errors.items() for m in msgs]
-    if bad:
-        raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
-
-
 def _positive(conf: AbstractConfig, names: tuple[str, ...]) -> dict[str, list[str]]:
     """``{key: [message]}`` for each of ``names`` whose value is a number below 1 (a non-number is
     ``ConfigDef.validate``'s to report)."""
@@ -163,20 +146,3 @@ def _positive(conf: AbstractConfig, names: tuple[str, ...]) -> dict[str, list[st
             errors.setdefault(name, []).append(f"Invalid value {conf.get_string(name)} for configuration {name}: "
                                                "Value must be at least 1")
     return errors
-
-
-def _error_handling(config: Mapping[str, str], sink: bool):
-    """(run the SMT/tolerance pipeline?, RetryWithToleranceOperator) for a task config.
-
-    Raises ConnectException listing invalid ``transforms``/``predicates``/``errors.*`` keys.
-    """
-    from webapp.runtime.errors import ErrorHandlingConfig, RetryWithToleranceOperator, validate_error_config
-    from webapp.runtime.pipeline import needs_pipeline
-    from webapp.runtime.transforms import validate_transforms
-
-    errors = _merge_errors(validate_transforms(config), validate_error_config(config, sink=sink))
-    _raise_if_errors(errors, "transforms / errors")
-    cfg = {k: v for k, v in config.items() if sink or k != "errors.deadletterqueue.topic.name"}
-    # A source's records can only fail in a transformation: without transforms it keeps its fast path.
-    transforming = needs_pipeline(cfg) if sink else bool((cfg.get("transforms") or "").strip())
-    return transforming, RetryWithToleranceOperator(ErrorHandlingConfig.from_config(cfg))

@@ -19,14 +19,22 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webapp.plugin import AbstractConfig, ConfigDef, ConnectException, SinkConnector, SourceConnector
+from webapp.kafka.topics import is_valid_topic_name
+from webapp.plugin import (
+    AbstractConfig,
+    ConfigDef,
+    ConnectException,
+    SinkConnector,
+    SourceConnector,
+    merge_errors,
+    raise_if_errors,
+)
 from webapp.runtime import file_access
 
 from .config import (
     _COMMON_KEYS,
     _SINK_KEYS,
     _SOURCE_KEYS,
-    _TOPIC_RE,
     SOURCE_FORMATS,
     TASK_COUNT,
     TASK_INDEX,
@@ -34,9 +42,7 @@ from .config import (
     _converter_errors,
     _format_from_name,
     _list_files,
-    _merge_errors,
     _positive,
-    _raise_if_errors,
 )
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ class FileSourceConnector(SourceConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus path existence, format, topic name, converters."""
         conf = AbstractConfig(self.config_def, config)
-        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+        errors = merge_errors(self.config_def.validate(config), _converter_errors(config),
                                _positive(conf, ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
         path = config.get("path")
         if path:
@@ -127,7 +133,7 @@ class FileSourceConnector(SourceConnector):
                     errors["format"].append(f"Cannot infer the format of {files[0]} from its extension; "
                                             f"set format to one of {', '.join(SOURCE_FORMATS)}")
         topic = config.get("topic")
-        if topic and not _TOPIC_RE.match(topic):
+        if topic and not is_valid_topic_name(topic):
             errors["topic"].append(f"Invalid topic name {topic!r}: use up to 249 of [a-zA-Z0-9._-]")
         if len(conf.get_string("csv.delimiter") or ",") != 1:
             errors["csv.delimiter"].append("csv.delimiter must be a single character")
@@ -135,7 +141,7 @@ class FileSourceConnector(SourceConnector):
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "FileSourceConnector")
+        raise_if_errors(self.validate(config), "FileSourceConnector")
         self.config = dict(config)
 
     def _files(self) -> list[tuple[str, str]]:
@@ -259,14 +265,14 @@ class FileSinkConnector(SinkConnector):
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus topic names, output path, converters."""
         conf = AbstractConfig(self.config_def, config)
-        errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
+        errors = merge_errors(self.config_def.validate(config), _converter_errors(config),
                                _positive(conf, ("tasks.max", "batch.max.rows")))
         if config.get("topics") is not None:
             names = conf.get_list("topics")
             if not names:
                 errors["topics"].append("topics must list at least one topic")
             for t in names:
-                if not _TOPIC_RE.match(t):
+                if not is_valid_topic_name(t):
                     errors["topics"].append(f"Invalid topic name {t!r}: use up to 249 of [a-zA-Z0-9._-]")
         path = config.get("path")
         if path:
@@ -285,7 +291,7 @@ class FileSinkConnector(SinkConnector):
 
     def start(self, config: Mapping[str, str]) -> None:
         """Validate and keep the config. Raises ConnectException listing every invalid key."""
-        _raise_if_errors(self.validate(config), "FileSinkConnector")
+        raise_if_errors(self.validate(config), "FileSinkConnector")
         self.config = dict(config)
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:

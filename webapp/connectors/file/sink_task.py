@@ -19,25 +19,16 @@ from __future__ import annotations
 import functools
 import glob
 import json
-import math
 import os
 import re
 import shutil
 import uuid
 
-from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task
+from webapp.plugin import AbstractConfig, ConnectException, merge_errors, raise_if_errors
 from webapp.runtime import file_access
+from webapp.runtime.sink_task import PartitionDone, SinkTask
 
-from .config import (
-    _STAGING,
-    TASK_COUNT,
-    TASK_INDEX,
-    _client_overrides,
-    _converter_errors,
-    _error_handling,
-    _merge_errors,
-    _raise_if_errors,
-)
+from .config import _STAGING, _converter_errors
 from .connectors import FileSinkConnector
 from .sink_local import _local_arrow_schema, _sink_piece
 
@@ -45,10 +36,11 @@ _SCHEMA_PREFIX = '{"schema":'
 _PART_RE = re.compile(r"^part-(\d+)")
 
 
-class FileSinkTask(Task):
+class FileSinkTask(SinkTask):
     """Consumes its topic-partitions batch by batch and writes each batch as files.
 
-    ``run_batch``: read up to ``batch.max.rows`` records (split over the assigned
+    Its assignment, offsets and batch loop are :class:`~webapp.runtime.sink_task.SinkTask`'s; each
+    topic of a batch (:meth:`put_topic`): read up to ``batch.max.rows`` records (split over the assigned
     partitions) from the next offsets until partition EOF, decode in the JVM,
     write with Spark into a staging directory, fsync and rename the files into
     ``path``, then return the next offsets. ``None`` when no partition had new
@@ -63,37 +55,17 @@ class FileSinkTask(Task):
 
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        errors = _merge_errors(cd.validate(cfg), _converter_errors(cfg))
-        _raise_if_errors(errors, "FileSinkTask")
+        errors = merge_errors(cd.validate(cfg), _converter_errors(cfg))
+        raise_if_errors(errors, "FileSinkTask")
         conf = AbstractConfig(cd, cfg)
-        self.topics = conf.get_list("topics")
         self.path = os.path.abspath(cfg["path"])
         file_access.check(self.path)  # before anything is created there; again before each batch's writes
         self.format = conf.get_string("format") or "parquet"
         self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
-        self.batch_rows = max(1, conf.get_int("batch.max.rows"))
         self.batch_ms = max(1, conf.get_long("batch.max.ms"))
         self.sample_rows = max(1, conf.get_int("schemaless.sample.rows"))
         self.compression = conf.get_string("parquet.compression") or "snappy"
-        self.index = int(cfg.get(TASK_INDEX, self.context.task_id.task))
-        self.count = int(cfg.get(TASK_COUNT, 1))
-        if not (0 <= self.index < self.count):
-            raise ConnectException(f"{TASK_INDEX}={self.index} must be in [0, {TASK_COUNT}={self.count})")
-        self.consumer_overrides = _client_overrides(cfg, "consumer.override.")
-        self._transforming, self._operator = _error_handling(cfg, sink=True)
-        dlq = self._operator.config.dlq_topic
-        if dlq:
-            from webapp.kafka.topics import TopicError, ensure_topic
-
-            try:  # as Kafka's DeadLetterQueueReporter: one partition, the configured replication factor
-                ensure_topic(self.context.kafka_config, dlq, 1, self._operator.config.dlq_replication_factor)
-            except TopicError as e:
-                raise ConnectException(f"Could not initialize dead letter queue with topic={dlq}: {e}") from e
-        self._next: dict[tuple[str, int], int] = {}
-        for entry in self.context.offsets.values():
-            part, off = entry.partition, entry.offset
-            if part.get("kafka_topic") in self.topics and "kafka_offset" in off:
-                self._next[(part["kafka_topic"], int(part["kafka_partition"]))] = int(off["kafka_offset"])
+        self.start_sink(conf.get_list("topics"), conf.get_int("batch.max.rows"))
         self._schemaless: dict[str, dict] = {}
         self._stage_prefix = f"{self.context.task_id.connector}-{self.context.task_id.task}-"
         os.makedirs(os.path.join(self.path, _STAGING), exist_ok=True)
@@ -103,58 +75,14 @@ class FileSinkTask(Task):
             from webapp.runtime.spark import get_spark_session
 
             self.context.spark = get_spark_session()
-        from webapp.kafka.clients import SinkParking
 
-        self._parking = SinkParking(self.context.end_offsets, str(self.context.task_id), self.context.wake)
+    def before_batch(self) -> None:
+        """Check the path again: a symbolic link swapped in since start fails the task before any write."""
+        file_access.check(self.path)
 
-    def stop(self) -> None:
-        if getattr(self, "_parking", None) is not None:
-            self._parking.stop()
-
-    def _assigned(self) -> list[tuple[str, int]]:
-        from webapp.kafka.clients import partition_count_cached
-        from webapp.kafka.topics import TopicError
-
-        out = []
-        for topic in self.topics:
-            try:
-                n = partition_count_cached(self.context.kafka_config, topic)
-            except TopicError as e:
-                raise ConnectException(str(e)) from e
-            out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
-        return out
-
-    def idle_delay(self) -> float | None:
-        # woken by the worker's EndOffsetWatcher when a partition gets records; the long
-        # wait is only a safety net (a missed wake-up, a new partition)
-        return self._parking.idle_delay()
-
-    def run_batch(self) -> BatchResult | None:
-        from webapp.kafka.spark_io import TopicPartitionRange
-
-        assigned = self._assigned()
-        if not assigned:
-            return None
-        if self._parking.nothing_new(assigned):
-            return None
-        file_access.check(self.path)  # a symbolic link swapped in since start fails the task before any write
-        per = max(1, math.ceil(self.batch_rows / len(assigned)))
-        reads = []
-        for topic in self.topics:
-            ranges = [TopicPartitionRange(t, p, self._next.get((t, p)), per) for t, p in assigned if t == topic]
-            if ranges:
-                reads.extend(self._operator.execute(lambda: self._sink_topic(topic, ranges), "TASK_PUT",
-                                                    type(self).__name__))
-        if not reads:
-            self._parking.found_nothing()
-            return None
-        self._parking.moved()
-        offsets = []
-        for r in reads:  # only now: every file of the batch is in place
-            self._next[(r.topic, r.partition)] = r.next_offset
-            offsets.append(SourceOffset({"kafka_topic": r.topic, "kafka_partition": r.partition},
-                                        {"kafka_offset": r.next_offset}))
-        return BatchResult(sum(r.count for r in reads), tuple(offsets))
+    def put_topic(self, topic: str, ranges: list) -> list[PartitionDone]:
+        """Write one topic's ranges as files (:meth:`_sink_topic`); what each partition read came to."""
+        return [PartitionDone(r.partition, r.count, r.next_offset) for r in self._sink_topic(topic, ranges)]
 
     # -- one topic per Spark job ----------------------------------------------------------
     def _sink_topic(self, topic: str, ranges) -> list:
@@ -362,7 +290,7 @@ class FileSinkTask(Task):
                 metrics = self.context.metrics
                 logged = failed if self._operator.config.log_enable else 0
                 try:
-                    sent = pipeline.produce_dlq(out, self.context.kafka_config)
+                    sent = pipeline.produce_dlq(out, self.context.kafka_config, self.producer_overrides)
                 except KafkaIOError as e:
                     if metrics is not None:
                         metrics.record_errors(failed=failed, logged=logged, dlq_failed=1)

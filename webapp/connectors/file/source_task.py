@@ -22,16 +22,24 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
+from webapp.kafka.client_overrides import with_admin_overrides
+from webapp.plugin import (
+    AbstractConfig,
+    BatchResult,
+    ConnectException,
+    SourceOffset,
+    Task,
+    TaskContext,
+    merge_errors,
+    partition_key,
+    raise_if_errors,
+)
 from webapp.runtime import file_access
 
 from .config import (
     TASK_SPLITS,
     _client_overrides,
     _converter_errors,
-    _error_handling,
-    _merge_errors,
-    _raise_if_errors,
 )
 from .connectors import FileSourceConnector, _Split
 
@@ -116,9 +124,9 @@ class FileSourceTask(Task):
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
         cfg, cd = self.config, self.config_def
-        errors = _merge_errors(cd.validate(cfg), _converter_errors(cfg))
+        errors = merge_errors(cd.validate(cfg), _converter_errors(cfg))
         errors.pop("path", None)  # the file list comes from task.splits
-        _raise_if_errors(errors, "FileSourceTask")
+        raise_if_errors(errors, "FileSourceTask")
         self.topic = cfg["topic"]
         conf = AbstractConfig(cd, cfg)
         self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
@@ -133,7 +141,9 @@ class FileSourceTask(Task):
         self.null_values = None if nulls is None else [v.strip() for v in nulls.split(",")]
         self.schema_name = cfg.get("value.schema.name") or None
         self.producer_overrides = _client_overrides(cfg, "producer.override.")
-        self._transforming, self._operator = _error_handling(cfg, sink=False)
+        from webapp.runtime.pipeline import error_handling
+
+        self._transforming, self._operator = error_handling(cfg, sink=False)
         self._pipelines: dict[str, Any] = {}
         raw = cfg.get(TASK_SPLITS)
         if raw is None:  # config not produced by the connector: take the whole path
@@ -157,7 +167,8 @@ class FileSourceTask(Task):
         from webapp.kafka.topics import TopicError
 
         try:  # one metadata call for all of the worker's tasks
-            ensure_topic_cached(self.context.kafka_config, self.topic, self.topic_partitions, self.topic_replication)
+            ensure_topic_cached(with_admin_overrides(self.context.kafka_config, self.config), self.topic,
+                                self.topic_partitions, self.topic_replication)
         except TopicError as e:
             raise ConnectException(str(e)) from e
 

@@ -5,7 +5,8 @@ Owns the base classes (Connect's ``Transformation`` / ``Predicate`` with a
 (:func:`_variant_classes`), Connect's ``Requirements`` as whole-column checks
 (``_require_struct``, ``_require_no_nulls``), the small helpers over Connect
 schemas and config values that every family uses, and the package constants
-(``VERSION``, Kafka's package name ``_PKG``).
+(``VERSION``, Kafka's package name ``_PKG``). Config values are parsed by the plugin
+API (``typed_config()``: an :class:`~webapp.plugin.AbstractConfig` over ``config_def``).
 
 Must not touch: any concrete transformation (families import this module), the
 chain or the registry, Kafka, Spark, the metadata store or Django.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-from webapp.plugin import RAFTCONNECT_VERSION, ConfigDef, ConfigException, DataException
+from webapp.plugin import RAFTCONNECT_VERSION, AbstractConfig, ConfigDef, ConfigException, DataException
 from webapp.runtime.converters import arrow_type_to_connect
 
 from .record import RecordBatch, _make_struct, _null_mask, _struct_children
@@ -41,16 +42,6 @@ def _is_struct_type(t) -> bool:
     import pyarrow.types as pt
 
     return pt.is_struct(t)
-
-
-def _bool_cfg(raw: Any) -> bool:
-    return str(raw).strip().lower() == "true"
-
-
-def _list_cfg(raw: Any) -> list[str]:
-    if raw is None:
-        return []
-    return [v.strip() for v in str(raw).split(",") if v.strip()]
 
 
 def _field_schema(schema: Mapping[str, Any], name: str) -> dict | None:
@@ -89,6 +80,10 @@ class _Configurable:
 
     def configure(self, config: Mapping[str, Any]) -> None:
         """Check and keep the config. Raises :class:`ConfigException`."""
+
+    def typed_config(self) -> AbstractConfig:
+        """The config read through ``config_def`` (Kafka's SMTs read theirs with a ``SimpleConfig``)."""
+        return AbstractConfig(self.config_def, self.config)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config!r})"

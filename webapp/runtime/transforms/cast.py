@@ -20,7 +20,6 @@ from webapp.runtime.converters import TIME_LOGICAL, connect_to_arrow_type
 from .base import (
     Transformation,
     _field_schema,
-    _list_cfg,
     _rebuild,
     _require_struct,
     _struct_or_empty,
@@ -112,7 +111,7 @@ class Cast(Transformation):
     def configure(self, config):
         self.whole: str | None = None
         self.casts: dict[str, str] = {}
-        specs = _list_cfg(config.get("spec"))
+        specs = self.typed_config().get_list("spec")
         if not specs:
             raise ConfigException("Must specify at least one field to cast.", {"spec": [
                 "Invalid value for configuration spec: Must specify at least one field to cast."]})

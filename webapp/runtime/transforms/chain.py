@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from webapp.plugin import ConfigException, ConnectException
+from webapp.plugin import AbstractConfig, ConfigDef, ConfigException, ConfigKey, ConnectException
 
-from .base import _PKG, VERSION, Predicate, Transformation, _bool_cfg, _list_cfg
+from .base import _PKG, VERSION, Predicate, Transformation
 from .cast import CastKey, CastValue
 from .field import (
     ExtractFieldKey,
@@ -118,15 +118,21 @@ def _qualify(message: str, key: str, prefix: str) -> str:
                                                                     f"configuration {prefix}{key}:")
 
 
+#: the chain's own keys of a connector config, and of one ``transforms.<alias>.`` step
+_CHAIN_KEYS = ConfigDef((ConfigKey("transforms", "LIST", None), ConfigKey("predicates", "LIST", None)))
+_STEP_KEYS = ConfigDef((ConfigKey("predicate", "STRING", None), ConfigKey("negate", "BOOLEAN", "false")))
+
+
 def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     steps: list[_Step] = []
+    chain = AbstractConfig(_CHAIN_KEYS, config)
 
     def err(key: str, msg: str) -> None:
         errors.setdefault(key, []).append(msg)
 
     predicates: dict[str, Predicate] = {}
-    for alias in _list_cfg(config.get("predicates")):
+    for alias in chain.get_list("predicates"):
         key = f"predicates.{alias}.type"
         type_name = config.get(key)
         if not type_name:
@@ -143,7 +149,7 @@ def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]
                 for m in msgs:
                     err(f"predicates.{alias}.{k}", _qualify(m, k, f"predicates.{alias}."))
     seen = set()
-    for alias in _list_cfg(config.get("transforms")):
+    for alias in chain.get_list("transforms"):
         if alias in seen:
             err("transforms", f"Duplicate alias provided: {alias}")
             continue
@@ -166,21 +172,23 @@ def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]
                 for m in msgs:
                     err(f"transforms.{alias}.{k}", _qualify(m, k, f"transforms.{alias}."))
             continue
-        pred_alias = config.get(f"transforms.{alias}.predicate")
-        negate_raw = config.get(f"transforms.{alias}.negate")
+        step = AbstractConfig(_STEP_KEYS, _prefixed(config, f"transforms.{alias}."))
+        pred_alias = step.get_string("predicate")
         predicate = None
-        if negate_raw is not None and str(negate_raw).strip().lower() not in ("true", "false"):
-            err(f"transforms.{alias}.negate", f"Invalid value {negate_raw} for configuration "
-                                              f"transforms.{alias}.negate: Expected value to be either true or false")
+        try:
+            negate = step.get_bool("negate")
+        except ConfigException as e:
+            err(f"transforms.{alias}.negate", _qualify(str(e), "negate", f"transforms.{alias}."))
+            negate = False
         if pred_alias:
             if pred_alias not in predicates and not any(k.startswith(f"predicates.{pred_alias}.") for k in errors):
                 err(f"transforms.{alias}.predicate", f"Invalid value {pred_alias} for configuration "
                                                      f"transforms.{alias}.predicate: There is no predicate "
                                                      f"'{pred_alias}' (it must be listed in 'predicates')")
             predicate = predicates.get(pred_alias)
-        elif negate_raw is not None and _bool_cfg(negate_raw):
+        elif negate:
             err(f"transforms.{alias}.negate", f"transforms.{alias}.negate needs transforms.{alias}.predicate")
-        steps.append(_Step(alias, transform, predicate, _bool_cfg(negate_raw)))
+        steps.append(_Step(alias, transform, predicate, negate))
     return steps, errors
 
 

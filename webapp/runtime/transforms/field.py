@@ -22,7 +22,6 @@ from .base import (
     _constant,
     _field_schema,
     _java_type,
-    _list_cfg,
     _rebuild,
     _require_no_nulls,
     _require_struct,
@@ -119,10 +118,11 @@ class ReplaceField(Transformation):
     _PURPOSE = "field replacement"
 
     def configure(self, config):
-        self.exclude = set(_list_cfg(config.get("exclude")) or _list_cfg(config.get("blacklist")))
-        self.include = set(_list_cfg(config.get("include")) or _list_cfg(config.get("whitelist")))
+        typed = self.typed_config()
+        self.exclude = set(typed.get_list("exclude") or typed.get_list("blacklist"))
+        self.include = set(typed.get_list("include") or typed.get_list("whitelist"))
         self.renames: dict[str, str] = {}
-        for pair in _list_cfg(config.get("renames")):
+        for pair in typed.get_list("renames"):
             parts = pair.split(":")
             if len(parts) != 2 or not parts[0] or not parts[1]:
                 msg = f"Invalid rename mapping: {pair}"
@@ -164,7 +164,7 @@ class MaskField(Transformation):
     _PURPOSE = "mask fields"
 
     def configure(self, config):
-        self.fields = _list_cfg(config.get("fields"))
+        self.fields = self.typed_config().get_list("fields")
         if not self.fields:
             raise ConfigException("fields must not be empty", {"fields": [
                 f"Invalid value {config.get('fields')} for configuration fields: Empty list"]})
@@ -248,7 +248,7 @@ class ValueToKey(Transformation):
     _PURPOSE = "copying fields from value to key"
 
     def configure(self, config):
-        self.fields = _list_cfg(config.get("fields"))
+        self.fields = self.typed_config().get_list("fields")
         if not self.fields:
             raise ConfigException("fields must not be empty", {"fields": [
                 f"Invalid value {config.get('fields')} for configuration fields: Empty list"]})

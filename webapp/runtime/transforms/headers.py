@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from webapp.plugin import ConfigDef, ConfigException, ConfigKey
 
-from .base import _PKG, Transformation, _list_cfg
+from .base import _PKG, Transformation
 from .record import headers_type
 
 class InsertHeader(Transformation):
@@ -58,7 +58,7 @@ class DropHeaders(Transformation):
     config_def = ConfigDef((ConfigKey("headers", "LIST", None, required=True, importance="HIGH"),))
 
     def configure(self, config):
-        self.headers = _list_cfg(config.get("headers"))
+        self.headers = self.typed_config().get_list("headers")
         if not self.headers:
             raise ConfigException("headers must not be empty", {"headers": [
                 f"Invalid value {config.get('headers')} for configuration headers: Empty list"]})
