@@ -100,12 +100,18 @@ class ConnectClient:
         connector already there (the first attempt committed) counts as created (see
         :meth:`create_connector_once`)."""
         if self.retry_unavailable:
-            self.create_connector_once(name, config)
-            return self.request("GET", f"/connectors/{name}")
+            created = self.create_connector_once(name, config)
+            if created is not None:
+                return created
+            # a retried create answered 409: read it back (from a follower, once it applied the write)
+            return wait_for(lambda: self.request("GET", f"/connectors/{name}"), 30, interval=0.1,
+                            what=f"connector {name} readable after its retried create")
         return self.request("POST", "/connectors", json={"name": name, "config": config})
 
-    def create_connector_once(self, name: str, config: dict[str, str], initial_state: str | None = None) -> None:
+    def create_connector_once(self, name: str, config: dict[str, str], initial_state: str | None = None) -> dict | None:
         """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
+
+        Returns the created ConnectorInfo, or ``None`` when the answer was such a 409.
 
         A forwarding node retries a create when leadership moves while it waits
         (``forwarding.proxy_watching_leader``); if the first attempt had committed,
@@ -113,11 +119,12 @@ class ConnectClient:
         """
         body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
         try:
-            self.request("POST", "/connectors", json=body)
+            return self.request("POST", "/connectors", json=body)
         except ConnectHTTPError as exc:
             stored = self.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
             if any(stored.get(k) != v for k, v in config.items()):
                 raise
+        return None
 
     def connectors(self, expand: list[str] | None = None) -> Any:
         return self.request("GET", "/connectors", params=[("expand", e) for e in expand or []])
