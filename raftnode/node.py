@@ -24,7 +24,8 @@ from pysyncobj.syncobj import SyncObjException
 
 from . import durability
 from .commands import ClusterCommands
-from .state import ClusterStateMachine
+from .groupcommit import GroupCommitter
+from .state import BATCH_COMMAND, ClusterStateMachine
 
 __all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "SingleAttempt", "without_leader_wait"]
 
@@ -125,6 +126,14 @@ class RaftConfig:
         tick_period: seconds the Raft thread waits for socket events per tick; a
             synchronous proposal costs about two ticks on a single member, so the
             pysyncobj default (50 ms) would make every REST write take 100 ms.
+        append_entries_immediately: the leader sends append-entries as soon as a command
+            is appended or an entry committed, and a proposal wakes the Raft thread,
+            instead of waiting for the next ``append_entries_period`` and tick
+            (pysyncobj's ``appendEntriesUseBatch`` off). Saves ~10 ms per write; with
+            group commit the number of messages stays one round per batch.
+        group_commit: on the leader, concurrent proposals share log entries
+            (:mod:`raftnode.groupcommit`); ``group_commit_max_batch`` commands at most
+            per entry, ``group_commit_max_in_flight`` entries outstanding at once.
     """
 
     self_address: str
@@ -139,6 +148,10 @@ class RaftConfig:
     tick_period: float = 0.005
     log_compaction_min_entries: int = 20000
     log_compaction_min_time: float = 120.0
+    append_entries_immediately: bool = True
+    group_commit: bool = True
+    group_commit_max_batch: int = 256
+    group_commit_max_in_flight: int = 2
 
 
 class RaftNode:
@@ -190,9 +203,14 @@ class RaftNode:
             # propose() waits for a leader itself, within the caller's timeout.
             commandsWaitLeader=False,
             autoTickPeriod=config.tick_period,
+            appendEntriesUseBatch=not config.append_entries_immediately,
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        #: leader-side group commit of :meth:`propose` (``None`` when ``config.group_commit`` is off)
+        self.group_commit = GroupCommitter(
+            self.state, self.syncobj._isLeader, max_batch=config.group_commit_max_batch,
+            max_in_flight=config.group_commit_max_in_flight) if config.group_commit else None
         self._stopped = threading.Event()
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
@@ -302,7 +320,10 @@ class RaftNode:
                 raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
                                       f"{timeout:g} s")
             try:
-                result = method(*args, sync=True, timeout=remaining)
+                if self.group_commit is not None and name != BATCH_COMMAND and self.is_leader:
+                    result = self.group_commit.submit(name, args, remaining)
+                else:
+                    result = method(*args, sync=True, timeout=remaining)
                 break
             except SyncObjException as exc:
                 code = exc.errorCode

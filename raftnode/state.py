@@ -21,7 +21,7 @@ from typing import Any
 from pysyncobj import SyncObjConsumer, replicated
 
 __all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING", "LEGACY_COMMANDS",
-           "json_copy"]
+           "BATCH_COMMAND", "json_copy"]
 
 #: The replicated commands of the first journals, in pysyncobj's numbering order. pysyncobj numbers
 #: a consumer's replicated methods by sorting their names and logs that number, not the name: a new
@@ -34,6 +34,10 @@ LEGACY_COMMANDS = (
     "_remove_member", "_request_restart", "_reset_offsets", "_reset_topics", "_set_assignment",
     "_switch_phase",
 )
+#: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Its name
+#: must sort after every other replicated command's, present and future, for the reason above; the
+#: ``_zz_`` prefix leaves room (``tests/raftnode/test_groupcommit.py`` checks it is numbered last).
+BATCH_COMMAND = "_zz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
 ADMIN_ROLE = "admin"
@@ -651,3 +655,44 @@ class ClusterStateMachine(SyncObjConsumer):
         for d in found:
             del self.tokens[d]
         return {"ok": True}
+
+    # ------------------------------------------------------------ replicated: group commit
+    @replicated
+    def _zz_apply_batch(self, entries: list[list]) -> list[dict[str, Any]]:
+        """Apply ``entries`` (``[[command name, [args...]], ...]``) one after the other; return their results in order.
+
+        The log entry of a group commit (``raftnode.groupcommit``). Each command runs
+        exactly as if it had its own log entry: its own checks (fencing by owner and
+        generation, coordinator epoch, store open, ...), its own result; a refused
+        command returns its :class:`Rejected` and changes nothing, and the others
+        still apply. A command that raises (a bug; commands return refusals) is
+        answered ``Rejected(..., 500)`` instead of failing the whole entry on every
+        member. A name that is not a replicated command (or is this one) is refused
+        (400). Because entries name their commands, renaming a replicated command
+        breaks the replay of journals holding batches of it, as renumbering does for
+        plain entries.
+        """
+        results: list[dict[str, Any]] = []
+        for name, args in entries:
+            if name not in _batchable():
+                results.append(Rejected(f"{name} is not a replicated command that can be batched", 400))
+                continue
+            try:
+                results.append(getattr(self, name)(*args, _doApply=True))
+            except Exception as exc:  # noqa: BLE001 - deterministic on every member; answered to its caller alone
+                results.append(Rejected(f"{name} failed in apply: {type(exc).__name__}: {exc}", 500))
+        return results
+
+
+_BATCHABLE: frozenset[str] | None = None
+
+
+def _batchable() -> frozenset[str]:
+    """Names of the replicated commands of :class:`ClusterStateMachine` except :data:`BATCH_COMMAND`."""
+    global _BATCHABLE
+    if _BATCHABLE is None:
+        _BATCHABLE = frozenset(
+            name for name, value in vars(ClusterStateMachine).items()
+            if getattr(value, "replicated", False) and getattr(value, "origName", None) == name
+            and name != BATCH_COMMAND)
+    return _BATCHABLE

@@ -95,7 +95,8 @@ def test_new_commands_leave_the_numbers_of_the_logged_commands_unchanged(tmp_pat
         ids = {name[:-3]: i for (owner, name), i in node.syncobj._methodToID.items()
                if isinstance(owner, int) and name.endswith("_v0")}
         assert [ids[c] for c in LEGACY_COMMANDS] == list(range(len(LEGACY_COMMANDS)))
-        assert set(ids) - set(LEGACY_COMMANDS) == {"_token_create", "_token_revoke", "_user_delete", "_user_put"}
+        assert set(ids) - set(LEGACY_COMMANDS) == {"_token_create", "_token_revoke", "_user_delete", "_user_put",
+                                                   "_zz_apply_batch"}
     finally:
         node.destroy()
 
