@@ -16,6 +16,8 @@ Must not import Django or anything from ``webapp``.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
@@ -179,6 +181,15 @@ class ClusterStateMachine(SyncObjConsumer):
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the whole state, for views that need a consistent read."""
         return json_copy(self._serialize())
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the whole replicated state as canonical JSON (sorted keys).
+
+        Two members that applied the same log, or one restored from the other's snapshot,
+        have the same digest; compare it only while neither applies anything.
+        """
+        data = json.dumps(self._serialize(), sort_keys=True, separators=(",", ":"), default=repr)
+        return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
     def connector_names(self) -> list[str]:
         """Names of the configured connectors, sorted."""
