@@ -43,7 +43,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pysyncobj import FAIL_REASON
 from pysyncobj.syncobj import SyncObjException
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 class _Proposal:
     """One caller's command waiting in (or taken from) the queue."""
 
-    __slots__ = ("name", "args", "event", "result", "error", "taken", "cancelled")
+    __slots__ = ("args", "cancelled", "error", "event", "name", "result", "taken")
 
     def __init__(self, name: str, args: tuple) -> None:
         self.name, self.args = name, args

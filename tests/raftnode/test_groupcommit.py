@@ -126,7 +126,7 @@ def test_commands_queued_behind_an_outstanding_entry_go_out_together_in_arrival_
     later = []
     for i in range(5):
         later.append(_submit_in_thread(gc, "_commit_offsets", (f"c{i}",)))
-        wait_for(lambda: gc.pending() == i + 1, 30, interval=0.005, what="the command to queue")
+        wait_for(lambda n=i + 1: gc.pending() == n, 30, interval=0.005, what="the command to queue")
     state.proposed[0][2]({"ok": 1}, FAIL_REASON.SUCCESS)  # the first entry commits: the queue goes out
     state.wait_for_proposals(2)
     name, (entries,), callback = state.proposed[1]
