@@ -6,8 +6,7 @@ decide what a command does (``raftnode.state``) or whether a failed proposal is 
 
 Why: every Raft proposal costs the leader a pickle, a journal write with its checksum, an
 entry in each append-entries message, a commit and an apply callback, and with
-``appendEntriesUseBatch`` off (``RaftConfig.append_entries_immediately``) one
-append-entries round of messages. Under 32 concurrent REST writes or agents' offset
+``RaftConfig.append_entries_immediately`` one append-entries round of messages. Under 32 concurrent REST writes or agents' offset
 commits that per-entry cost, not the network, is what a 2-core leader runs out of.
 
 Algorithm — classic group commit (as databases do for their log flush; Raft
@@ -77,14 +76,18 @@ class GroupCommitter:
             (never blocking).
         is_leader: whether this member leads now (read on the Raft thread and callers' threads).
         max_batch: most commands in one batch entry.
-        max_in_flight: most proposals outstanding at once (1 gives the largest batches,
-            2 lets a batch be appended while the previous one is on its round trip).
+        max_in_flight: most proposals outstanding at once (1 gives the largest batches and
+            keeps one append-entries round in flight; 2 lets a batch be appended while the
+            previous one is on its round trip).
+        on_proposed: called after each proposal was handed to pysyncobj (``RaftNode`` uses it
+            to have the entry sent at once).
     """
 
     def __init__(self, state: Any, is_leader: Callable[[], bool], *, max_batch: int = 256,
-                 max_in_flight: int = 2) -> None:
+                 max_in_flight: int = 1, on_proposed: Callable[[], None] | None = None) -> None:
         self._state = state
         self._is_leader = is_leader
+        self._on_proposed = on_proposed
         self.max_batch = max_batch
         self.max_in_flight = max_in_flight
         self._lock = threading.Lock()
@@ -161,6 +164,9 @@ class GroupCommitter:
         except Exception:  # e.g. an argument that does not pickle: fail these callers, keep the queue moving
             log.exception("raft: could not propose %d command(s) (%s)", len(batch), batch[0].name)
             self._finish(batch, None, FAIL_REASON.REQUEST_DENIED)
+            return
+        if self._on_proposed is not None:
+            self._on_proposed()
 
     def _finish(self, batch: list[_Proposal], result: Any, error: int) -> None:
         """Resolve ``batch`` with the entry's outcome, free its slot and propose what queued meanwhile."""

@@ -126,14 +126,19 @@ class RaftConfig:
         tick_period: seconds the Raft thread waits for socket events per tick; a
             synchronous proposal costs about two ticks on a single member, so the
             pysyncobj default (50 ms) would make every REST write take 100 ms.
-        append_entries_immediately: the leader sends append-entries as soon as a command
-            is appended or an entry committed, and a proposal wakes the Raft thread,
-            instead of waiting for the next ``append_entries_period`` and tick
-            (pysyncobj's ``appendEntriesUseBatch`` off). Saves ~10 ms per write; with
-            group commit the number of messages stays one round per batch.
+        append_entries_immediately: a group-commit proposal wakes the Raft thread and is sent
+            to the followers as soon as it is appended, instead of waiting for the next tick
+            and the next ``append_entries_period`` (saves ~10 ms per write; see
+            :meth:`RaftNode._send_proposed`). Not pysyncobj's own ``appendEntriesUseBatch``
+            off: that sends one message per command, and its leader moves a follower's next
+            index back whenever an older message's acknowledgement arrives after a newer
+            message left, so under load followers were sent entries they had (and had
+            applied) again, truncating and rewriting their journals ("truncating
+            already-applied log entries", seen in benchmarks/cluster).
         group_commit: on the leader, concurrent proposals share log entries
             (:mod:`raftnode.groupcommit`); ``group_commit_max_batch`` commands at most
-            per entry, ``group_commit_max_in_flight`` entries outstanding at once.
+            per entry, ``group_commit_max_in_flight`` entries outstanding at once (1: one
+            append-entries round of ours in flight, so acknowledgements arrive in order).
     """
 
     self_address: str
@@ -151,7 +156,7 @@ class RaftConfig:
     append_entries_immediately: bool = True
     group_commit: bool = True
     group_commit_max_batch: int = 256
-    group_commit_max_in_flight: int = 2
+    group_commit_max_in_flight: int = 1
 
 
 class RaftNode:
@@ -203,17 +208,51 @@ class RaftNode:
             # propose() waits for a leader itself, within the caller's timeout.
             commandsWaitLeader=False,
             autoTickPeriod=config.tick_period,
-            appendEntriesUseBatch=not config.append_entries_immediately,
             onStateChanged=self._state_changed,
         )
         self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
         #: leader-side group commit of :meth:`propose` (``None`` when ``config.group_commit`` is off)
         self.group_commit = GroupCommitter(
             self.state, self.syncobj._isLeader, max_batch=config.group_commit_max_batch,
-            max_in_flight=config.group_commit_max_in_flight) if config.group_commit else None
+            max_in_flight=config.group_commit_max_in_flight,
+            on_proposed=self._proposed if config.append_entries_immediately else None,
+        ) if config.group_commit else None
+        self._send_wanted = False
+        self._wake: Callable[[], None] | None = None
+        if self.group_commit is not None and config.append_entries_immediately:
+            self.syncobj.addOnTickCallback(self._send_proposed)
         self._stopped = threading.Event()
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
+
+    # ------------------------------------------------------- immediate append-entries
+    def _proposed(self) -> None:
+        """The group committer handed pysyncobj a proposal: have it sent at the end of the Raft thread's next tick."""
+        self._send_wanted = True
+        wake = self._wake
+        if wake is not None and threading.current_thread() is not self._raft_thread:
+            wake()
+
+    def _send_proposed(self) -> None:
+        """On the Raft thread, after the tick appended queued commands: send append-entries now if one was proposed.
+
+        pysyncobj (``appendEntriesUseBatch``, its default) sends append-entries once per
+        ``append_entries_period`` and takes queued commands only at the end of a tick that
+        a socket event or the tick period ends; a proposal waited up to a tick to be
+        appended and up to a period to be sent. Here the proposer wakes the Raft thread
+        through a pipe in its poller, and this on-tick callback, which runs after the
+        tick appended the command, sends it. Uses pysyncobj 0.3.17's private
+        ``__sendAppendEntries`` (the version is pinned).
+        """
+        if self._wake is None:  # first tick: the pipe is made on the thread that polls it
+            from pysyncobj.pipe_notifier import PipeNotifier
+
+            self._raft_thread = threading.current_thread()
+            self._wake = PipeNotifier(self.syncobj._poller).notify
+        if self._send_wanted:
+            self._send_wanted = False
+            if self.syncobj._isLeader():
+                self.syncobj._SyncObj__sendAppendEntries()
 
     # ------------------------------------------------------------------ status
     @property
