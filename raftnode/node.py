@@ -159,6 +159,44 @@ class RaftConfig:
     group_commit_max_in_flight: int = 1
 
 
+def _keep_next_index_monotonic(syncobj: SyncObj) -> None:
+    """A follower's acknowledgement never moves the leader's next index for it backwards.
+
+    pysyncobj 0.3.17's leader, on a successful ``next_node_idx`` answer, sets the
+    follower's next index to the answer's, even when messages with later entries have
+    already left (its sends advance the next index optimistically). Whenever two
+    append-entries with new entries are in flight (a proposal sent at once and a
+    periodic one, or any two under CPU starvation), the older acknowledgement moves the
+    index back and the next message re-sends entries the follower has, and has applied:
+    the follower then deletes them from its journal and writes them again ("truncating
+    already-applied log entries ... may have diverged", CRITICAL), which costs both
+    members and leaves a window in which the follower's journal lacks entries it
+    acknowledged. Seen in benchmarks/cluster with the code before issue 16 too.
+
+    Here the transport's message callback is wrapped: after pysyncobj handled a
+    successful, non-reset ``next_node_idx``, the next index is put back to what it was
+    if it went down. Safety does not depend on the next index (a follower checks the
+    previous index and term of every append-entries), and a follower that lacks entries
+    still answers with ``reset``, which sets the index as before (the way etcd's
+    replication handles its optimistic next index).
+    """
+    transport = syncobj._SyncObj__transport
+    handle = syncobj._SyncObj__onMessageReceived
+    next_index = syncobj._SyncObj__raftNextIndex
+
+    def on_message(node, message):
+        if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success") \
+                and not message.get("reset"):
+            before = next_index.get(node)
+            handle(node, message)
+            if before is not None and next_index.get(node, before) < before:
+                next_index[node] = before
+            return
+        handle(node, message)
+
+    transport.setOnMessageReceivedCallback(on_message)
+
+
 class RaftNode:
     """A Raft member holding a :class:`ClusterStateMachine`.
 
@@ -217,6 +255,7 @@ class RaftNode:
             max_in_flight=config.group_commit_max_in_flight,
             on_proposed=self._proposed if config.append_entries_immediately else None,
         ) if config.group_commit else None
+        _keep_next_index_monotonic(self.syncobj)
         self._send_wanted = False
         self._wake: Callable[[], None] | None = None
         if self.group_commit is not None and config.append_entries_immediately:

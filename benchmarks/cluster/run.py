@@ -116,9 +116,21 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     lat: list[float] = []
     lock = threading.Lock()
 
+    from pysyncobj import FAIL_REASON
+    from pysyncobj.syncobj import SyncObjException
+
     def one(i):
         t0 = time.perf_counter()
-        leader.put(f"k{i}", {"connector.class": SOURCE, "i": str(i)}, sync=True, timeout=10)
+        while True:  # as RaftNode.propose: again after an outcome that proves it was not applied
+            try:
+                current = next((n for n in nodes if n._isLeader()), leader)
+                current.put(f"k{i}", {"connector.class": SOURCE, "i": str(i)}, sync=True, timeout=10)
+                break
+            except SyncObjException as exc:  # an election on a starved machine: DISCARDED, NOT_LEADER, ...
+                if exc.errorCode not in (FAIL_REASON.DISCARDED, FAIL_REASON.NOT_LEADER, FAIL_REASON.MISSING_LEADER,
+                                         FAIL_REASON.QUEUE_FULL) or time.perf_counter() - t0 > 30:
+                    raise
+                time.sleep(0.02)
         with lock:
             lat.append(time.perf_counter() - t0)
 

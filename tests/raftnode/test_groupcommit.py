@@ -322,3 +322,30 @@ def test_a_leader_lost_in_the_middle_of_batches_loses_no_acknowledged_write(tmp_
         wait_for(all_acked_applied, 30, what="every acknowledged write on both survivors")
     finally:
         _destroy(nodes)
+
+
+def test_an_older_acknowledgement_does_not_move_the_next_index_back():
+    """pysyncobj sets a follower's next index from each success answer; entries already sent must not be re-sent."""
+    from raftnode.node import _keep_next_index_monotonic
+
+    class FakeTransport:
+        def setOnMessageReceivedCallback(self, callback):
+            self.callback = callback
+
+    class FakeSyncObj:  # the three pysyncobj internals the wrapper uses, with pysyncobj's handling of the answer
+        def __init__(self):
+            self._SyncObj__transport = FakeTransport()
+            self._SyncObj__raftNextIndex = {"f": 21}  # entries up to 20 already sent
+
+        def _SyncObj__onMessageReceived(self, node, message):
+            self._SyncObj__raftNextIndex[node] = message["next_node_idx"]
+
+    sync = FakeSyncObj()
+    _keep_next_index_monotonic(sync)
+    receive = sync._SyncObj__transport.callback
+    receive("f", {"type": "next_node_idx", "next_node_idx": 16, "success": True, "reset": False})
+    assert sync._SyncObj__raftNextIndex["f"] == 21  # the answer to an older message: nothing is re-sent
+    receive("f", {"type": "next_node_idx", "next_node_idx": 25, "success": True, "reset": False})
+    assert sync._SyncObj__raftNextIndex["f"] == 25
+    receive("f", {"type": "next_node_idx", "next_node_idx": 12, "success": False, "reset": True})
+    assert sync._SyncObj__raftNextIndex["f"] == 12  # a follower lacking entries still resets it
