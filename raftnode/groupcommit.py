@@ -16,14 +16,14 @@ is proposed at once, alone, as its own ordinary log entry (so an idle cluster pa
 delay and its log looks as before). Commands arriving while every slot is taken wait
 in a FIFO queue; when an outstanding proposal is applied, its completion callback (on
 the Raft thread) takes up to ``max_batch`` queued commands, in arrival order, and
-proposes them as one ``_zz_apply_batch`` entry. No timer, no fixed delay: the batch
+proposes them as one ``_zzz_apply_batch`` entry. No timer, no fixed delay: the batch
 is whatever arrived during one round trip.
 
 Guarantees kept (``tests/raftnode/test_groupcommit.py``):
 
 * a caller is answered with its own entry's result only after the entry holding its
   command was committed and applied, so an acknowledged write is committed;
-* each command of a batch is applied on its own inside ``_zz_apply_batch``, with its
+* each command of a batch is applied on its own inside ``_zzz_apply_batch``, with its
   own fencing checks (generation, epoch, owner), so one fenced or refused write fails
   alone with its own :class:`~raftnode.state.Rejected` and the others apply;
 * commands are applied in the order they were queued, and a caller's next command

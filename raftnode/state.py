@@ -36,10 +36,10 @@ LEGACY_COMMANDS = (
     "_remove_member", "_request_restart", "_reset_offsets", "_reset_topics", "_set_assignment",
     "_switch_phase",
 )
-#: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Its name
-#: must sort after every other replicated command's, present and future, for the reason above; the
-#: ``_zz_`` prefix leaves room (``tests/raftnode/test_groupcommit.py`` checks it is numbered last).
-BATCH_COMMAND = "_zz_apply_batch"
+#: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
+#: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
+#: added later must sort after it (``_zzzz_...``); ``tests/raftnode/test_groupcommit.py`` pins its number.
+BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
 ADMIN_ROLE = "admin"
@@ -669,7 +669,7 @@ class ClusterStateMachine(SyncObjConsumer):
 
     # ------------------------------------------------------------ replicated: group commit
     @replicated
-    def _zz_apply_batch(self, entries: list[list]) -> list[dict[str, Any]]:
+    def _zzz_apply_batch(self, entries: list[list]) -> list[dict[str, Any]]:
         """Apply ``entries`` (``[[command name, [args...]], ...]``) one after the other; return their results in order.
 
         The log entry of a group commit (``raftnode.groupcommit``). Each command runs
