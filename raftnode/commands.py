@@ -179,3 +179,20 @@ class ClusterCommands:
     def token_revoke(self, *, user: str, name: str, timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Remove ``user``'s token ``name``. Rejected: 404 unknown."""
         return self._propose("_token_revoke", user, name, timeout=timeout)
+
+    # ------------------------------------------------------------- run-time metadata stores
+    def zz_store_spec(self, *, name: str, spec: dict[str, Any] | None, now: float,
+                      timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Add the metadata store ``name`` on every member, or remove it (``spec`` None).
+
+        ``spec``: ``{"url", "password": str | None, "added_by"}``, where ``url`` and ``password``
+        hold config-provider references only (the caller checks); ``now``: unix seconds. The
+        ``zz_`` keeps the command's name after every other one (pysyncobj numbers them by name).
+        Rejected: 400 the name ``raft``; adding: 409 it exists; removing: 404 unknown, 409 the
+        active store or one a running switch uses.
+        """
+        if spec is not None:
+            password = spec.get("password")
+            spec = {"url": str(spec["url"]), "password": None if password is None else str(password),
+                    "added_by": str(spec.get("added_by") or "")}
+        return self._propose("_zz_store_spec", name, spec, float(now), timeout=timeout)

@@ -225,7 +225,7 @@ class RaftNode:
         host = config.self_address.rsplit(":", 1)[0]
         # a member never starts from a damaged journal or snapshot (raftnode/durability.py)
         durability.install()
-        durability.check_snapshot(os.path.join(config.data_dir, "raft.snapshot"))
+        durability.prepare(os.path.join(config.data_dir, "raft.journal"), os.path.join(config.data_dir, "raft.snapshot"))
         conf = SyncObjConf(
             password=config.password,
             journalFile=os.path.join(config.data_dir, "raft.journal"),
@@ -409,6 +409,11 @@ class RaftNode:
                 if code not in _NOT_APPENDED or attempt is not None:
                     if attempt is not None and code in _NOT_APPENDED:
                         attempt.not_leader = attempt.committed == 0
+                    if code == FAIL_REASON.TIMEOUT and self.leader is None:
+                        # still in this member's queue when the time ran out (a starved tick loop) with
+                        # no leader known: its outcome is unknown like any timeout, but say why
+                        raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
+                                              f"{timeout:g} s (no leader is known; outcome unknown)") from exc
                     raise RaftUnavailable(f"Raft command {name} not committed: {reason}") from exc
                 if time.monotonic() + _RETRY_PAUSE_S >= deadline:
                     raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "

@@ -2,7 +2,7 @@
 
 Owns the state every Raft member holds identically: cluster members, the
 coordinator epoch, the current assignment and its generation, the active metadata
-store, the REST users and their API tokens, and — while the active store is ``raft`` —
+store and the stores added at run time, the REST users and their API tokens, and — while the active store is ``raft`` —
 the connector metadata itself (configs, target states, task configs, statuses, offsets).
 
 Every replicated method here is private, deterministic and apply-only: it reads
@@ -113,6 +113,12 @@ class ClusterStateMachine(SyncObjConsumer):
             "phase" (see :data:`SWITCH_PHASES`), "epoch", "started_at", "updated_at"
             (unix seconds, from the proposer), "progress": {..}, "error": str | None}``.
         previous_store: the store active before the last completed switch (rollback target).
+        store_specs: metadata stores added at run time (REST, admin page), on every member alike:
+            ``{name: {"url": str, "password": str | None, "added_at": float, "added_by": str}}``.
+            ``url`` and ``password`` hold config-provider references (``${env:VAR}``,
+            ``${file:/path:key}``) and never a password in clear: each node resolves them when it
+            builds the store (``webapp.storage.registry``). Stores configured by environment
+            variable are node-local and not here.
         restarts: ``{"name": seq, "name-i": seq}`` — restart requests (``POST .../restart``) per
             connector instance and task, counted up by :meth:`_request_restart`. Coordination
             state like the assignment (kept whatever store is active): the coordinator puts each
@@ -157,13 +163,14 @@ class ClusterStateMachine(SyncObjConsumer):
         self.restarts: dict[str, int] = {}
         self.users: dict[str, dict[str, Any]] = {}
         self.tokens: dict[str, dict[str, Any]] = {}
+        self.store_specs: dict[str, dict[str, Any]] = {}
         self.view_version = 0
         self.views_version = 0
         self.connector_versions: dict[str, int] = {}
 
     def _deserialize(self, data: dict[str, Any]) -> None:
-        """Load a snapshot; one written before users, tokens or view versions existed leaves them empty."""
-        self.users, self.tokens = {}, {}
+        """Load a snapshot; one written before users, tokens, store specs or view versions existed leaves them empty."""
+        self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         super()._deserialize(data)
 
@@ -235,6 +242,15 @@ class ClusterStateMachine(SyncObjConsumer):
         tokens = list(self.tokens.values())  # one step under the GIL: apply may change the dict meanwhile
         return sorted(({"name": t["name"], "created": t["created"], "expires": t["expires"]}
                        for t in tokens if t["user"] == user), key=lambda t: t["name"])
+
+    def store_spec(self, name: str) -> dict[str, Any] | None:
+        """A copy of the run-time store ``name``'s spec (see the class docstring), or ``None``."""
+        rec = self.store_specs.get(name)
+        return dict(rec) if rec is not None else None
+
+    def store_spec_names(self) -> list[str]:
+        """Names of the stores added at run time, sorted."""
+        return sorted(self.store_specs)
 
     def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
         """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.
@@ -667,6 +683,35 @@ class ClusterStateMachine(SyncObjConsumer):
             del self.tokens[d]
         return {"ok": True}
 
+    # ------------------------------------------------------ replicated: run-time stores
+    # The name sorts after every command before it (pysyncobj numbers commands by name order).
+    @replicated
+    def _zz_store_spec(self, name: str, spec: dict[str, Any] | None, now: float) -> dict[str, Any]:
+        """Add the run-time store ``name`` (``spec``: ``{"url", "password", "added_by"}``) or, with ``spec``
+        None, remove it.
+
+        Rejected: 400 the reserved name ``raft``; adding: 409 the name exists; removing: 404 unknown,
+        409 the active store or one a running switch copies from or to.
+        """
+        if name == STORE_RAFT:
+            return Rejected("raft is the built-in Raft store; choose another name", 400)
+        if spec is not None:
+            if name in self.store_specs:
+                return Rejected(f"Metadata store {name} already exists", 409)
+            self.store_specs[name] = {"url": spec["url"], "password": spec.get("password"),
+                                      "added_at": now, "added_by": spec.get("added_by") or ""}
+            return {"ok": True, "created": True}
+        if name not in self.store_specs:
+            return Rejected(f"Metadata store {name} not found", 404)
+        if name == self.active_store:
+            return Rejected(f"Metadata store {name} is the active store; switch to another store first", 409)
+        sw = self.switch
+        if sw is not None and sw["phase"] not in ("completed", "aborted") and name in (sw["source"], sw["target"]):
+            return Rejected(f"Metadata store {name} takes part in the running switch "
+                            f"({sw['source']} to {sw['target']}, phase {sw['phase']})", 409)
+        del self.store_specs[name]
+        return {"ok": True}
+
     # ------------------------------------------------------------ replicated: group commit
     @replicated
     def _zzz_apply_batch(self, entries: list[list]) -> list[dict[str, Any]]:
@@ -693,6 +738,7 @@ class ClusterStateMachine(SyncObjConsumer):
             except Exception as exc:  # noqa: BLE001 - deterministic on every member; answered to its caller alone
                 results.append(Rejected(f"{name} failed in apply: {type(exc).__name__}: {exc}", 500))
         return results
+
 
 
 _BATCHABLE: frozenset[str] | None = None

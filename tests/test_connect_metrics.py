@@ -3,47 +3,19 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import metrics_helpers
 from tests.connect.conftest import api, node  # noqa: F401 - fixtures
-from tools.launcher import wait_for
-from webapp.connectors.api import SourceOffset
-from webapp.runtime.worker import TaskMetrics
-
-
-def scrape(client) -> dict[str, list]:
-    resp = client.get("/metrics")
-    assert resp.status_code == 200
-    return {f.name: f.samples for f in text_string_to_metric_families(resp.content.decode())}
-
-
-def value(samples, **labels) -> float:
-    return next(s.value for s in samples if all(s.labels.get(k) == v for k, v in labels.items()))
+from tests.metrics_helpers import first_batch, scrape, value
 
 
 def report_a_sink_task(node) -> None:  # noqa: F811
     """A worker "w9" runs task 0 of a file sink "sink", with two batches and five records skipped, and says so."""
-    member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}
-    tm = TaskMetrics()
+    def fill(tm):
+        first_batch(tm)
+        tm.batch_done(80, 0.75)
+        tm.record_errors(failed=5, skipped=5, logged=5, dlq_sent=5)
 
-    def heartbeat():
-        running = {"generation": node.raft.state.assignment["generation"], "connectors": ["sink"],
-                   "tasks": {"sink-0": {"state": "RUNNING", "connector": "sink", "task": 0, **tm.as_json()}}}
-        return node.coordinator.heartbeat("w9", member, running)
-
-    heartbeat()
-    node.store.put_connector_config("sink", {"connector.class": "FileSinkConnector", "topics": "t"})
-    node.coordinator.rebalance()
-    wait_for(lambda: node.raft.state.assignment["connectors"].get("sink") == "w9", 15, what="connector assigned")
-    node.store.put_task_configs("sink", [{"t": "0"}], worker_id="w9",
-                                generation=node.raft.state.assignment["generation"])
-    node.coordinator.rebalance()
-    wait_for(lambda: node.raft.state.assignment["tasks"].get("sink-0") == "w9", 15, what="task assigned")
-    node.store.put_status("sink", 0, {"state": "RUNNING", "trace": None}, worker_id="w9",
-                          generation=node.raft.state.assignment["generation"])
-    tm.batch_done(120, 0.25, (SourceOffset({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 120}),))
-    tm.batch_done(80, 0.75)
-    tm.record_errors(failed=5, skipped=5, logged=5, dlq_sent=5)
-    tm.lag = 30
-    heartbeat()
+    metrics_helpers.report_a_sink_task(node, fill)
 
 
 def test_connect_groups_show_a_sink_task_and_the_records_it_skipped(api, node):  # noqa: F811

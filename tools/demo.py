@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from .launcher import REPO_ROOT, NodeProcess
 
 __all__ = ["flights_csv", "read_csv_reference", "column_checksums", "verify_sink", "VerifyReport",
-           "run_demo", "DemoResult", "SOURCE_CLASS", "SINK_CLASS"]
+           "run_demo", "run_until_sunk", "DemoResult", "SOURCE_CLASS", "SINK_CLASS"]
 
 SOURCE_CLASS = "raftconnect.connectors.file.FileSourceConnector"
 SINK_CLASS = "raftconnect.connectors.file.FileSinkConnector"
@@ -141,6 +141,37 @@ class DemoResult:
         return self.rows / self.seconds if self.seconds else 0.0
 
 
+def run_until_sunk(client, connectors: dict[str, dict], *, sink: str, rows: int, where: str,
+                   say: Callable[[str], None], timeout: float, poll: float = 0.5) -> float:
+    """Create ``connectors`` (name → config, in order) and wait until ``sink`` committed ``rows`` records.
+
+    Prints progress about every 2 s (``… rows in <where>``, with the rate). Returns the
+    seconds from the first create to the last row. Raises ``RuntimeError`` naming the
+    failures when a connector or task FAILED, or when ``timeout`` seconds pass first.
+    """
+    t0 = time.monotonic()
+    for name, config in connectors.items():
+        client.create_connector(name, config)
+    last_print = 0.0
+    while True:
+        for name in connectors:
+            failures = client.failures(name)
+            if failures:
+                raise RuntimeError("a connector failed:\n" + "\n".join(failures))
+        moved = client.sink_offsets_total(sink)
+        now = time.monotonic()
+        if now - last_print >= 2 or moved >= rows:
+            elapsed = now - t0
+            say(f"  {moved:>9,} / {rows:,} rows in {where}  "
+                f"({moved / elapsed if elapsed else 0:,.0f} rows/s, {elapsed:.0f} s)")
+            last_print = now
+        if moved >= rows:
+            return time.monotonic() - t0
+        if now - t0 > timeout:
+            raise RuntimeError(f"{where} holds {moved:,} of {rows:,} rows after {timeout:.0f} s")
+        time.sleep(poll)
+
+
 def run_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo", *, rest_port: int = 8083,
              raft_port: int = 7001, kafka_port: int | None = None, tasks: int = 2, timeout: float = 900.0,
              say: Callable[[str], None] = print, poll: float = 0.5,
@@ -181,29 +212,8 @@ def run_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo", *, rest_p
                     "format": "parquet", "tasks.max": str(tasks)}
         say(f"curl -u admin:*** -X POST -H 'Content-Type: application/json' {node.url}/connectors "
             "-d '{\"name\": \"flights-source\", \"config\": {...}}'")
-        t0 = time.monotonic()
-        client.create_connector("flights-source", src_cfg)
-        client.create_connector("flights-sink", sink_cfg)
-        last_print = 0.0
-        moved = 0
-        while True:
-            for name in ("flights-source", "flights-sink"):
-                failures = client.failures(name)
-                if failures:
-                    raise RuntimeError("a connector failed:\n" + "\n".join(failures))
-            moved = client.sink_offsets_total("flights-sink")
-            now = time.monotonic()
-            if now - last_print >= 2 or moved >= source.num_rows:
-                elapsed = now - t0
-                say(f"  {moved:>9,} / {source.num_rows:,} rows in the sink  "
-                    f"({moved / elapsed if elapsed else 0:,.0f} rows/s, {elapsed:.0f} s)")
-                last_print = now
-            if moved >= source.num_rows:
-                break
-            if now - t0 > timeout:
-                raise RuntimeError(f"the sink holds {moved:,} of {source.num_rows:,} rows after {timeout:.0f} s")
-            time.sleep(poll)
-        seconds = time.monotonic() - t0
+        seconds = run_until_sunk(client, {"flights-source": src_cfg, "flights-sink": sink_cfg}, sink="flights-sink",
+                                 rows=source.num_rows, where="the sink", say=say, timeout=timeout, poll=poll)
         collected = collect(client) if collect is not None else None
         say("verifying the sink against the source ...")
         report = verify_sink(source, sink_dir)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +22,7 @@ import pyarrow.csv as pacsv
 from webapp.connectors import jdbc_io
 from webapp.connectors.jdbc import _describe, parse_connection_url
 
-from .demo import DemoResult, VerifyReport, column_checksums, flights_csv, read_csv_reference
+from .demo import DemoResult, VerifyReport, column_checksums, flights_csv, read_csv_reference, run_until_sunk
 from .launcher import REPO_ROOT, NodeProcess
 
 __all__ = ["run_jdbc_demo", "load_flights_postgres", "read_table", "verify_tables", "DEMO_DATABASE",
@@ -166,28 +165,9 @@ def run_jdbc_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo-jdbc",
                     "batch.max.rows": "50000", "tasks.max": str(tasks)}
         say(f"curl -u admin:*** -X POST -H 'Content-Type: application/json' {node.url}/connectors "
             "-d '{\"name\": \"flights-jdbc-source\", \"config\": {\"connector.class\": \"" + SOURCE_CLASS + "\", ...}}'")
-        t0 = time.monotonic()
-        client.create_connector("flights-jdbc-source", src_cfg)
-        client.create_connector("flights-jdbc-sink", sink_cfg)
-        last_print = 0.0
-        while True:
-            for name in ("flights-jdbc-source", "flights-jdbc-sink"):
-                failures = client.failures(name)
-                if failures:
-                    raise RuntimeError("a connector failed:\n" + "\n".join(failures))
-            moved = client.sink_offsets_total("flights-jdbc-sink")
-            now = time.monotonic()
-            if now - last_print >= 2 or moved >= reference.num_rows:
-                elapsed = now - t0
-                say(f"  {moved:>9,} / {reference.num_rows:,} rows in MariaDB  "
-                    f"({moved / elapsed if elapsed else 0:,.0f} rows/s, {elapsed:.0f} s)")
-                last_print = now
-            if moved >= reference.num_rows:
-                break
-            if now - t0 > timeout:
-                raise RuntimeError(f"MariaDB holds {moved:,} of {reference.num_rows:,} rows after {timeout:.0f} s")
-            time.sleep(0.5)
-        seconds = time.monotonic() - t0
+        seconds = run_until_sunk(client, {"flights-jdbc-source": src_cfg, "flights-jdbc-sink": sink_cfg},
+                                 sink="flights-jdbc-sink", rows=reference.num_rows, where="MariaDB", say=say,
+                                 timeout=timeout)
         say("verifying the MariaDB table against the PostgreSQL table ...")
         report = verify_tables(read_table(pg_params, "flights"), read_table(my_params, "flights"))
         if not report.ok:

@@ -64,17 +64,29 @@ class ConnectClient:
         url: base URL, e.g. ``http://127.0.0.1:8083``.
         auth: ``(user, password)`` or ``None``.
         timeout: seconds per request.
+        retry_unavailable: seconds to keep retrying a 503 (no Raft leader, an election under way:
+            what an automation client does with Connect's "retry the request"); 0 = never.
     """
 
-    def __init__(self, url: str, auth: tuple[str, str] | None = None, timeout: float = 30.0):
+    def __init__(self, url: str, auth: tuple[str, str] | None = None, timeout: float = 30.0,
+                 retry_unavailable: float = 0.0):
         self.url = url.rstrip("/")
         self.session = requests.Session()
         self.session.auth = auth
         self.timeout = timeout
+        self.retry_unavailable = retry_unavailable
 
     def request(self, method: str, path: str, json: Any = None, params: Any = None, ok: tuple = ()) -> Any:
-        """One call; returns the decoded body (``None`` when empty). Raises :class:`ConnectHTTPError`."""
-        resp = self.session.request(method, self.url + path, json=json, params=params, timeout=self.timeout)
+        """One call; returns the decoded body (``None`` when empty). Raises :class:`ConnectHTTPError`.
+
+        With ``retry_unavailable`` a 503 is retried every 0.2 s until that many seconds have passed.
+        """
+        deadline = time.monotonic() + self.retry_unavailable
+        while True:
+            resp = self.session.request(method, self.url + path, json=json, params=params, timeout=self.timeout)
+            if resp.status_code != 503 or 503 in ok or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)  # back-off between retries, as a client would
         if resp.status_code >= 400 and resp.status_code not in ok:
             try:
                 body = resp.json()
@@ -84,7 +96,28 @@ class ConnectClient:
         return resp.json() if resp.content else None
 
     def create_connector(self, name: str, config: dict[str, str]) -> dict:
+        """``POST /connectors``; with ``retry_unavailable`` a retried create that finds exactly this
+        connector already there (the first attempt committed) counts as created (see
+        :meth:`create_connector_once`)."""
+        if self.retry_unavailable:
+            self.create_connector_once(name, config)
+            return self.request("GET", f"/connectors/{name}")
         return self.request("POST", "/connectors", json={"name": name, "config": config})
+
+    def create_connector_once(self, name: str, config: dict[str, str], initial_state: str | None = None) -> None:
+        """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
+
+        A forwarding node retries a create when leadership moves while it waits
+        (``forwarding.proxy_watching_leader``); if the first attempt had committed,
+        the retry answers 409 although this very request created the connector.
+        """
+        body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
+        try:
+            self.request("POST", "/connectors", json=body)
+        except ConnectHTTPError as exc:
+            stored = self.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
+            if any(stored.get(k) != v for k, v in config.items()):
+                raise
 
     def connectors(self, expand: list[str] | None = None) -> Any:
         return self.request("GET", "/connectors", params=[("expand", e) for e in expand or []])
@@ -168,8 +201,9 @@ class NodeProcess:
         return os.path.join(self.data_dir, "node.log")
 
     def client(self) -> ConnectClient:
-        """A REST client for this node with the admin credentials."""
-        return ConnectClient(self.url, self.auth)
+        """A REST client for this node with the admin credentials; it retries 503s for up to 60 s
+        (elections on a loaded machine), as an automation client would."""
+        return ConnectClient(self.url, self.auth, retry_unavailable=60.0)
 
     def create_user(self, name: str, role: str, password: str = "pw") -> dict:
         """Create a replicated REST user through this node as the admin (``POST /raftconnect/v1/users``).

@@ -157,6 +157,10 @@ SPECTACULAR_SETTINGS = {
     "PREPROCESSING_HOOKS": ["webapp.connect.api.schema.public_endpoints_only"],
     # bodies, error responses and auth schemes: webapp/connect/api/openapi.py
     "OAS_VERSION": "3.1.0",
+    # one name per choice set used by several bodies (the generated clients' enum classes)
+    "ENUM_NAME_OVERRIDES": {"ConnectStateEnum": "webapp.states.STATES",
+                            "RaftRoleEnum": "webapp.connect.api.serializers.RAFT_ROLES",
+                            "UserRoleEnum": "webapp.connect.api.roles.ROLES"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "webapp.connect.api.openapi.add_error_responses"],
     "AUTHENTICATION_WHITELIST": ["webapp.connect.api.authentication.CachedBasicAuthentication",

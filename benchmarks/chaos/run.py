@@ -75,7 +75,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development
 
 from benchmarks._common import machine  # noqa: E402
 
-from tools.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
+from tools.launcher import ConnectClient, LocalCluster, NodeProcess, wait_for  # noqa: E402
 from tools.netns import NetnsNetwork, netns_available  # noqa: E402
 from webapp.kafka.embedded import EmbeddedKafka  # noqa: E402
 
@@ -96,26 +96,8 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
-
-
 def source(path: str, topic: str, tasks: int = 1) -> dict[str, str]:
     return {"connector.class": SOURCE, "path": path, "format": "csv", "topic": topic, "tasks.max": str(tasks)}
-
-
-def create(client: ConnectClient, name: str, config: dict[str, str], initial_state: str | None = None) -> None:
-    """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
-
-    A forwarding node retries a create when leadership moves while it waits
-    (``forwarding.proxy_watching_leader``); if the first attempt had committed,
-    the retry answers 409 although this very request created the connector.
-    """
-    body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
-    try:
-        client.request("POST", "/connectors", json=body)
-    except ConnectHTTPError as exc:
-        stored = client.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
-        if any(stored.get(k) != v for k, v in config.items()):
-            raise
 
 
 # --------------------------------------------------------------------------- workload
@@ -291,10 +273,10 @@ class Campaign:
         files = [data / f"part-{i}.csv" for i in range(PIPE_TASKS)]
         for i, f in enumerate(files):
             f.write_text("id,name\n" + "".join(f"{i * 100_000 + j},row {j}\n" for j in range(2000)))
-        create(c, PIPE, {**source(str(data), "chaos-pipe", PIPE_TASKS), "batch.max.rows": "1000"})
+        c.create_connector_once(PIPE, {**source(str(data), "chaos-pipe", PIPE_TASKS), "batch.max.rows": "1000"})
         self.writers = Writers(self.cluster.nodes, str(files[0]))
         for name in self.writers.all_names():  # STOPPED: config writes only, no tasks
-            create(c, name, source(str(files[0]), "init"), initial_state="STOPPED")
+            c.create_connector_once(name, source(str(files[0]), "init"), initial_state="STOPPED")
         wait_for(lambda: c.all_running(PIPE, PIPE_TASKS), 300, what="the pipeline RUNNING")
         wait_for(lambda: c.offsets(PIPE)["offsets"], 300, what="the pipeline to commit offsets")
         self.appender = Appender(files)

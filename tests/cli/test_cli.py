@@ -3,12 +3,14 @@ the client commands as subprocesses (output, ``-o json``, exit codes 0/1/2)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import requests
 from click.testing import CliRunner
 
 from webapp.cli import cli
+from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -20,9 +22,9 @@ COMMANDS = [[], ["get"], ["get", "connectors"], ["get", "tasks"], ["get", "plugi
             ["delete"], ["offsets"], ["offsets", "get"], ["offsets", "alter"], ["offsets", "reset"], ["cluster"],
             ["config"], ["config", "set-context"], ["config", "use-context"], ["config", "get-contexts"],
             ["config", "current-context"], ["config", "delete-context"], ["store"], ["store", "list"],
-            ["store", "switch"], ["store", "rollback"], ["logs"], ["logs", "level"], ["backup"], ["backup", "export"],
+            ["store", "switch"], ["store", "rollback"], ["store", "add"], ["store", "test"], ["store", "remove"], ["logs"], ["logs", "level"], ["backup"], ["backup", "export"],
             ["backup", "restore"], ["tokens"], ["tokens", "list"], ["tokens", "create"], ["tokens", "revoke"],
-            ["users"], ["users", "list"], ["users", "create"], ["users", "set"], ["users", "delete"]]
+            ["users"], ["users", "list"], ["users", "create"], ["users", "set"], ["users", "delete"], ["kafka"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "raftconnect")
@@ -166,6 +168,16 @@ def test_store_and_log_levels(context):
     assert run_cli("store", "list").out.split()[:2] == ["STORE", "BACKEND"]
     unknown = run_cli("store", "switch", "nowhere")
     assert unknown.code == 1 and "error_code 404" in unknown.err
+    port = free_port()  # nothing listens there: the store is added, and its test says why it fails
+    added = run_cli("store", "add", "down", "--url", f"postgresql://postgres@127.0.0.1:{port}/x",
+                    "--password", "${env:RC_CLI_PG_PASSWORD}")
+    assert added.code == 0, added.err
+    assert re.search(r"^\s*down\s+postgresql\s+cluster\s+postgresql://", added.out, re.M), added.out
+    failed = run_cli("store", "test", "down")
+    assert failed.code == 1 and re.search(r"^resolve\s+no\s", failed.out, re.M), failed.out  # the variable is unset
+    assert run_cli("store", "remove", "down").out.strip() == "store down removed"
+    gone = run_cli("store", "remove", "down")
+    assert gone.code == 1 and "error_code 404" in gone.err
     assert run_cli("logs", "level", "raftconnect.cli.test", "debug").out.strip() == \
         "raftconnect.cli.test set to DEBUG (worker)"
     assert run_cli("logs", "level", "raftconnect.cli.test").out.strip() == "raftconnect.cli.test DEBUG"

@@ -69,3 +69,14 @@ def admin_api(api):
     make_user("admin", "admin")
     api.defaults["HTTP_AUTHORIZATION"] = basic("admin", "pw")
     return api
+
+
+def assert_conforms(client, method: str, path: str, status: int, body) -> None:
+    """``body``, answered with ``status`` to ``method`` on ``path`` (a schema path such as
+    ``/connectors/{name}``), conforms to what the node's OpenAPI schema publishes for it."""
+    import jsonschema
+
+    schema = client.get("/raftconnect/v1/openapi.json").json()
+    content = schema["paths"][path][method.lower()]["responses"][str(status)]["content"]["application/json"]
+    jsonschema.validate(body, {**content["schema"], "components": schema["components"]},
+                        cls=jsonschema.Draft202012Validator)

@@ -68,3 +68,45 @@ def test_a_generated_client_drives_a_connector_through_its_life(generated, live_
     assert missing.parsed.error_code == 404 and "generated-1" in missing.parsed.message
     anonymous = Client(base_url=live_node.url)
     assert connectors_list.sync_detailed(client=anonymous).status_code == 401
+
+
+def test_a_generated_client_reads_raftconnect_resources_as_typed_models(generated, live_node, tmp_path):
+    """RaftConnect's own answers parse into named models: the cluster, the metadata store, a token's life."""
+    from rc_client.api.raftconnect import (raftconnect_v1_cluster_retrieve, raftconnect_v1_console_connectors_retrieve,
+                                           raftconnect_v1_metadata_store_retrieve, raftconnect_v1_tokens_create,
+                                           raftconnect_v1_tokens_destroy, raftconnect_v1_tokens_list,
+                                           raftconnect_v1_whoami_retrieve)
+    from rc_client.api.connectors import connectors_create, connectors_destroy
+    from rc_client.client import AuthenticatedClient, Client
+    from rc_client.models import (ClusterView, ConnectorHealth, CreateConnectorRequest, HealthEnum,
+                                  MetadataStoreStatus, NewToken, NewTokenRequest, RaftRoleEnum, UserRoleEnum, WhoAmI)
+
+    admin = Client(base_url=live_node.url, httpx_args={"auth": live_node.auth}, raise_on_unexpected_status=True)
+    cluster = raftconnect_v1_cluster_retrieve.sync(client=admin)
+    assert isinstance(cluster, ClusterView) and cluster.node_id == "live"
+    assert cluster.raft.state == RaftRoleEnum.LEADER and cluster.metadata_store == "raft"
+    assert [n.id for n in cluster.nodes] == ["live"] and cluster.nodes[0].raft.state.value == "LEADER"
+    store = raftconnect_v1_metadata_store_retrieve.sync(client=admin)
+    assert isinstance(store, MetadataStoreStatus) and store.active == "raft"
+    assert any(s.name == "raft" and s.active for s in store.stores)
+
+    data = tmp_path / "in.csv"
+    data.write_text("a\n1\n")
+    config = {"connector.class": SOURCE, "path": str(data), "format": "csv", "topic": "typed", "tasks.max": "1"}
+    connectors_create.sync(client=admin,
+                           body=CreateConnectorRequest.from_dict({"name": "generated-2", "config": config}))
+    health = raftconnect_v1_console_connectors_retrieve.sync("generated-2", client=admin)
+    assert isinstance(health, ConnectorHealth) and health.name == "generated-2"
+    assert health.health == HealthEnum.UNASSIGNED  # this node runs no worker
+    connectors_destroy.sync_detailed("generated-2", client=admin)
+
+    issued = raftconnect_v1_tokens_create.sync(client=admin, body=NewTokenRequest(name="generated", expires_in_s=600))
+    assert isinstance(issued, NewToken) and issued.token.startswith("rct_") and issued.expires > issued.created
+    bearer = AuthenticatedClient(base_url=live_node.url, token=issued.token, raise_on_unexpected_status=True)
+    me = raftconnect_v1_whoami_retrieve.sync(client=bearer)
+    assert isinstance(me, WhoAmI) and me.username == live_node.auth[0] and me.roles == [UserRoleEnum.ADMIN]
+    listed = raftconnect_v1_tokens_list.sync(client=bearer)
+    assert [(t.name, t.expired) for t in listed] == [("generated", False)]
+    assert raftconnect_v1_tokens_destroy.sync_detailed("generated", client=bearer).status_code == 204
+    anonymous = AuthenticatedClient(base_url=live_node.url, token=issued.token)
+    assert raftconnect_v1_whoami_retrieve.sync_detailed(client=anonymous).status_code == 401

@@ -1,19 +1,9 @@
 """``/metrics``: Prometheus text format with the node's real Raft, assignment and store figures."""
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.metrics_helpers import first_batch, report_a_sink_task, scrape, value
 from webapp.connectors.api import SourceOffset
-
-
-def scrape(client) -> dict[str, list]:
-    resp = client.get("/metrics")
-    assert resp.status_code == 200 and resp["Content-Type"].startswith("text/plain")
-    return {f.name: f.samples for f in text_string_to_metric_families(resp.content.decode())}
-
-
-def value(samples, **labels) -> float:
-    return next(s.value for s in samples if all(s.labels.get(k) == v for k, v in labels.items()))
 
 
 def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
@@ -42,30 +32,7 @@ def test_metrics_need_authentication(api, client):
 
 def test_metrics_export_per_task_figures_that_agents_report_in_heartbeats(api, node):
     """An agent's heartbeat carries its tasks' TaskMetrics; the leader exports them per task and worker."""
-    from tools.launcher import wait_for
-    from webapp.runtime.worker import TaskMetrics
-
-    member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}
-    tm = TaskMetrics()
-
-    def heartbeat():
-        running = {"generation": node.raft.state.assignment["generation"], "connectors": ["sink"],
-                   "tasks": {"sink-0": {"state": "RUNNING", "connector": "sink", "task": 0, **tm.as_json()}}}
-        return node.coordinator.heartbeat("w9", member, running)
-
-    heartbeat()
-    node.store.put_connector_config("sink", {"connector.class": "FileStreamSink", "topics": "t"})
-    node.coordinator.rebalance()
-    wait_for(lambda: node.raft.state.assignment["connectors"].get("sink") == "w9", 15, what="connector assigned")
-    node.store.put_task_configs("sink", [{"t": "0"}], worker_id="w9",
-                                generation=node.raft.state.assignment["generation"])
-    node.coordinator.rebalance()
-    wait_for(lambda: node.raft.state.assignment["tasks"].get("sink-0") == "w9", 15, what="task assigned")
-    node.store.put_status("sink", 0, {"state": "RUNNING", "trace": None}, worker_id="w9",
-                          generation=node.raft.state.assignment["generation"])
-    tm.batch_done(120, 0.25, (SourceOffset({"kafka_topic": "t", "kafka_partition": 0}, {"kafka_offset": 120}),))
-    tm.lag = 30
-    heartbeat()
+    report_a_sink_task(node, first_batch)
 
     m = scrape(api)
     task = {"connector": "sink", "task": "0", "worker": "w9"}

@@ -70,3 +70,56 @@ def test_rest_switch_needs_an_admin_and_reports_progress(db, pg_node, client, dj
     body = client.get("/raftconnect/v1/metadata-store").json()
     assert body["active"] == "pg" and body["previous"] == "raft" and "pw-123" not in str(body)
     assert set(body["switch"]["progress"]["digest"]) == {"config", "statuses", "offsets"}
+
+
+def _switch(phase: str, **progress) -> dict:
+    return {"id": "s1", "source": "raft", "target": "pg", "phase": phase, "epoch": 1, "started_at": 1_000.0,
+            "updated_at": 1_012.0, "progress": progress, "error": "verify failed: c1 differs in offsets"
+            if phase == "aborted" else None}
+
+
+def test_switch_view_shows_steps_progress_and_a_plain_result():
+    from webapp.connect.store_admin import readable_duration, switch_view
+
+    running = switch_view(_switch("copy", prepare_s=0.4, names_total=200, names_copied=50), now=1_003.0)
+    assert [s["state"] for s in running["steps"]] == ["done", "current", "pending", "pending"]
+    assert running["steps"][1]["detail"] == "50 of 200 names" and running["percent"] == 18
+    assert running["running"] and running["elapsed"] == "3.0 s" and "copying 50 of 200" in running["headline"]
+    done = switch_view(_switch("completed", prepare_s=0.4, copy_s=61, verify_s=2, duration_s=64.2,
+                               commit_stall_ms=12.0, digest={"config": {"count": 1}, "statuses": {"count": 3},
+                                                             "offsets": {"count": 0}}), now=1_100.0)
+    assert [s["state"] for s in done["steps"]] == ["done"] * 4 and done["steps"][1]["detail"] == "1 min 1 s"
+    assert done["headline"] == "Switched from raft to pg in 1 min 4 s."
+    text = " ".join(done["result"])
+    assert "1 connector, 3 statuses and 0 offsets" in text and "1970-01-01 00:16:40 UTC" in text
+    assert "raft is now read-only and keeps its data" in text
+    aborted = switch_view(_switch("aborted", prepare_s=0.4, copy_s=1.0, names_total=3, names_verified=0), now=1_020.0)
+    assert [s["state"] for s in aborted["steps"]] == ["done", "done", "failed", "pending"]
+    assert "during verify" in aborted["headline"] and "after 12 s" in aborted["headline"]
+    assert "raft stayed the active store and kept every write" in " ".join(aborted["result"])
+    assert [readable_duration(s) for s in (0.25, 42, 3725)] == ["0.2 s", "42 s", "1 h 2 min"]
+
+
+def test_rollback_is_offered_only_when_it_means_something():
+    from types import SimpleNamespace
+
+    from raftnode.state import ClusterStateMachine
+    from webapp.storage.switch import SwitchManager
+
+    sm = ClusterStateMachine()
+    stores = SimpleNamespace(source=lambda name: "cluster" if name in sm.store_specs else None)
+    manager = SwitchManager(SimpleNamespace(state=sm), SimpleNamespace(stores=stores))
+    assert manager.rollback_plan()["possible"] is False  # no switch yet
+    sm._zz_store_spec("pg", {"url": "postgresql://u@h/db"}, 1.0, _doApply=True)
+    sm._begin_switch(0, "s1", "raft", "pg", 1.0, _doApply=True)
+    assert manager.rollback_plan() | {"reason": ""} == {"possible": True, "action": "abort", "target": "raft",
+                                                        "reason": ""}
+    sm._abort_switch(0, "s1", "operator", 2.0, _doApply=True)
+    plan = manager.rollback_plan()
+    assert not plan["possible"] and "raft has been the active store throughout" in plan["reason"]
+    sm._begin_switch(0, "s2", "raft", "pg", 3.0, _doApply=True)
+    sm._switch_phase(0, "s2", "verify", {}, 3.0, _doApply=True)
+    sm._commit_switch(0, "s2", {}, 4.0, _doApply=True)
+    assert not manager.rollback_plan()["possible"]  # committed, finishing
+    sm._switch_phase(0, "s2", "completed", {}, 5.0, _doApply=True)
+    assert manager.rollback_plan()["action"] == "switch_back" and manager.rollback_plan()["target"] == "raft"

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from webapp.connectors.api import ConnectException
 from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector
@@ -32,6 +31,7 @@ from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by na
     run_connector,
     unique,
 )
+from tests.kafka_helpers import read_messages
 
 INSERT_FIELD = "org.apache.kafka.connect.transforms.InsertField$Value"
 SCHEMA = {"type": "struct", "optional": False, "name": "order", "fields": [
@@ -63,25 +63,8 @@ def produce(kafka, topic: str, records: list, partitions: int = 1) -> None:
 
 def read_all(kafka, topic: str, timeout: float = 60.0) -> list:
     """Every message of ``topic`` (partition, offset, key, value, headers as a list), to the end."""
-    c = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "t-jdbc-smt",
-                  "enable.partition.eof": True, "enable.auto.commit": False})
-    try:
-        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-        c.assign([TopicPartition(topic, p, 0) for p in parts])
-        out, eof = [], set()
-        deadline = time.monotonic() + timeout
-        while len(eof) < len(parts):
-            assert time.monotonic() < deadline, f"no end of {topic} seen"
-            for m in c.consume(1000, timeout=1.0):
-                if m.error() is None:
-                    out.append((m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or [])))
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                else:
-                    raise RuntimeError(m.error())
-        return out
-    finally:
-        c.close()
+    return [(m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or []))
+            for m in read_messages(kafka.bootstrap_servers, topic, timeout)]
 
 
 def sink_task(spark, kafka, tmp, name, config, offsets=None) -> JdbcSinkTask:

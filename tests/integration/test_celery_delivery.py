@@ -18,17 +18,10 @@ import redis
 
 from tools.demo import SOURCE_CLASS
 from tools.launcher import LocalCluster, wait_for
-from webapp.kafka.embedded import EmbeddedKafka
 
 pytestmark = pytest.mark.integration
 
 REDIS_DB = 11
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka")) as k:
-        yield k
 
 
 def _run_pipeline(cluster, data):

@@ -14,16 +14,9 @@ from tools.demo import SOURCE_CLASS
 from tools.launcher import LocalCluster, NodeProcess, wait_for
 from webapp.connect.api.forwarding import BUDGET_HEADER, FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER
 from webapp.coordinator.signing import signed_headers
-from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka")) as k:
-        yield k
 
 
 @pytest.fixture

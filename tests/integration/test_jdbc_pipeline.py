@@ -16,19 +16,14 @@ import pytest
 from confluent_kafka import Producer
 
 from tools.launcher import NodeProcess, wait_for
-from webapp.kafka.embedded import EmbeddedKafka, free_port
+from webapp.kafka.embedded import free_port
 from webapp.kafka.topics import ensure_topic
+from tests.kafka_helpers import read_messages
 
 pytestmark = pytest.mark.integration
 
 RECORDS = 30_000
 BATCH = 1_000
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka")) as k:
-        yield k
 
 
 @pytest.fixture
@@ -105,22 +100,7 @@ FILTER_DLQ_RECORDS = 20_000
 
 def _dlq_messages(bootstrap: str, topic: str) -> list:
     """(key, value, headers dict) of every record of the dead letter queue topic."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t-dlq", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
-    try:
-        c.assign([TopicPartition(topic, 0, 0)])
-        out = []
-        while True:
-            m = c.poll(10)
-            assert m is not None, "no end of the DLQ topic seen"
-            if m.error() is not None:
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                return out
-            out.append((m.key(), m.value(), dict(m.headers() or [])))
-    finally:
-        c.close()
+    return [(m.key(), m.value(), dict(m.headers() or [])) for m in read_messages(bootstrap, topic)]
 
 
 def test_kill_9_mid_batch_with_filter_and_dlq_exactly_once(tmp_path, kafka, pg_db):

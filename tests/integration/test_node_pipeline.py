@@ -16,19 +16,12 @@ import pytest
 
 from tools.demo import SINK_CLASS, SOURCE_CLASS, flights_csv, read_csv_reference, verify_sink
 from tools.launcher import NodeProcess, wait_for
-from webapp.kafka.embedded import EmbeddedKafka
 from webapp.kafka.embedded import free_port
 from tests.kafka_helpers import read_topic
 
 pytestmark = pytest.mark.integration
 
 BATCH = 4000
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    with EmbeddedKafka(log_dir=tmp_path_factory.mktemp("kafka")) as k:
-        yield k
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from tools.demo import SOURCE_CLASS
-from tools.launcher import ConnectHTTPError, LocalCluster, wait_for
+from tools.launcher import LocalCluster, wait_for
 from tools.netns import NetnsNetwork, netns_available
 from webapp.kafka.embedded import EmbeddedKafka
 
@@ -53,22 +53,6 @@ def netns_cluster(tmp_path):
 def source(path, topic, tasks=1, **extra):
     return {"connector.class": SOURCE_CLASS, "path": str(path), "format": "csv", "topic": topic,
             "tasks.max": str(tasks), **extra}
-
-
-def create(client, name, config, initial_state=None):
-    """``POST /connectors``; a 409 for a connector that holds exactly ``config`` counts as created.
-
-    A forwarding node retries a create when leadership moves while it waits
-    (see ``forwarding.proxy_watching_leader``); if the first attempt committed
-    just before, the retry answers 409 although this very request created it.
-    """
-    body = {"name": name, "config": config, **({"initial_state": initial_state} if initial_state else {})}
-    try:
-        client.request("POST", "/connectors", json=body)
-    except ConnectHTTPError as exc:
-        stored = client.request("GET", f"/connectors/{name}/config") if exc.status == 409 else {}
-        if any(stored.get(k) != v for k, v in config.items()):
-            raise
 
 
 class Writer(threading.Thread):
@@ -123,11 +107,11 @@ def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_w
     leader = cluster.leader(60)
     c = next(n for n in cluster.nodes if n is not leader).client()
     # the pipeline starts (Spark) while the partition happens; its offsets are checked after the heal
-    create(c, "pipe", source(data, "p", **{"batch.max.rows": "500"}))
+    c.create_connector_once("pipe", source(data, "p", **{"batch.max.rows": "500"}))
     writers = [Writer(n, f"w{k}", data) for k, n in enumerate(cluster.nodes)]
     for w in writers:  # the written connectors are STOPPED: config writes only, no tasks
         for name in w.names:
-            create(c, name, source(data, "init"), initial_state="STOPPED")
+            c.create_connector_once(name, source(data, "init"), initial_state="STOPPED")
     for w in writers:
         w.start()
     wait_for(lambda: all(w.ok >= 3 for w in writers), 60, what="writes through every node")

@@ -24,6 +24,7 @@ STORE = "/raftconnect/v1/metadata-store"
 def cluster(tmp_path, monkeypatch):
     db = f"raftconnect_it_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("RAFTCONNECT_STORE_PG", PG_URL.format(db=db).replace("postgres@", "postgres:unused-pw@"))
+    monkeypatch.setenv("RC_IT_PG_PASSWORD", "it-secret-9")  # what a store added at run time refers to
     c = LocalCluster(data_dir=str(tmp_path), bootstrap_servers="127.0.0.1:9", raft_nodes=3, raft_roles="raft",
                      extra_args=["--switch-hold-seconds", "1.5"])
     try:
@@ -37,7 +38,7 @@ def store_view(node) -> dict:
     return node.client().request("GET", STORE)
 
 
-def test_switch_api_validates_and_never_shows_credentials(cluster):
+def test_store_api_validates_adds_through_followers_and_never_shows_credentials(cluster):
     node = cluster.nodes[0]
     view = store_view(node)
     assert view["active"] == "raft" and view["switch"] is None
@@ -50,6 +51,25 @@ def test_switch_api_validates_and_never_shows_credentials(cluster):
     with pytest.raises(ConnectHTTPError) as err:
         node.client().request("POST", STORE + "/rollback")
     assert err.value.status == 409
+
+    # on the same cluster (a cluster start costs more than this): a store added, tested and removed at run
+    # time through followers (forwarded to the leader), seen by every node
+    leader = cluster.leader()
+    followers = [n for n in cluster.nodes if n is not leader]
+    url = next(s for s in store_view(leader)["stores"] if s["name"] == "pg")["url"].replace("postgres:***@", "postgres@")
+    added = followers[0].client().request("POST", STORE + "/stores", json={
+        "name": "pg2", "url": url, "password": "${env:RC_IT_PG_PASSWORD}"})
+    assert added["source"] == "cluster" and added["password"] == "${env:RC_IT_PG_PASSWORD}"
+    for n in cluster.nodes:
+        wait_for(lambda n=n: n.client().request("GET", STORE + "/stores/pg2", ok=(404,)).get("source") == "cluster",
+                 15, what=f"pg2 on {n.node_id}")
+    test = followers[1].client().request("POST", STORE + "/stores/pg2/test")
+    assert test["ok"] is True, test
+    followers[1].client().request("DELETE", STORE + "/stores/pg2")
+    for n in cluster.nodes:
+        wait_for(lambda n=n: "pg2" not in {s["name"] for s in store_view(n)["stores"]}, 15,
+                 what=f"pg2 gone from {n.node_id}")
+    assert "it-secret-9" not in str(added) + str(test) + "".join(n.log_tail(1_000_000) for n in cluster.nodes)
 
 
 # `make test` kills the leader mid-copy and mid-verify (the phases with the most to undo);

@@ -22,7 +22,8 @@ _SAMPLES = {"node_id": "n1", "info": {"roles": ["raft"]}, "epoch": 3, "leader": 
             "target_state": "PAUSED", "create_only": False, "worker_id": "w", "task_configs": [{}], "task": 0,
             "status": {"state": "RUNNING"}, "entries": [], "topics": ["t"], "items": [], "switch_id": "s",
             "source": "raft", "target": "pg", "now": 1.5, "phase": "copy", "progress": {}, "digest": {},
-            "reason": "r", "changes": {"role": "admin"}, "create": True, "user": "u", "expires": None}
+            "reason": "r", "changes": {"role": "admin"}, "create": True, "user": "u", "expires": None,
+            "spec": {"url": "postgresql://u@h/db", "password": None, "added_by": "u"}}
 _METHODS = [m for m in vars(ClusterCommands) if not m.startswith("_")]
 
 

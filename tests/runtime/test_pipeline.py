@@ -1,5 +1,5 @@
 """SinkPipeline / SourcePipeline worker functions on Arrow tables (no Spark job; the Spark runs are in
-tests/connectors/test_file_transforms.py)."""
+tests/connectors/file/test_transforms.py)."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -7,7 +7,7 @@ import pytest
 
 from webapp.connectors.api import ConnectorTaskId
 from webapp.runtime.pipeline import SinkPipeline, SourcePipeline, needs_pipeline
-from webapp.runtime.transforms import headers_type
+from webapp.runtime.transforms.record import headers_type
 
 SCHEMA = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int64", "optional": False},
                                                           {"field": "amount", "type": "string", "optional": True}]}

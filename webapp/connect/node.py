@@ -38,6 +38,7 @@ from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
 from .health import NodeHealth
 from .herder import Herder
+from .store_catalog import resolve_spec
 from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
 __all__ = ["NodeOptions", "ConnectNode", "current", "current_or_none", "set_current", "NodeNotReady", "add_lifecycle_hook"]
@@ -156,6 +157,12 @@ def _load_or_create_secret(data_dir: str) -> str:
     return value
 
 
+def _unknown_store_message(wanted: str, urls: dict[str, str]) -> str:
+    return (f"--metadata-store {wanted}: no such store is configured (configured: "
+            f"{', '.join(['raft'] + sorted(urls))}; add RAFTCONNECT_STORE_{wanted.upper()}=<URL>, or start on raft "
+            "and add the store at run time)")
+
+
 class ConnectNode:
     """One running node (see module docstring)."""
 
@@ -194,15 +201,17 @@ class ConnectNode:
             return
         urls = store_urls_from_env() if o.store_urls is None else dict(o.store_urls)
         wanted = o.metadata_store.strip().lower()
-        if wanted != "raft" and wanted not in urls:
-            raise ValueError(f"--metadata-store {wanted}: no such store is configured (configured: "
-                             f"{', '.join(['raft'] + sorted(urls))}; add RAFTCONNECT_STORE_{wanted.upper()}=<URL>)")
+        raft_dir = os.path.join(o.data_dir, "raft")
+        restarting = os.path.isdir(raft_dir) and bool(os.listdir(raft_dir))
+        if wanted != "raft" and wanted not in urls and not restarting:  # a restarted member may know it from Raft
+            raise ValueError(_unknown_store_message(wanted, urls))
         self.raft = RaftNode(
             RaftConfig(self_address=o.raft_address, peers=list(o.raft_peers),
                        data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
             on_leader_change=self._on_leader_change,
         )
-        self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence)
+        self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence,
+                               specs=lambda: self.raft.state.store_specs, resolve=resolve_spec)
         self.store = StoreRouter(self.raft, self.stores)
         self.switches = SwitchManager(self.raft, self.store, hold_seconds=o.switch_hold_seconds)
         self.coordinator = GroupCoordinator(raft=self.raft, store=self.store, node_id=o.node_id,
@@ -230,6 +239,8 @@ class ConnectNode:
     def _init_metadata_store(self, wanted: str, timeout: float) -> None:
         """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
         if not self.raft.state.store_initialized:
+            if self.stores.source(wanted) is None:
+                raise ValueError(_unknown_store_message(wanted, self.stores.urls))
             self.stores.get(wanted)  # reachable and migrated before the cluster commits to it
             self.raft.commands.init_store(name=wanted, timeout=timeout)
         active = self.raft.state.active_store

@@ -56,6 +56,8 @@ from webapp.connect.node import ConnectNode, current
 
 from webapp.connect.api.roles import user_role
 
+from .serializers import WhoAmISerializer
+
 __all__ = ["WhoAmIView", "SessionView", "TaskMetricsView", "ConnectorMetricsView", "task_metrics", "whoami",
            "ConnectorHealthListView", "ConnectorHealthView", "KafkaClusterView", "TaskHistoryView", "connectors_health",
            "ConnectorOffsetsView"]
@@ -83,9 +85,6 @@ class WhoAmIView(APIView):
 
 
 _ERROR = {"$ref": "#/components/schemas/ConnectError"}
-_WHOAMI = {"type": "object", "properties": {"username": {"type": "string"},
-                                            "roles": {"type": "array", "items": {"type": "string"}},
-                                            "is_superuser": {"type": "boolean"}, "is_staff": {"type": "boolean"}}}
 
 
 class SessionView(APIView):
@@ -106,7 +105,7 @@ class SessionView(APIView):
     @extend_schema(
         request={"application/json": {"type": "object", "required": ["username", "password"],
                                       "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}},
-        responses={200: OpenApiResponse(_WHOAMI, "Logged in: the session cookie is set"),
+        responses={200: OpenApiResponse(WhoAmISerializer, "Logged in: the session cookie is set"),
                    400: OpenApiResponse(_ERROR, "Body is not {username, password}"),
                    401: OpenApiResponse(_ERROR, "Invalid username or password"),
                    403: OpenApiResponse(_ERROR, "Missing or wrong CSRF token (X-CSRFToken)")})

@@ -7,20 +7,25 @@ layer never imports the console (the console sits on top of it).
 from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 
-from webapp.connect.api.openapi import ANY_OBJECT
-
 from . import api as console_api
+from . import serializers as body
 
 __all__ = ["urlpatterns"]
 
 # SessionView.post declares its own body beside the code
-extend_schema_view(get=extend_schema(responses={200: ANY_OBJECT}))(console_api.WhoAmIView)
+for _view, _body in ((console_api.WhoAmIView, body.WhoAmISerializer),
+                     (console_api.TaskMetricsView, body.TaskMetricsListSerializer),
+                     (console_api.ConnectorMetricsView, body.ConnectorMetricsSerializer),
+                     (console_api.ConnectorHealthListView, body.ConnectorHealthListSerializer),
+                     (console_api.ConnectorHealthView, body.ConnectorHealthSerializer),
+                     (console_api.KafkaClusterView, body.KafkaClusterSerializer),
+                     (console_api.TaskHistoryView, body.TaskHistorySerializer),
+                     (console_api.ConnectorOffsetsView, body.CONSOLE_OFFSETS)):
+    extend_schema_view(get=extend_schema(responses={200: _body}))(_view)
+extend_schema_view(get=extend_schema(operation_id="raftconnect_v1_console_connectors_list"))(
+    console_api.ConnectorHealthListView)
 extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Logged out")}))(
     console_api.SessionView)
-for _view in (console_api.TaskMetricsView, console_api.ConnectorMetricsView, console_api.ConnectorHealthListView,
-              console_api.ConnectorHealthView, console_api.KafkaClusterView, console_api.TaskHistoryView,
-              console_api.ConnectorOffsetsView):
-    extend_schema_view(get=extend_schema(responses={200: ANY_OBJECT}))(_view)
 
 urlpatterns = [
     path("raftconnect/v1/whoami", console_api.WhoAmIView.as_view()),

@@ -42,7 +42,8 @@ from webapp.connectors.api import ConnectException, ConnectorTaskId
 
 from .errors import ErrorHandlingConfig, ProcessingError, RetryWithToleranceOperator, Stage, ToleranceExceeded, \
     dlq_headers
-from .transforms import RecordBatch, TransformationChain, TransformError, headers_type
+from .transforms.chain import TransformationChain, TransformError
+from .transforms.record import RecordBatch, headers_type
 
 __all__ = ["SourcePipeline", "SinkPipeline", "JSON_CONVERTER", "needs_pipeline"]
 
@@ -184,7 +185,7 @@ class SourcePipeline:
         """
         import pyarrow as pa
 
-        from .transforms import _conform
+        from .transforms.record import conform
 
         n = table.num_rows
         value = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns],
@@ -207,9 +208,9 @@ class SourcePipeline:
                 _raise_intolerable(self.policy, ProcessingError.from_exception(e, Stage.TRANSFORMATION,
                                                                                e.executing_class), "source")
                 raise
-        cols = {_V: _conform(out.column("value"), self.arrow_out.field(_V).type)}
+        cols = {_V: conform(out.column("value"), self.arrow_out.field(_V).type)}
         if self.arrow_out.get_field_index(_K) >= 0:
-            cols[_K] = _conform(out.column("key"), self.arrow_out.field(_K).type)
+            cols[_K] = conform(out.column("key"), self.arrow_out.field(_K).type)
         cols[_T] = out.column("topic")
         cols[_TS] = out.column("timestamp")
         cols[_H] = out.column("headers")
@@ -256,7 +257,8 @@ class SourcePipeline:
         """
         from webapp.kafka.spark_io import produce_dataframe
 
-        from .transforms import DropHeaders, InsertHeader, RegexRouter, TimestampRouter
+        from .transforms.headers import DropHeaders, InsertHeader
+        from .transforms.routers import RegexRouter, TimestampRouter
 
         enc = self.encoded(df, config)
         key_col = "key" if "key" in enc.columns else None
@@ -433,7 +435,7 @@ class SinkPipeline:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from .transforms import _conform
+        from .transforms.record import conform
 
         errors: list[tuple[int, ProcessingError]] = []
         conv = table.column(_CONV_ERR).combine_chunks()
@@ -502,7 +504,7 @@ class SinkPipeline:
         if out.num_rows:
             m = out.num_rows
             src = table.select(["kafka_topic", "kafka_partition", "kafka_offset"]).take(out.table.column("__rc_src"))
-            cols = {_V: _conform(out.column("value"), self.arrow_out.field(_V).type), _T: out.column("topic"),
+            cols = {_V: conform(out.column("value"), self.arrow_out.field(_V).type), _T: out.column("topic"),
                     "kafka_topic": src.column("kafka_topic"), "kafka_partition": src.column("kafka_partition"),
                     "kafka_offset": src.column("kafka_offset"), "timestamp": out.column("timestamp"),
                     "key": pa.nulls(m, pa.binary()), "value": pa.nulls(m, pa.binary()),
@@ -511,7 +513,7 @@ class SinkPipeline:
                 cols[name] = pa.nulls(m, pa.string())
             cols[_DLQ_H] = pa.nulls(m, headers_type())
             if self.arrow_out.get_field_index(_K) >= 0:
-                cols[_K] = _conform(out.column("key"), self.arrow_out.field(_K).type)
+                cols[_K] = conform(out.column("key"), self.arrow_out.field(_K).type)
             parts_out.append(pa.table([cols[f.name].cast(f.type) for f in self.arrow_out], schema=self.arrow_out))
         err_table = self._error_rows(table, errors)
         if err_table is not None:

@@ -449,6 +449,24 @@ class RelationalMetadataStore(MetadataStore):
         except DatabaseError as exc:  # e.g. a server shutting down answers with an error, not a closed socket
             raise self._unavailable(exc) from None
 
+    def schema_problems(self) -> list[str]:
+        """What keeps this database's schema from being this version's: migrations of the ``storage``
+        app not applied yet (by name). Empty when :meth:`prepare` has nothing left to do.
+
+        Errors: :class:`StoreUnavailable`.
+        """
+        from django.db.migrations.executor import MigrationExecutor
+
+        def plan() -> list[str]:
+            executor = MigrationExecutor(connections[self.alias])
+            targets = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "storage"]
+            return [f"migration {m.app_label}.{m.name} not applied" for m, _ in executor.migration_plan(targets)]
+
+        try:
+            return self._call(plan)
+        except DatabaseError as exc:
+            raise self._unavailable(exc) from None
+
     def _create_database(self) -> None:
         if self.backend not in self.CREATES_DATABASE:  # Oracle, DB2: the schema is the user's own
             return

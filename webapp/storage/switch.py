@@ -2,8 +2,9 @@
 
 Owns three things:
 
-* :class:`StoreSet` — the stores a node can use: ``raft`` plus every store
-  configured as ``RAFTCONNECT_STORE_<NAME>=<URL>``, built and prepared on first use.
+* :class:`StoreSet` — the stores a node can use: ``raft``, every store configured
+  on the node as ``RAFTCONNECT_STORE_<NAME>=<URL>``, and every store added at run time
+  (REST, admin page), replicated through Raft; built and prepared on first use.
 * :class:`StoreRouter` — the :class:`~webapp.storage.base.MetadataStore` the rest
   of the node talks to. Reads go to the store Raft names active
   (``ClusterStateMachine.active_store``); writes go there too, on the leader,
@@ -90,7 +91,7 @@ class UnknownStore(SwitchError):
 
     def __init__(self, name: str, known: list[str]):
         super().__init__(f"Unknown metadata store {name!r}; configured stores: {', '.join(known)} "
-                         f"(configure one with RAFTCONNECT_STORE_<NAME>=<URL>)", 404)
+                         f"(add one with POST /raftconnect/v1/metadata-store/stores or on the admin page)", 404)
 
 
 class WriteGate:
@@ -150,58 +151,149 @@ class WriteGate:
 class StoreSet:
     """The metadata stores one node can use, by name (see module docstring).
 
+    Two sources: stores configured on this node by environment variable (``urls``, node-local)
+    and stores added at run time, replicated through Raft (``specs``, the same on every member).
+    A name in both is the environment's (``describe`` says so). A run-time store is built from its
+    spec's URL and password once ``resolve`` has turned their config-provider references into
+    values on this node; a store removed or replaced in ``specs`` is closed on the next lookup.
+
     Args:
         raft_store: the node's ``raft`` store.
-        urls: ``{name: url}`` of configured stores (names lower case; ``raft`` is reserved).
+        urls: ``{name: url}`` of stores configured by environment (names lower case; ``raft`` is reserved).
         fence: the fencing check handed to every built store (``raft.state.check_fence``).
         factory: ``(name, url, fence) -> MetadataStore``; defaults to
             :func:`webapp.storage.registry.create_store`.
+        specs: ``() -> {name: spec}``, the run-time stores (``ClusterStateMachine.store_specs``);
+            default none.
+        resolve: ``(name, spec) -> url`` with every reference resolved (may raise ``ValueError``
+            naming the reference, never the value); required when ``specs`` is given.
     """
 
     def __init__(self, raft_store: MetadataStore, urls: dict[str, str], fence: Callable,
-                 factory: Callable[..., MetadataStore] = create_store):
-        self.urls = {k.lower(): v for k, v in urls.items() if k.lower() != STORE_RAFT}
+                 factory: Callable[..., MetadataStore] = create_store,
+                 specs: Callable[[], dict[str, dict[str, Any]]] | None = None,
+                 resolve: Callable[[str, dict[str, Any]], str] | None = None):
+        self.env_urls = {k.lower(): v for k, v in urls.items() if k.lower() != STORE_RAFT}
         if any(k.lower() == STORE_RAFT for k in urls):
             log.warning("RAFTCONNECT_STORE_RAFT is ignored: 'raft' is the built-in Raft store")
         self._fence = fence
         self._factory = factory
+        self._specs = specs or dict
+        self._resolve = resolve
         self._stores: dict[str, MetadataStore] = {STORE_RAFT: raft_store}
+        self._built_from: dict[str, Any] = {}  # name -> the env URL or spec a built store came from
         self._lock = threading.Lock()
+
+    def specs(self) -> dict[str, dict[str, Any]]:
+        """The run-time stores not shadowed by an environment store: ``{name: spec}`` (a copy)."""
+        return {k: dict(v) for k, v in list(self._specs().items()) if k not in self.env_urls and k != STORE_RAFT}
+
+    @property
+    def urls(self) -> dict[str, str]:
+        """``{name: url}`` of every configured store but ``raft``: environment URLs (may hold passwords:
+        show them only through ``redact_url``) and run-time stores' URLs (references, no passwords)."""
+        return {**{k: v["url"] for k, v in self.specs().items()}, **self.env_urls}
+
+    def source(self, name: str) -> str | None:
+        """Where store ``name`` is configured: ``"raft"`` (built in), ``"environment"``, ``"cluster"``
+        (added at run time) or ``None`` (unknown here)."""
+        if name == STORE_RAFT:
+            return "raft"
+        if name in self.env_urls:
+            return "environment"
+        return "cluster" if name in self.specs() else None
 
     def names(self) -> list[str]:
         """``raft`` first, then the configured stores, sorted."""
         return [STORE_RAFT] + sorted(self.urls)
 
     def describe(self) -> list[dict[str, Any]]:
-        """``[{"name", "backend", "url"}]`` with passwords redacted (``url`` is ``None`` for raft)."""
-        out = [{"name": STORE_RAFT, "backend": "raft", "url": None}]
+        """``[{"name", "backend", "url", "source", ...}]``, safe to show.
+
+        ``url`` is ``None`` for raft, redacted for environment stores, and as added (references,
+        never a password) for run-time stores, which also carry ``password`` (the reference or
+        ``None``), ``added_at`` (unix seconds) and ``added_by``. ``shadows``: an environment
+        store whose name is also a run-time store's (the environment's is used on this node).
+        """
+        out: list[dict[str, Any]] = [{"name": STORE_RAFT, "backend": "raft", "url": None, "source": "raft"}]
+        specs = self.specs()
+        shadowed = set(self._specs()) & set(self.env_urls)
         for name in sorted(self.urls):
-            url = self.urls[name]
-            out.append({"name": name, "backend": url.split("://", 1)[0].lower(), "url": redact_url(url)})
+            if name in self.env_urls:
+                url = self.env_urls[name]
+                entry = {"name": name, "backend": _scheme(url), "url": redact_url(url), "source": "environment"}
+                if name in shadowed:
+                    entry["shadows"] = "a store added at run time has this name too; this node uses its own"
+            else:
+                spec = specs[name]
+                entry = {"name": name, "backend": _scheme(spec["url"]), "url": spec["url"], "source": "cluster",
+                         "password": spec.get("password"), "added_at": spec.get("added_at"),
+                         "added_by": spec.get("added_by")}
+            out.append(entry)
         return out
 
+    def _origin(self, name: str) -> Any:
+        if name in self.env_urls:
+            return self.env_urls[name]
+        spec = self._specs().get(name) if name != STORE_RAFT else None  # no copy: every read passes here
+        return None if spec is None else (spec["url"], spec.get("password"))
+
+    def _url(self, name: str) -> str:
+        if name in self.env_urls:
+            return self.env_urls[name]
+        spec = self.specs()[name]
+        if self._resolve is None:
+            raise StoreUnavailable(f"metadata store {name!r} was added at run time, but this node cannot resolve "
+                                   "config-provider references")
+        try:
+            return self._resolve(name, spec)
+        except ValueError as exc:
+            raise StoreUnavailable(f"metadata store {name!r} cannot be built on this node: {exc}") from None
+
     def get(self, name: str) -> MetadataStore:
-        """The store ``name``, built and prepared on first use.
+        """The store ``name``, built and prepared on first use (and again after its definition changed).
 
         Errors: :class:`UnknownStore`; :class:`StoreUnavailable` when it cannot be
-        prepared (the next call tries again); :class:`ValueError` for a bad URL.
+        prepared or its references cannot be resolved here (the next call tries again);
+        :class:`ValueError` for a bad URL.
         """
+        origin = self._origin(name) if name != STORE_RAFT else None
         store = self._stores.get(name)
-        if store is not None:
+        if store is not None and (name == STORE_RAFT or self._built_from.get(name) == origin):
             return store
-        if name not in self.urls:
+        if origin is None:
+            self._drop(name)
             raise UnknownStore(name, self.names())
         with self._lock:
             store = self._stores.get(name)
-            if store is None:
-                store = self._factory(name, self.urls[name], self._fence)
-                try:
-                    store.prepare()
-                except Exception:
-                    store.close()
-                    raise
-                self._stores[name] = store
+            if store is not None and self._built_from.get(name) == origin:
+                return store
+            if store is not None:  # removed and added again with another URL: build it anew
+                self._stores.pop(name)
+                store.close()
+            store = self._factory(name, self._url(name), self._fence)
+            try:
+                store.prepare()
+            except Exception:
+                store.close()
+                raise
+            self._stores[name] = store
+            self._built_from[name] = origin
         return store
+
+    def prune(self) -> list[str]:
+        """Close the built stores no longer configured (removed at run time); returns their names."""
+        gone = [n for n in list(self._stores) if n != STORE_RAFT and self._origin(n) is None]
+        for name in gone:
+            self._drop(name)
+        return gone
+
+    def _drop(self, name: str) -> None:
+        with self._lock:
+            store = self._stores.pop(name, None) if name != STORE_RAFT else None
+            self._built_from.pop(name, None)
+        if store is not None:
+            store.close()
 
     def close(self) -> None:
         """Close every built store except ``raft`` (which the node owns)."""
@@ -210,6 +302,11 @@ class StoreSet:
                 if name != STORE_RAFT:
                     store.close()
                     del self._stores[name]
+            self._built_from.clear()
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
 def _normal_status(st: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -326,7 +423,7 @@ class StoreRouter(MetadataStore):
             return self.stores.get(name)
         except UnknownStore as exc:
             raise StoreUnavailable(f"the active metadata store {name!r} is not configured on this node "
-                                   f"(set RAFTCONNECT_STORE_{name.upper()} on every node)") from exc
+                                   f"(RAFTCONNECT_STORE_{name.upper()} is set on other nodes only)") from exc
 
     @property
     def external(self) -> bool:  # type: ignore[override]
@@ -532,19 +629,56 @@ class SwitchManager:
     def status(self) -> dict[str, Any]:
         """The ``GET /raftconnect/v1/metadata-store`` body.
 
-        Shape: ``{"active": name, "previous": name | None, "stores": [{"name",
-        "backend", "url" (redacted), "active": bool}], "switch": {...} | None}``
-        (switch as in :class:`raftnode.state.ClusterStateMachine`).
+        Shape: ``{"active": name, "previous": name | None, "stores": [{"name", "backend", "url",
+        "source", "active": bool, ...}] (see :meth:`StoreSet.describe`; no passwords), "switch":
+        {...} | None (as in :class:`raftnode.state.ClusterStateMachine`), "rollback":
+        {"possible", "action", "target", "reason"} (see :meth:`rollback_plan`)}``.
         """
         st = self.raft.state
+        self.router.stores.prune()  # close what was removed at run time
         stores = [dict(s, active=s["name"] == st.active_store) for s in self.router.stores.describe()]
         if st.active_store not in {s["name"] for s in stores}:
-            stores.append({"name": st.active_store, "backend": None, "url": None, "active": True,
+            stores.append({"name": st.active_store, "backend": None, "url": None, "source": None, "active": True,
                            "error": "the active store is not configured on this node"})
         switch = None
         if st.switch is not None:
             switch = json.loads(json.dumps(st.switch))
-        return {"active": st.active_store, "previous": st.previous_store, "stores": stores, "switch": switch}
+        return {"active": st.active_store, "previous": st.previous_store, "stores": stores, "switch": switch,
+                "rollback": self.rollback_plan()}
+
+    def rollback_plan(self) -> dict[str, Any]:
+        """What :meth:`rollback` would do now: ``{"possible": bool, "action": "abort" | "switch_back" | None,
+        "target": store name | None, "reason": plain-language sentence}``.
+
+        Possible while a switch runs before its commit point (abort it: its source stays active),
+        and after a completed switch whose source is still configured (switch back to it). Not after
+        an aborted switch (its source never stopped being active), nor while a committed switch
+        finishes, nor when the previous store was removed.
+        """
+        st = self.raft.state
+        sw = st.switch
+        if sw is None:
+            return {"possible": False, "action": None, "target": None, "reason": "No switch has run yet."}
+        if sw["phase"] in SWITCH_RUNNING:
+            return {"possible": True, "action": "abort", "target": sw["source"],
+                    "reason": f"Cancels the switch to {sw['target']}: {sw['source']} stays the active store "
+                              "and keeps every write."}
+        if sw["phase"] == "committed":
+            return {"possible": False, "action": None, "target": None,
+                    "reason": f"The switch to {sw['target']} is committed and finishing; roll back once it completed."}
+        if sw["phase"] == "aborted":
+            return {"possible": False, "action": None, "target": None,
+                    "reason": f"The last switch was rolled back: {sw['source']} has been the active store throughout."}
+        previous = st.previous_store
+        if not previous or previous != sw["source"]:
+            return {"possible": False, "action": None, "target": None,
+                    "reason": "There is no previous metadata store to go back to."}
+        if previous != STORE_RAFT and self.router.stores.source(previous) is None:
+            return {"possible": False, "action": None, "target": None,
+                    "reason": f"The previous store {previous} has been removed."}
+        return {"possible": True, "action": "switch_back", "target": previous,
+                "reason": f"Switches back to {previous}: a new switch copies everything written to "
+                          f"{st.active_store} since, then {previous} is active again."}
 
     def begin(self, target: str) -> dict[str, Any]:
         """Start switching to ``target`` (leader only); returns :meth:`status` once the switch is recorded.
@@ -555,7 +689,7 @@ class SwitchManager:
         if not isinstance(target, str) or not target.strip():
             raise SwitchError('Request body must be {"target": "<store name>"}', 400)
         target = target.strip().lower()
-        if target != STORE_RAFT and target not in self.router.stores.urls:
+        if self.router.stores.source(target) is None:
             raise UnknownStore(target, self.router.stores.names())
         if not self.raft.is_leader:
             raise SwitchError("this node is not the Raft leader", 503)
@@ -585,14 +719,15 @@ class SwitchManager:
     def rollback(self) -> dict[str, Any]:
         """Roll back: abort the running switch, or switch back to the previous store after a completed one.
 
-        Errors: :class:`SwitchError` — 409 nothing to roll back (or a committed
-        switch still finishing), 503 not the leader.
+        Errors: :class:`SwitchError` — 409 nothing to roll back (no switch, the last one was
+        aborted, a committed switch still finishing, the previous store removed; the message is
+        :meth:`rollback_plan`'s reason), 503 not the leader.
         """
         if not self.raft.is_leader:
             raise SwitchError("this node is not the Raft leader", 503)
-        st = self.raft.state
-        sw = st.switch
-        if sw is not None and sw["phase"] in SWITCH_RUNNING:
+        sw = self.raft.state.switch
+        plan = self.rollback_plan()
+        if plan["action"] == "abort":
             with self._lock:
                 running = self._running == sw["id"]
                 self._abort.set()
@@ -601,11 +736,9 @@ class SwitchManager:
             elif self._thread is not None:
                 self._thread.join(30)
             return self.status()
-        if sw is not None and sw["phase"] == "committed":
-            raise SwitchError("the switch is committed and finishing; roll back once it has completed", 409)
-        if not st.previous_store:
-            raise SwitchError("there is no previous metadata store to roll back to", 409)
-        return self.begin(st.previous_store)
+        if not plan["possible"]:
+            raise SwitchError(plan["reason"], 409)
+        return self.begin(plan["target"])
 
     # ------------------------------------------------------------ the switch
 
@@ -665,6 +798,9 @@ class SwitchManager:
                     self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
                                             now=time.time())
                     last = time.monotonic()
+            if self.hold_seconds:  # a drill holds the phase: show it finished, not as last sampled
+                self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="copy", progress=progress,
+                                                now=time.time())
             self._hold(term)
             # 3. verify
             progress["names_verified"] = 0
@@ -699,6 +835,10 @@ class SwitchManager:
                     self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="verify", progress=progress,
                                             now=time.time())
                     last = time.monotonic()
+            progress["verify_s"] = round(time.monotonic() - t_start - progress["prepare_s"] - progress["copy_s"], 3)
+            if self.hold_seconds:
+                self.raft.commands.switch_phase(epoch=term, switch_id=switch_id, phase="verify", progress=progress,
+                                                now=time.time())
             self._hold(term)
             # 4. commit: the single log entry that changes the active store. Catch up while
             # writes flow, so that what is left to copy with writes held back is small.

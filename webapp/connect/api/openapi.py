@@ -4,7 +4,9 @@ Owns what ``/raftconnect/v1/openapi.json`` says about each view; the views stay
 free of schema code. Imported by ``urls`` so the declarations are applied to
 the view classes (drf-spectacular's ``extend_schema_view``) before any schema
 is generated. Bodies follow Kafka Connect's REST entities (ConnectorInfo,
-ConnectorStateInfo, TaskInfo, ConnectorOffsets, PluginInfo, ServerInfo).
+ConnectorStateInfo, TaskInfo, ConnectorOffsets, PluginInfo, ServerInfo); RaftConnect's
+own bodies are the serializers of :mod:`.serializers` (the console's:
+``webapp.console.serializers``). Each operation's one-line summary is in :data:`SUMMARIES`.
 
 :func:`add_error_responses` (a postprocessing hook) adds Connect's error body
 ``{"error_code", "message"}`` for the codes every operation can answer (401,
@@ -18,17 +20,19 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 
+from raftnode.state import SWITCH_PHASES
 from webapp.connect import health
 
 from webapp.states import STATES, State
-from . import lifecycle, loggers, plugins, stores as store_api, views
+from . import lifecycle, loggers, plugins, serializers as rc, stores as store_api, views
 
-__all__ = ["add_error_responses", "SCHEMAS", "ANY_OBJECT"]
+__all__ = ["add_error_responses", "SCHEMAS", "SUMMARIES"]
 
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _TASK_ID = {"type": "object", "required": ["connector", "task"],
             "properties": {"connector": {"type": "string"}, "task": {"type": "integer"}}}
 _STATE = {"type": "string", "enum": list(STATES)}
+_FREE_FORM = rc.FREE_FORM
 
 #: Kafka Connect's entities as JSON Schema (registered as components by the hook)
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -54,11 +58,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object", "required": ["name", "config"],
         "properties": {"name": {"type": "string"}, "config": _STR_MAP,
                        "initial_state": {"type": "string", "enum": [State.RUNNING.value, State.PAUSED.value, State.STOPPED.value]}}},
+    "ConfigKeyInfo": {
+        "type": "object", "required": ["name", "type", "required", "default_value", "importance", "documentation",
+                                       "group", "order_in_group", "width", "display_name", "dependents"],
+        "properties": {"name": {"type": "string"},
+                       "type": {"type": "string", "description": "STRING, INT, LONG, DOUBLE, BOOLEAN, LIST, PASSWORD, "
+                                                                 "CLASS"},
+                       "required": {"type": "boolean"}, "default_value": {"type": ["string", "null"]},
+                       "importance": {"type": "string", "enum": ["HIGH", "MEDIUM", "LOW"]},
+                       "documentation": {"type": "string"}, "group": {"type": ["string", "null"]},
+                       "order_in_group": {"type": "integer"}, "width": {"type": "string"},
+                       "display_name": {"type": "string"}, "dependents": {"type": "array", "items": {"type": "string"}}}},
     "ConfigInfos": {"type": "object", "required": ["name", "error_count", "groups", "configs"], "properties": {
         "name": {"type": "string"}, "error_count": {"type": "integer"},
         "groups": {"type": "array", "items": {"type": "string"}},
         "configs": {"type": "array", "items": {"type": "object", "required": ["definition", "value"], "properties": {
-            "definition": {"type": "object"},
+            "definition": {"$ref": "#/components/schemas/ConfigKeyInfo"},
             "value": {"type": "object", "required": ["name", "errors"], "properties": {
                 "name": {"type": "string"}, "value": {"type": ["string", "null"]},
                 "recommended_values": {"type": "array", "items": {"type": "string"}},
@@ -67,8 +82,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "level": {"type": "string"}, "last_modified": {"type": ["integer", "null"]}}},
     "ConnectorOffsets": {"type": "object", "required": ["offsets"], "properties": {"offsets": {
         "type": "array", "items": {"type": "object", "required": ["partition", "offset"],
-                                   "properties": {"partition": {"type": "object"},
-                                                  "offset": {"type": ["object", "null"]}}}}}},
+                                   "properties": {"partition": {"type": "object", "description": _FREE_FORM},
+                                                  "offset": {"type": ["object", "null"],
+                                                             "description": _FREE_FORM}}}}}},
 }
 
 
@@ -108,7 +124,10 @@ SCHEMAS["HealthReport"] = {
             "metadata_store": _check(f"The active metadata store (one cheap round trip, cached "
                                      f"{health.CACHE_TTL_S:g} s)",
                                      name={"type": "string"}, backend={"type": ["string", "null"]},
-                                     switch={"type": "object"}),
+                                     switch={"type": "object", "description": "the store switch in progress",
+                                             "required": ["source", "target", "phase"], "properties": {
+                                                 "source": {"type": "string"}, "target": {"type": "string"},
+                                                 "phase": {"type": "string", "enum": list(SWITCH_PHASES)}}}),
             "kafka": _check(f"A metadata request to the node's bootstrap servers (timeout {health.KAFKA_TIMEOUT_S:g} s, "
                             f"cached {health.CACHE_TTL_S:g} s)",
                             bootstrap_servers={"type": "string"}, cluster_id={"type": ["string", "null"]},
@@ -135,9 +154,6 @@ _LIST = {"oneOf": [
 ]}
 _EXPAND = OpenApiParameter("expand", str, many=True, enum=["status", "info"],
                            description="Add each connector's status and/or info (unknown values are ignored, as in Connect)")
-#: Schema of a JSON object with any members (shared with the console's routes).
-ANY_OBJECT = {"type": "object", "additionalProperties": True}
-_ANY_OBJECT = ANY_OBJECT
 
 
 def _declare() -> None:
@@ -177,27 +193,29 @@ def _declare() -> None:
         "type": "object", "required": ["class", "type"],
         "properties": {"class": {"type": "string"}, "type": {"type": "string"}, "version": {"type": "string"}}}}}),
     )(views.ConnectorPluginsView)
-    for view in (views.ClusterView, views.RaftStatusView, views.AssignmentView, store_api.MetadataStoreView):
-        extend_schema_view(get=extend_schema(responses={200: _ANY_OBJECT}))(view)
+    extend_schema_view(get=extend_schema(responses={200: rc.ClusterViewSerializer}))(views.ClusterView)
+    extend_schema_view(get=extend_schema(responses={200: rc.RaftMemberStatusSerializer}))(views.RaftStatusView)
+    extend_schema_view(get=extend_schema(responses={200: rc.AssignmentSerializer}))(views.AssignmentView)
+    extend_schema_view(get=extend_schema(responses={200: rc.MetadataStoreStatusSerializer}))(store_api.MetadataStoreView)
     extend_schema_view(
-        get=extend_schema(responses={200: {"type": "object", "properties": {
-            "members": {"type": "array", "items": {"type": "string"}}, "leader": {"type": ["string", "null"]}}}}),
+        get=extend_schema(responses={200: rc.RaftMembersSerializer}),
         post=extend_schema(request={"application/json": {
             "type": "object", "required": ["address"],
             "properties": {"address": {"type": "string", "pattern": "^[^:]+:[0-9]+$"}}}},
-                           responses={201: _ANY_OBJECT}),
+                           responses={201: rc.RaftMembersSerializer}),
     )(views.RaftMembersView)
     extend_schema_view(delete=extend_schema(responses={204: OpenApiResponse(description="Removed")}))(views.RaftMemberView)
     extend_schema_view(post=extend_schema(request={"application/json": {
         "type": "object", "required": ["target"], "properties": {"target": {"type": "string"}},
         "additionalProperties": False}},
-                                          responses={202: _ANY_OBJECT}))(store_api.MetadataStoreSwitchView)
-    extend_schema_view(post=extend_schema(request=None, responses={202: _ANY_OBJECT}))(store_api.MetadataStoreRollbackView)
+                                          responses={202: rc.MetadataStoreStatusSerializer}))(store_api.MetadataStoreSwitchView)
+    extend_schema_view(post=extend_schema(request=None, responses={202: rc.MetadataStoreStatusSerializer}))(
+        store_api.MetadataStoreRollbackView)
     extend_schema_view(get=extend_schema(parameters=[
         OpenApiParameter("users", bool, description="include the leader's REST users (default true)")],
-        responses={200: _ANY_OBJECT}))(store_api.BackupView)
-    extend_schema_view(post=extend_schema(request={"application/json": _ANY_OBJECT},
-                                          responses={200: _ANY_OBJECT}))(store_api.RestoreView)
+        responses={200: rc.BackupSerializer}))(store_api.BackupView)
+    extend_schema_view(post=extend_schema(request=rc.BackupSerializer,
+                                          responses={200: rc.RestoreSummarySerializer}))(store_api.RestoreView)
     extend_schema_view(get=extend_schema(responses={(200, "text/plain"): OpenApiResponse(
         description="Prometheus text format")}))(views.MetricsView)
     _declare_lifecycle()
@@ -232,7 +250,7 @@ def _declare_lifecycle() -> None:
         lifecycle.ConnectorTopicsView)
     extend_schema_view(put=extend_schema(request=None, responses={202: OpenApiResponse(description="Reset")}))(
         lifecycle.ConnectorTopicsResetView)
-    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}}))(
+    extend_schema_view(get=extend_schema(responses={200: {"type": "array", "items": _ref("ConfigKeyInfo")}}))(
         plugins.ConnectorPluginConfigView)
     extend_schema_view(put=extend_schema(request={"application/json": _STR_MAP}, responses={200: _ref("ConfigInfos")}))(
         plugins.ConnectorPluginValidateView)
@@ -277,6 +295,76 @@ class _BearerScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "A token from POST /raftconnect/v1/tokens"}
 
 
+#: One line of plain text per operation (``summary`` in the schema; Swagger UI's list, generated clients' docs).
+#: The views' docstrings stay their ``description``. A new operation needs a line here
+#: (tests/connect/test_openapi_schema.py checks).
+SUMMARIES: dict[tuple[str, str], str] = {
+    ("GET", "/"): "Version of the node",
+    ("GET", "/health"): "Health of the node and each dependency",
+    ("GET", "/metrics"): "Prometheus metrics of this node",
+    ("GET", "/connectors"): "List connectors, optionally with status and info",
+    ("POST", "/connectors"): "Create a connector",
+    ("GET", "/connectors/{name}"): "Get a connector",
+    ("DELETE", "/connectors/{name}"): "Delete a connector",
+    ("GET", "/connectors/{name}/config"): "Get a connector's config",
+    ("PUT", "/connectors/{name}/config"): "Create or replace a connector's config",
+    ("PATCH", "/connectors/{name}/config"): "Change some keys of a connector's config",
+    ("GET", "/connectors/{name}/status"): "Get a connector's and its tasks' states",
+    ("GET", "/connectors/{name}/tasks"): "List a connector's task configs",
+    ("GET", "/connectors/{name}/offsets"): "Get a connector's committed offsets",
+    ("PATCH", "/connectors/{name}/offsets"): "Alter a stopped connector's offsets",
+    ("DELETE", "/connectors/{name}/offsets"): "Reset a stopped connector's offsets",
+    ("PUT", "/connectors/{name}/pause"): "Pause a connector and its tasks",
+    ("PUT", "/connectors/{name}/resume"): "Resume a paused or stopped connector",
+    ("PUT", "/connectors/{name}/stop"): "Stop a connector and shut down its tasks",
+    ("POST", "/connectors/{name}/restart"): "Restart a connector, optionally with its (failed) tasks",
+    ("GET", "/connectors/{name}/tasks/{task}/status"): "Get one task's state",
+    ("POST", "/connectors/{name}/tasks/{task}/restart"): "Restart one task",
+    ("GET", "/connectors/{name}/topics"): "List the topics a connector used",
+    ("PUT", "/connectors/{name}/topics/reset"): "Forget the topics a connector used",
+    ("GET", "/connector-plugins"): "List installed plugins",
+    ("GET", "/connector-plugins/{plugin}/config"): "Describe a plugin's config keys",
+    ("PUT", "/connector-plugins/{plugin}/config/validate"): "Validate a connector config",
+    ("GET", "/admin/loggers"): "List loggers with a set level",
+    ("GET", "/admin/loggers/{name}"): "Get a logger's level",
+    ("PUT", "/admin/loggers/{name}"): "Set a logger's level on this node or the whole cluster",
+    ("GET", "/raftconnect/v1/cluster"): "Nodes, Raft state and assigned tasks of the cluster",
+    ("GET", "/raftconnect/v1/assignment"): "The committed assignment of connectors and tasks to workers",
+    ("GET", "/raftconnect/v1/raft"): "This member's Raft status",
+    ("GET", "/raftconnect/v1/raft/members"): "List the Raft voting members",
+    ("POST", "/raftconnect/v1/raft/members"): "Add a Raft voting member",
+    ("DELETE", "/raftconnect/v1/raft/members/{address}"): "Remove a Raft voting member",
+    ("GET", "/raftconnect/v1/metadata-store"): "Active metadata store, configured stores and the latest switch",
+    ("POST", "/raftconnect/v1/metadata-store/switch"): "Switch the cluster to another metadata store, online",
+    ("POST", "/raftconnect/v1/metadata-store/rollback"): "Abort the running store switch or switch back",
+    ("GET", "/raftconnect/v1/metadata-store/stores"): "List the metadata stores this node knows",
+    ("POST", "/raftconnect/v1/metadata-store/stores"): "Add a metadata store to every node",
+    ("GET", "/raftconnect/v1/metadata-store/stores/{name}"): "Get one metadata store",
+    ("DELETE", "/raftconnect/v1/metadata-store/stores/{name}"): "Remove a metadata store added at run time",
+    ("POST", "/raftconnect/v1/metadata-store/stores/{name}/test"): "Test that a metadata store answers and has its schema",
+    ("GET", "/raftconnect/v1/backup"): "Back up every connector, offset and user as one document",
+    ("POST", "/raftconnect/v1/restore"): "Restore a backup into this cluster",
+    ("GET", "/raftconnect/v1/tokens"): "List your API tokens",
+    ("POST", "/raftconnect/v1/tokens"): "Issue yourself a named API token",
+    ("DELETE", "/raftconnect/v1/tokens/{name}"): "Revoke one of your API tokens",
+    ("GET", "/raftconnect/v1/users"): "List the cluster's users",
+    ("POST", "/raftconnect/v1/users"): "Create a user",
+    ("GET", "/raftconnect/v1/users/{name}"): "Get a user",
+    ("PATCH", "/raftconnect/v1/users/{name}"): "Change a user's password, role or active flag",
+    ("DELETE", "/raftconnect/v1/users/{name}"): "Delete a user and its tokens",
+    ("GET", "/raftconnect/v1/whoami"): "The authenticated user and its role",
+    ("POST", "/raftconnect/v1/session"): "Log in to the console (session cookie)",
+    ("DELETE", "/raftconnect/v1/session"): "Log out of the console",
+    ("GET", "/raftconnect/v1/task-metrics"): "Throughput, lag and errors of every running task",
+    ("GET", "/raftconnect/v1/connectors/{name}/metrics"): "Throughput, lag and errors of one connector's tasks",
+    ("GET", "/raftconnect/v1/console/connectors"): "Health of every connector",
+    ("GET", "/raftconnect/v1/console/connectors/{name}"): "Health of one connector",
+    ("GET", "/raftconnect/v1/console/connectors/{name}/offsets"): "A connector's offsets with end offsets and lag",
+    ("GET", "/raftconnect/v1/console/kafka"): "Brokers and topics of the Kafka cluster this node uses",
+    ("GET", "/raftconnect/v1/console/history"): "The last 15 minutes of per-task rates",
+}
+
+
 def _codes(path: str, method: str, op: dict) -> dict[str, str]:
     public = not op.get("security") or op["security"] == [{}]
     codes = {"500": "Internal error"}
@@ -297,11 +385,15 @@ def _codes(path: str, method: str, op: dict) -> dict[str, str]:
 
 
 def add_error_responses(result: dict, generator, request, public) -> dict:
-    """drf-spectacular postprocessing hook: Connect's entities as components, and the error responses of each operation."""
+    """drf-spectacular postprocessing hook: Connect's entities as components, each operation's summary
+    (:data:`SUMMARIES`) and its error responses."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(SCHEMAS)
     for path, item in result.get("paths", {}).items():
         for method, op in item.items():
+            summary = SUMMARIES.get((method.upper(), path))
+            if summary:
+                op["summary"] = summary
             responses = op.setdefault("responses", {})
             for code, text in _codes(path, method, op).items():
                 responses.setdefault(code, {"description": text,

@@ -9,7 +9,7 @@ Roles are ordered, each including the ones before it:
 * ``operator`` — plus connector writes (create, config, pause/resume/stop,
   restart, offsets, delete, plugin validation);
 * ``admin``    — plus cluster operations: Raft membership, metadata-store
-  switch/rollback, logger levels (``/admin/loggers*``, reads too), backup and
+  switch/rollback and stores, logger levels (``/admin/loggers*``, reads too), backup and
   restore (reads too), users (``/raftconnect/v1/users*``, reads too).
 
 A replicated user's role is its record's (``accounts.mirror`` puts it on the user);

@@ -14,36 +14,17 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from webapp.connectors.api import ConnectException, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.converters import decode_value, encode_value, struct_schema
-from tests.connectors.test_file import context, data_files, run_sink, run_source, unique
-from tests.kafka_helpers import read_topic
+from tests.connectors.file.support import context, data_files, run_sink, run_source, unique
+from tests.kafka_helpers import read_messages, read_topic
 
 pytestmark = pytest.mark.integration
 P = "org.apache.kafka.connect.transforms."
-
-
-def read_records(bootstrap: str, topic: str) -> list:
-    """Every message of a one-partition topic (offset 0 to EOF) with headers."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests-dlq", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        out = []
-        while True:
-            for m in consumer.consume(1000, timeout=5.0):
-                if m.error() is None:
-                    out.append(m)
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    return out
-                else:
-                    raise RuntimeError(m.error())
-    finally:
-        consumer.close()
 
 
 def test_source_insert_field_and_regex_router_then_sink_filter(spark, kafka_broker, tmp_path):
@@ -132,7 +113,7 @@ def test_poison_records_go_to_the_dead_letter_queue_with_context_headers(spark, 
     assert sorted(r["id"] for r in rows) == [0, 1, 2, 3, 5]
     assert {r["id"]: r["amount"] for r in rows}[5] == 50
 
-    dead = read_records(kafka_broker.bootstrap_servers, dlq)
+    dead = read_messages(kafka_broker.bootstrap_servers, dlq)
     assert [m.key() for m in dead] == [b"poison", b"k4"]
     assert dead[0].value() == b'{"schema": {"type": "struct"'
     assert decode_value(dead[1].value())[1] == {"id": 4, "amount": "oops"}
