@@ -26,7 +26,7 @@ import pytest
 @pytest.fixture(scope="session", autouse=True)
 def file_allowed_paths(tmp_path_factory):
     """Set ``RAFTCONNECT_FILE_ALLOWED_PATHS`` to pytest's base temp dir for the session; yields that path."""
-    from webapp.connectors import file_access
+    from webapp.runtime import file_access
 
     base = str(tmp_path_factory.getbasetemp())
     before = os.environ.get(file_access.ENV)

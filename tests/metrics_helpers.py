@@ -10,7 +10,7 @@ from typing import Callable
 from prometheus_client.parser import text_string_to_metric_families
 
 from tools.launcher import wait_for
-from webapp.connectors.api import SourceOffset
+from webapp.plugin import SourceOffset
 from webapp.runtime.worker import TaskMetrics
 
 __all__ = ["scrape", "value", "report_a_sink_task"]

@@ -15,7 +15,7 @@ import json
 
 from django.http import HttpRequest, HttpResponse
 
-from webapp.connect.node import current
+from webapp.connect.locator import current
 
 __all__ = ["connectors_status", "connector_status"]
 

@@ -30,7 +30,7 @@ variable                                        default         accessor
 =============================================  ==============  ==========================================
 
 Variables owned by another module stay there with their parsing: the file connectors' allowed paths
-(``webapp.connectors.file_access``), metadata store URLs (``webapp.storage.registry``), the tasks'
+(``webapp.runtime.file_access``), metadata store URLs (``webapp.storage.registry``), the tasks'
 Kafka client settings (``webapp.kafka.client_config``), the log format and level (``webapp.logconfig``),
 the CLI's connection (``webapp.cli.contexts``). A malformed number raises ``ValueError`` naming nothing
 more than Python's ``int()``/``float()`` do, as before.

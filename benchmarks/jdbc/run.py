@@ -165,7 +165,7 @@ def raftconnect(spark, pg_params, my_params, kafka, rows: int, tmp: Path, batch_
     """
     import pymysql
 
-    from webapp.connectors.api import ConnectorTaskId, TaskContext
+    from webapp.plugin import ConnectorTaskId, TaskContext
     from webapp.connectors.jdbc import JdbcSinkTask, JdbcSourceTask
 
     run = f"r{time.time_ns()}"

@@ -76,7 +76,7 @@ os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 
 from benchmarks._common import machine, quantile  # noqa: E402
 from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
-from webapp.connectors.api import ConnectorTaskId, SourceOffset  # noqa: E402
+from webapp.plugin import ConnectorTaskId, SourceOffset  # noqa: E402
 from webapp.runtime.client import ControlPlaneClient, ControlPlaneUnavailable, Fenced  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"

@@ -276,7 +276,7 @@ class Hammer:
 
 
 def offsets_of(n: int) -> list:
-    from webapp.connectors.api import SourceOffset
+    from webapp.plugin import SourceOffset
 
     return [SourceOffset({"partition": p}, {"position": n}) for p in (0, 1)]
 
@@ -286,7 +286,7 @@ class SqlDirect:
     """Direct batched upserts into a copy of the offsets table; 100 rows = 50 commits per transaction."""
 
     def __init__(self, kind: str, db: str, threads: int):
-        from webapp.connectors.api import partition_key
+        from webapp.plugin import partition_key
         from webapp.storage.models import Offset
 
         self.kind, self.threads = kind, threads
@@ -346,7 +346,7 @@ class RedisDirect:
     def __init__(self, prefix: str):
         import redis
 
-        from webapp.connectors.api import partition_key
+        from webapp.plugin import partition_key
 
         self.client = redis.Redis.from_url(REDIS_URL)
         self.prefix = prefix
@@ -378,7 +378,7 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) -> list[dict[str, Any]]:
-    from webapp.connectors.api import ConnectorTaskId, partition_key
+    from webapp.plugin import ConnectorTaskId, partition_key
 
     node = Node(urls, _WORK / "raft-writes")
     rows = []
@@ -450,7 +450,7 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
 # --------------------------------------------------------------------------- part 2: switching
 def load_metadata(node: Node, n: int) -> tuple[list[str], int]:
     """Put ``n`` connectors' metadata into the (active) Raft store in batches of 200 names; returns names, generation."""
-    from webapp.connectors.api import SourceOffset
+    from webapp.plugin import SourceOffset
     from webapp.storage.base import ConnectorRecord, NameSnapshot
 
     names = [f"conn-{i:05d}" for i in range(n)]
@@ -493,7 +493,7 @@ class Load:
     def _run(self, i: int) -> None:
         from django.db import connections
 
-        from webapp.connectors.api import ConnectorTaskId, SourceOffset
+        from webapp.plugin import ConnectorTaskId, SourceOffset
 
         name, n = self.names[i], 0
         task = ConnectorTaskId(name, 0)

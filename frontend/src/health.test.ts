@@ -10,7 +10,7 @@ const TRACE = `Traceback (most recent call last):
     return_value = get_return_value(
   File "/venv/lib/python3.12/site-packages/pyspark/errors/exceptions/captured.py", line 185, in deco
     raise converted from None
-webapp.connectors.api.ConnectException: Cannot read /data/bad.csv`;
+webapp.plugin.errors.ConnectException: Cannot read /data/bad.csv`;
 
 describe("traces", () => {
   it("fold runs of library frames and keep the project's frames and the exception visible", () => {

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from tests.metrics_helpers import first_batch, report_a_sink_task, scrape, value
-from webapp.connectors.api import SourceOffset
+from webapp.plugin import SourceOffset
 
 
 def test_metrics_report_raft_assignment_and_store_latency(api, node, client):

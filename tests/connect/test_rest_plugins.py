@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from webapp.connect import plugins
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigKey
 
 from .test_rest import SOURCE, put, source_config
 

@@ -19,7 +19,7 @@ import pymysql
 import pytest
 
 from webapp.connectors import jdbc_io
-from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext, partition_key
+from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.jdbc import (
     JdbcSinkConnector,
     JdbcSinkTask,

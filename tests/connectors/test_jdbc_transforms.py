@@ -12,7 +12,7 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from webapp.connectors.api import ConnectException
+from webapp.plugin import ConnectException
 from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector
 from webapp.kafka.topics import ensure_topic
 from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by name

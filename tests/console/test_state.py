@@ -19,7 +19,7 @@ PY_TRACE = """Traceback (most recent call last):
     result = self._task.run_batch()
   File "/app/webapp/connectors/file.py", line 630, in _next_batch
     raise ConnectException(f"Cannot read {split.filename}")
-webapp.connectors.api.ConnectException: Cannot read /data/bad.csv at position 10: CSV parse error: Expected 2 columns, got 4
+webapp.plugin.errors.ConnectException: Cannot read /data/bad.csv at position 10: CSV parse error: Expected 2 columns, got 4
 """
 
 CHAINED = """Traceback (most recent call last):
@@ -63,7 +63,7 @@ def test_health_is_derived_from_the_tasks(connector, tasks, health):
 
 
 def test_root_cause_is_the_exception_line_and_names_kafka():
-    assert root_cause(PY_TRACE).startswith("webapp.connectors.api.ConnectException: Cannot read /data/bad.csv")
+    assert root_cause(PY_TRACE).startswith("webapp.plugin.errors.ConnectException: Cannot read /data/bad.csv")
     line = root_cause(CHAINED)
     assert line.startswith("webapp.kafka.spark_io.KafkaIOError") and "Broker transport failure" in line
     assert kafka_hint(line, "10.0.0.7:9092").endswith("(Kafka bootstrap servers: 10.0.0.7:9092)")
@@ -197,7 +197,7 @@ def test_offsets_view_of_a_file_source_says_progress_and_is_served(api, node, tm
     created = api.post("/connectors", data=json.dumps({"name": "prog", "config": {
         "connector.class": SOURCE, "path": str(f), "format": "csv", "topic": "t"}}), content_type="application/json")
     assert created.status_code == 201
-    from webapp.connectors.api import SourceOffset
+    from webapp.plugin import SourceOffset
     node.store.alter_offsets("prog", [SourceOffset({"filename": str(f)}, {"position": 40})])
     body = api.get("/raftconnect/v1/console/connectors/prog/offsets").json()
     assert body["kind"] == "source"

@@ -10,7 +10,7 @@ import pytest
 
 from raftnode import RaftConfig, RaftNode
 from tools.launcher import wait_for
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.kafka.embedded import free_port
 from webapp.storage.raft import RaftMetadataStore

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigKey
 from webapp.runtime.config_providers import (HIDDEN, ConfigProviderError, mask_passwords, password_keys,
                                              reverse_transform, transform)
 
@@ -154,7 +154,7 @@ def test_the_worker_starts_the_connector_with_resolved_values_and_stores_referen
 
 
 def test_an_unresolvable_reference_fails_the_connector_and_the_task_with_the_reason(tmp_path):
-    from webapp.connectors.api import ConnectorTaskId
+    from webapp.plugin import ConnectorTaskId
     from webapp.runtime.worker import Worker, WorkerTask
 
     client = RecordingClient()

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from webapp.connectors.api import ConnectException
+from webapp.plugin import ConnectException
 from webapp.runtime.errors import (
     ErrorHandlingConfig,
     ProcessingError,

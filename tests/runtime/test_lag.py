@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tools.launcher import wait_for
-from webapp.connectors.api import SourceOffset
+from webapp.plugin import SourceOffset
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.lag import SinkLagMonitor
 from webapp.runtime.worker import TaskMetrics

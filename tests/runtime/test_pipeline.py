@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from webapp.connectors.api import ConnectorTaskId
+from webapp.plugin import ConnectorTaskId
 from webapp.runtime.pipeline import SinkPipeline, SourcePipeline, needs_pipeline
 from webapp.runtime.transforms.record import headers_type
 

@@ -6,8 +6,8 @@ import threading
 import pytest
 
 from tools.launcher import wait_for
-from webapp.connectors import registry
-from webapp.connectors.api import BatchResult, SourceConnector, SourceOffset, Task
+from webapp.runtime import registry
+from webapp.plugin import BatchResult, SourceConnector, SourceOffset, Task
 from webapp.runtime import worker as worker_mod
 from webapp.runtime.worker import Worker
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import AlreadyExists, ConnectorRecord, FencedWrite, NotFound, StoreUnavailable
 
 

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.kafka.embedded import free_port
 from webapp.storage.base import StoreUnavailable
 from webapp.storage.relational import RelationalMetadataStore, database_settings

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from tools.launcher import wait_for
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.kafka.embedded import free_port
 from webapp.storage.base import StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore

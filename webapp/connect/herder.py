@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from webapp.connectors import registry
+from webapp.runtime import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.config_providers import has_references
 from webapp.storage.base import AlreadyExists, ConnectorRecord, MetadataStore, NotFound

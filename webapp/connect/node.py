@@ -1,7 +1,8 @@
 """Assembly of one RaftConnect node: Raft member, metadata store, coordinator, Herder, agent.
 
-Owns starting and stopping a node's parts in order and the process-wide handle
-(:func:`current`) that REST views use. ``runnode`` builds a :class:`ConnectNode`
+Owns starting and stopping a node's parts in order; it installs itself as the
+process's node (``webapp.connect.locator.set_current``), which Django-built entry
+points read with ``locator.current()``. ``runnode`` builds a :class:`ConnectNode`
 from its flags; tests build one in-process.
 
 Start order: agent subprocess (it boots — imports, engine processes, producer —
@@ -27,9 +28,9 @@ from typing import Any, Callable
 
 from raftnode import RaftConfig, RaftNode
 from webapp.celery import app as celery_app, configure_broker, worker_queue
-from webapp.connectors.file_access import default_root
+from webapp.runtime.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
-from webapp import environment, metrics
+from webapp import environment
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
@@ -38,20 +39,13 @@ from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
 
 from .health import NodeHealth
 from .herder import Herder
+from .locator import set_current
 from .store_catalog import resolve_spec
 from .workerconfig import KAFKA_CLIENT_CONFIG_ENV
 
-__all__ = ["NodeOptions", "ConnectNode", "current", "current_or_none", "set_current", "NodeNotReady", "add_lifecycle_hook"]
+__all__ = ["NodeOptions", "ConnectNode", "add_lifecycle_hook"]
 
 log = logging.getLogger(__name__)
-
-_current: "ConnectNode | None" = None
-_current_lock = threading.Lock()
-
-
-class NodeNotReady(Exception):
-    """No node is running in this process (or it has not finished starting)."""
-
 
 #: ``(on_start(node), on_stop(node))`` pairs called when a node of this process has started / is stopping
 _lifecycle_hooks: list[tuple[Callable[["ConnectNode"], Any], Callable[["ConnectNode"], Any]]] = []
@@ -64,27 +58,6 @@ def add_lifecycle_hook(on_start: Callable[["ConnectNode"], Any], on_stop: Callab
     """
     if (on_start, on_stop) not in _lifecycle_hooks:
         _lifecycle_hooks.append((on_start, on_stop))
-
-
-def current() -> "ConnectNode":
-    """The node running in this process. Raises :class:`NodeNotReady`."""
-    if _current is None:
-        raise NodeNotReady("This node has not finished starting")
-    return _current
-
-
-def current_or_none() -> "ConnectNode | None":
-    """The node running in this process, or None (never raises)."""
-    return _current
-
-
-def set_current(node: "ConnectNode | None") -> None:
-    """Install (or clear) the process-wide node; the first install registers the node's metrics collector."""
-    global _current
-    with _current_lock:
-        _current = node
-    if node is not None:
-        metrics.install(current_or_none)  # webapp.metrics reads the node through this, never imports it
 
 
 @dataclass
@@ -100,7 +73,7 @@ class NodeOptions:
         cluster: REST ``host:port`` of cluster nodes; how a worker-only node (no
             Raft state) finds the cluster. Raft members may leave it empty.
         data_dir: journal, snapshot, node database, broker folder, and ``files/`` (created here), the
-            default root of ``raftconnect.file.allowed.paths`` (``webapp.connectors.file_access``).
+            default root of ``raftconnect.file.allowed.paths`` (``webapp.runtime.file_access``).
         bootstrap_servers: Kafka bootstrap servers for tasks.
         weight: the worker's assignment weight (> 0).
         cluster_secret: shared secret (Raft password, HMAC key); generated and

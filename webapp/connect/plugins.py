@@ -2,13 +2,13 @@
 
 Owns the registry of non-connector plugins (converters, header converters,
 transformations, predicates) beside the connector registry
-(:mod:`webapp.connectors.registry`), the JSON shapes of Kafka Connect's
+(:mod:`webapp.runtime.registry`), the JSON shapes of Kafka Connect's
 ``PluginInfo``, ``ConfigKeyInfo`` and ``ConfigInfos`` entities, and building a
 ``ConfigInfos`` from a connector config (``PUT /connector-plugins/{p}/config/validate``).
 
 A plugin of another type is added by an entry point in the group of its type
 (:data:`ENTRY_POINT_GROUPS`, e.g. ``raftconnect.transformations``) naming a class
-with ``version`` and ``config_def`` (a :class:`~webapp.connectors.api.ConfigDef`)
+with ``version`` and ``config_def`` (a :class:`~webapp.plugin.ConfigDef`)
 attributes, or in code with :func:`register`. The converters the runtime
 implements (:mod:`webapp.runtime.converters`) are registered here.
 """
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Mapping
 
-from webapp.connectors import registry
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.runtime import registry
+from webapp.plugin import ConfigDef, ConfigKey
 from webapp.runtime import restart
 from webapp.runtime.config_providers import HIDDEN
 from webapp.runtime.converters import JSON_CONVERTER_CLASS, STRING_CONVERTER_CLASS

@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.timesince import timesince
 
-from webapp.connect.node import NodeNotReady, current
+from webapp.connect.locator import NodeNotReady, current
 from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
 from webapp.coordinator.signing import signed_headers
 from webapp.storage.switch import SwitchError

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import jdbc_io
-from .api import (
+from webapp.plugin import (
     BatchResult,
     ConfigDef,
     ConfigKey,

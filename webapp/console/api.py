@@ -52,7 +52,8 @@ from rest_framework.views import APIView
 
 from webapp.connect.api.views import ConnectAPIView, herder
 from webapp.connect.herder import BadRequest, ConnectRestError
-from webapp.connect.node import ConnectNode, current
+from webapp.connect.locator import current
+from webapp.connect.node import ConnectNode
 
 from webapp.connect.api.roles import user_role
 

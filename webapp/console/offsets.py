@@ -10,7 +10,7 @@ from the console). Two shapes, by what the partition key says:
   (end − start when nothing is committed, as a sink starts at the beginning);
 * a file source's files (``{"filename"[, "range.start", "range.end"]}``): the
   committed byte ``position`` (or ``row`` for Parquet) and the file's size when the
-  node can see it under the allowed roots (``webapp.connectors.file_access``).
+  node can see it under the allowed roots (``webapp.runtime.file_access``).
 
 Anything else is passed through as ``{"partition", "offset"}``. With a
 ``timestamp`` (ms), a sink's rows also carry ``offset_for_timestamp``: the first
@@ -69,7 +69,7 @@ def kafka_positions(config: Mapping[str, Any], tps: list[tuple[str, int]], *, ti
 
 
 def _file_size(filename: str) -> int | None:
-    from webapp.connectors import file_access
+    from webapp.runtime import file_access
 
     try:
         file_access.check(filename)

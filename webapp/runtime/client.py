@@ -13,7 +13,7 @@ from typing import Any
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.signing import signed_headers
 
 __all__ = ["ControlPlaneClient", "Fenced", "ControlPlaneUnavailable"]

@@ -26,7 +26,7 @@ Worker settings (environment; Kafka's ``config.providers`` worker config):
   so by default a reference can read nothing else. Either way a path that
   resolves (symbolic links, ``..``) into the node's data directory — its
   ``cluster.secret`` — is refused, except under its ``files/``
-  (:mod:`webapp.connectors.file_access`);
+  (:mod:`webapp.runtime.file_access`);
 * ``RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN`` — regex of resolvable
   variables (Kafka's ``allowlist.pattern``; default ``.*``). Variables named
   ``RAFTCONNECT_*`` (cluster secret, admin password) are never resolvable.
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from webapp import environment
-from webapp.connectors import file_access
+from webapp.runtime import file_access
 
 __all__ = ["ConfigProviderError", "PATTERN", "HIDDEN", "providers", "transform", "reverse_transform", "has_references",
            "password_keys", "mask_passwords"]
@@ -186,7 +186,7 @@ def reverse_transform(raw: Mapping[str, str], resolved: Mapping[str, str],
 
 
 def password_keys(config_def) -> frozenset[str]:
-    """Names of the PASSWORD-typed keys of a :class:`~webapp.connectors.api.ConfigDef`."""
+    """Names of the PASSWORD-typed keys of a :class:`~webapp.plugin.ConfigDef`."""
     return frozenset(k.name for k in config_def.keys if k.type == "PASSWORD")
 
 

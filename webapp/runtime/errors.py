@@ -28,7 +28,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TypeVar
 
-from webapp.connectors.api import ConfigDef, ConfigKey, ConnectException
+from webapp.plugin import AbstractConfig, ConfigDef, ConfigKey, ConnectException
 
 __all__ = [
     "Stage",
@@ -138,18 +138,16 @@ class ErrorHandlingConfig:
         if errors:
             raise ConnectException("Invalid errors configuration: " + "; ".join(m for v in errors.values() for m in v))
 
-        def get(name: str) -> str:
-            return str(_CONFIG_DEF.get(config, name))
-
+        conf = AbstractConfig(_CONFIG_DEF, config)
         return cls(
-            tolerance=get("errors.tolerance").strip().lower(),
-            retry_timeout_ms=int(get("errors.retry.timeout")),
-            retry_delay_max_ms=int(get("errors.retry.delay.max.ms")),
-            log_enable=get("errors.log.enable").lower() == "true",
-            log_include_messages=get("errors.log.include.messages").lower() == "true",
-            dlq_topic=get("errors.deadletterqueue.topic.name").strip(),
-            dlq_replication_factor=int(get("errors.deadletterqueue.topic.replication.factor")),
-            dlq_context_headers=get("errors.deadletterqueue.context.headers.enable").lower() == "true",
+            tolerance=conf.get_string("errors.tolerance").strip().lower(),
+            retry_timeout_ms=conf.get_long("errors.retry.timeout"),
+            retry_delay_max_ms=conf.get_long("errors.retry.delay.max.ms"),
+            log_enable=conf.get_bool("errors.log.enable"),
+            log_include_messages=conf.get_bool("errors.log.include.messages"),
+            dlq_topic=conf.get_string("errors.deadletterqueue.topic.name").strip(),
+            dlq_replication_factor=conf.get_int("errors.deadletterqueue.topic.replication.factor"),
+            dlq_context_headers=conf.get_bool("errors.deadletterqueue.context.headers.enable"),
         )
 
     @property

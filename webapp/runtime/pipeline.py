@@ -38,7 +38,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from webapp.connectors.api import ConnectException, ConnectorTaskId
+from webapp.plugin import ConnectException, ConnectorTaskId
 
 from .errors import ErrorHandlingConfig, ProcessingError, RetryWithToleranceOperator, Stage, ToleranceExceeded, \
     dlq_headers

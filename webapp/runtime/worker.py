@@ -21,8 +21,8 @@ from collections import deque
 from typing import Any, Callable
 
 from webapp import environment
-from webapp.connectors import registry
-from webapp.connectors.api import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
+from webapp.runtime import registry
+from webapp.plugin import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 from webapp.states import State, TargetState, reported_state
 
 from . import config_providers

@@ -10,7 +10,7 @@ Shapes:
         one of STARTED/PAUSED/STOPPED, ``task_configs`` ``[{str: str}, ..]``.
     Status: one row per connector (``task = -1``) or task (``task >= 0``).
     Offset: one row per source partition of a connector; ``partition_key`` is
-        :func:`webapp.connectors.api.partition_key` of ``partition`` and
+        :func:`webapp.plugin.partition_key` of ``partition`` and
         ``key_hash`` its SHA-256 (hex), which carries the uniqueness (a long
         partition key could not be indexed on MySQL).
     ActiveTopic: one row per topic a connector's tasks used (Connect's KIP-558 active topics).

@@ -11,7 +11,7 @@ from typing import Any
 from collections.abc import Callable
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
     KINDS, AlreadyExists, ConnectorRecord, FencedWrite, MetadataStore, NameSnapshot, NotFound, StoreUnavailable,

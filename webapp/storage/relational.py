@@ -58,7 +58,7 @@ import dj_database_url
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.states import TargetState
 
 from .base import (

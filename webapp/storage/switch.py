@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterator
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from raftnode.state import STORE_RAFT, SWITCH_RUNNING
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 
 from .base import KINDS, ConnectorRecord, MetadataStore, NameSnapshot, StoreError, StoreUnavailable

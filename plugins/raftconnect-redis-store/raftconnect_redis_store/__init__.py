@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import redis
 
-from webapp.connectors.api import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
     KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
     NotFound, StoreUnavailable,

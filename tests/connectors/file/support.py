@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from webapp.connectors.api import ConnectorTaskId, TaskContext, partition_key
+from webapp.plugin import ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
 
 _names = (f"t{i}" for i in itertools.count())

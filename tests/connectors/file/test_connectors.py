@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.connectors.api import ConnectException
+from webapp.plugin import ConnectException
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
 
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
 
-from webapp.connectors.api import ConnectException, partition_key
+from webapp.plugin import ConnectException, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask
 from webapp.kafka.topics import ensure_topic
 from tests.connectors.file.support import (

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from webapp.connectors.api import ConnectException, partition_key
+from webapp.plugin import ConnectException, partition_key
 from webapp.connectors.file import FileSourceConnector, FileSourceTask
 from webapp.runtime.converters import decode_value
 from tests.connectors.file.support import (

@@ -14,7 +14,7 @@ from webapp.runtime.transforms.chain import (
     transform_plugins,
     validate_transforms,
 )
-from webapp.runtime.transforms.record import ConfigException
+from webapp.plugin import ConfigException
 
 from .support import ALICE, P, batch, one, rec, run, values
 

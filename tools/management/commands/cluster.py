@@ -16,7 +16,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from tools.launcher import REPO_ROOT, LocalCluster
-from webapp.connectors import file_access
+from webapp.runtime import file_access
 from webapp.kafka.embedded import EmbeddedKafka
 
 

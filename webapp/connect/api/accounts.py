@@ -47,7 +47,7 @@ from django.contrib.auth.hashers import check_password, make_password
 
 from raftnode import CommandRejected
 from webapp.connect.herder import BadRequest, ConnectRestError, NotFoundError
-from webapp.connect.node import NodeNotReady, current, current_or_none
+from webapp.connect.locator import NodeNotReady, current, current_or_none
 
 from .roles import ADMIN, ROLES
 

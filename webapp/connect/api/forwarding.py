@@ -106,7 +106,7 @@ class ForwardedUserAuthentication(BaseAuthentication):
             return None
         from rest_framework.exceptions import AuthenticationFailed
 
-        from webapp.connect.node import NodeNotReady, current
+        from webapp.connect.locator import NodeNotReady, current
 
         try:
             secret = current().secret

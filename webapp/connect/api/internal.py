@@ -19,8 +19,8 @@ from rest_framework.views import APIView
 from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
-from webapp.connect.node import NodeNotReady, current
-from webapp.connectors.api import ConnectorTaskId, SourceOffset
+from webapp.connect.locator import NodeNotReady, current
+from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import SIG_HEADER, TS_HEADER, verify
 from webapp.states import STATES

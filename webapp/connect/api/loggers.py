@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.connect.herder import BadRequest, ConnectRestError, NotFoundError
-from webapp.connect.node import current
+from webapp.connect.locator import current
 from webapp.coordinator.signing import signed_headers
 from webapp.loggers import InvalidLevel, process_loggers
 

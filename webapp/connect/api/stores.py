@@ -36,7 +36,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.connect.herder import BadRequest, ConnectRestError
-from webapp.connect.node import current
+from webapp.connect.locator import current
 from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
 from webapp.storage.backup import BackupError, export_backup, restore_backup
 from webapp.storage.switch import SwitchError, SwitchManager

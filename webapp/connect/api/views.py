@@ -22,7 +22,7 @@ from raftnode import without_leader_wait
 
 from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
-from webapp.connect.node import NodeNotReady, current, current_or_none
+from webapp.connect.locator import NodeNotReady, current, current_or_none
 from webapp.states import TargetState
 
 from .params import bool_param, json_object

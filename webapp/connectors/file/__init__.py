@@ -23,7 +23,7 @@ Offsets (Connect style):
 
 Paths: every ``path`` (and every file a source directory expands to) must
 resolve under the worker setting ``raftconnect.file.allowed.paths`` and never
-into the node's data directory (:mod:`webapp.connectors.file_access`). It is
+into the node's data directory (:mod:`webapp.runtime.file_access`). It is
 checked when a connector is validated or created, when it splits its work, when
 a task starts and before each batch opens its files or writes its output.
 
@@ -49,9 +49,10 @@ module            owns
 ================= =============================================================
 
 Imports point one way: ``config`` ← ``connectors`` ← the tasks. The package
-depends on the plugin API (``webapp.connectors.api``), ``file_access`` and the
-runtime's and Kafka helpers it calls; it never imports the web layer or the JDBC
-connectors, and the runtime reaches it only through the plugin registry
+depends on the plugin API (``webapp.plugin``) and the runtime's and Kafka's
+declared helpers it calls (``file_access``, ``converters``, ``engine``, ``pipeline``,
+...); it never imports the web layer or the JDBC connectors, and the runtime
+reaches it only through the plugin registry
 (``pyproject.toml``'s import contracts). This ``__init__`` is its public face:
 the entry points name ``webapp.connectors.file:FileSourceConnector`` and
 ``…:FileSinkConnector``, and it attaches each connector's task class.
@@ -72,6 +73,6 @@ __all__ = [
     "SINK_FORMATS",
 ]
 
-# The runtime instantiates a connector's tasks through ``Connector.task_class`` (api.py).
+# The runtime instantiates a connector's tasks through ``Connector.task_class`` (webapp.plugin).
 FileSourceConnector.task_class = FileSourceTask
 FileSinkConnector.task_class = FileSinkTask

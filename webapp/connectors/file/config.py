@@ -3,22 +3,23 @@
 Owns the ``ConfigDef`` keys of both connectors (``_COMMON_KEYS``, ``_SOURCE_KEYS``,
 ``_SINK_KEYS``), the formats and converters they accept, the keys the connectors
 add to task configs (``task.index``, ``task.count``, ``task.splits``), the helpers
-that read and check config values (typed getters, converter flags, ``tasks.max``-like
-positive numbers, ``producer.override.*`` / ``consumer.override.*``), the listing
+that check config values (converter flags, ``tasks.max``-like positive numbers,
+``producer.override.*`` / ``consumer.override.*``; values are read with the plugin
+API's typed getters, ``AbstractConfig(config_def, config).get_int(key)``), the listing
 of a source directory, and the SMT / ``errors.*`` check a task makes at start
 (:func:`_error_handling`).
 
 Must not touch: files' contents, Kafka, Spark or the metadata store (the tasks
-do); paths' permissions (``webapp.connectors.file_access`` decides); the web layer.
+do); paths' permissions (``webapp.runtime.file_access`` decides); the web layer.
 """
 from __future__ import annotations
 
 import fnmatch
 import os
 import re
-from typing import Any, Mapping
+from typing import Mapping
 
-from ..api import ConfigDef, ConfigKey, ConnectException
+from webapp.plugin import AbstractConfig, ConfigException, ConfigKey, ConnectException
 
 SOURCE_FORMATS = ("csv", "json", "parquet")
 SINK_FORMATS = ("parquet", "json", "csv")
@@ -96,29 +97,6 @@ _SINK_KEYS = (
 )
 
 
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
-
-
-def _list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [v.strip() for v in str(value).split(",") if v.strip()]
-
-
-def _get(config_def: ConfigDef, config: Mapping[str, str], name: str) -> str | None:
-    value = config_def.get(config, name)
-    return None if value is None else str(value)
-
-
-def _int(config_def: ConfigDef, config: Mapping[str, str], name: str) -> int:
-    raw = _get(config_def, config, name)
-    try:
-        return int(str(raw))
-    except (TypeError, ValueError):
-        raise ConnectException(f"Invalid value {raw} for configuration {name}: Not a number") from None
-
-
 def _client_overrides(config: Mapping[str, str], prefix: str) -> dict[str, str]:
     """Connect's ``producer.override.*`` / ``consumer.override.*`` keys, prefix stripped."""
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and len(k) > len(prefix)}
@@ -171,16 +149,18 @@ def _raise_if_errors(errors: Mapping[str, list[str]], what: str) -> None:
         raise ConnectException(f"Invalid {what} configuration: " + "; ".join(bad))
 
 
-def _positive(config_def: ConfigDef, config: Mapping[str, str], names: tuple[str, ...]) -> dict[str, list[str]]:
+def _positive(conf: AbstractConfig, names: tuple[str, ...]) -> dict[str, list[str]]:
+    """``{key: [message]}`` for each of ``names`` whose value is a number below 1 (a non-number is
+    ``ConfigDef.validate``'s to report)."""
     errors: dict[str, list[str]] = {}
     for name in names:
-        raw = _get(config_def, config, name)
         try:
-            if raw is not None and int(raw) < 1:
-                errors.setdefault(name, []).append(f"Invalid value {raw} for configuration {name}: "
-                                                   "Value must be at least 1")
-        except ValueError:
-            pass  # reported by ConfigDef.validate
+            value = conf.get_int(name)
+        except ConfigException:
+            continue  # reported by ConfigDef.validate
+        if value is not None and value < 1:
+            errors.setdefault(name, []).append(f"Invalid value {conf.get_string(name)} for configuration {name}: "
+                                               "Value must be at least 1")
     return errors
 
 

@@ -19,8 +19,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import file_access
-from ..api import ConfigDef, ConnectException, SinkConnector, SourceConnector
+from webapp.plugin import AbstractConfig, ConfigDef, ConnectException, SinkConnector, SourceConnector
+from webapp.runtime import file_access
+
 from .config import (
     _COMMON_KEYS,
     _SINK_KEYS,
@@ -30,12 +31,8 @@ from .config import (
     TASK_COUNT,
     TASK_INDEX,
     TASK_SPLITS,
-    _bool,
     _converter_errors,
     _format_from_name,
-    _get,
-    _int,
-    _list,
     _list_files,
     _merge_errors,
     _positive,
@@ -107,9 +104,9 @@ class FileSourceConnector(SourceConnector):
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus path existence, format, topic name, converters."""
+        conf = AbstractConfig(self.config_def, config)
         errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
-                               _positive(self.config_def, config,
-                                         ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
+                               _positive(conf, ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
         path = config.get("path")
         if path:
             access = file_access.policy()
@@ -133,7 +130,7 @@ class FileSourceConnector(SourceConnector):
         topic = config.get("topic")
         if topic and not _TOPIC_RE.match(topic):
             errors["topic"].append(f"Invalid topic name {topic!r}: use up to 249 of [a-zA-Z0-9._-]")
-        if len(_get(self.config_def, config, "csv.delimiter") or ",") != 1:
+        if len(conf.get_string("csv.delimiter") or ",") != 1:
             errors["csv.delimiter"].append("csv.delimiter must be a single character")
         return errors
 
@@ -170,7 +167,8 @@ class FileSourceConnector(SourceConnector):
         """
         if not hasattr(self, "config"):
             raise ConnectException("FileSourceConnector.task_configs called before start")
-        max_tasks = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        conf = AbstractConfig(self.config_def, self.config)
+        max_tasks = max(1, min(int(max_tasks), conf.get_int("tasks.max")))
         try:
             files = self._files()
         except FileNotFoundError as e:
@@ -180,7 +178,7 @@ class FileSourceConnector(SourceConnector):
         sizes = {f: os.path.getsize(f) for f, _ in files}
         total = sum(sizes.values()) or 1
         target = total / max_tasks
-        min_split = max(1, _int(self.config_def, self.config, "split.min.bytes"))
+        min_split = max(1, conf.get_long("split.min.bytes"))
         splits: list[tuple[_Split, int]] = []  # (split, weight in bytes)
         for f, fmt in files:
             size = sizes[f]
@@ -212,7 +210,7 @@ class FileSourceConnector(SourceConnector):
         return configs
 
     def _split_text(self, filename: str, fmt: str, size: int, n: int) -> list[tuple[_Split, int]]:
-        header = fmt == "csv" and _bool(_get(self.config_def, self.config, "csv.header"))
+        header = fmt == "csv" and AbstractConfig(self.config_def, self.config).get_bool("csv.header")
         with open(filename, "rb") as f:
             first = _next_line_start(f, 1, size) if header else 0
             bounds = [0]
@@ -262,11 +260,11 @@ class FileSinkConnector(SinkConnector):
 
     def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
         """Per-key errors: ConfigDef checks plus topic names, output path, converters."""
+        conf = AbstractConfig(self.config_def, config)
         errors = _merge_errors(self.config_def.validate(config), _converter_errors(config),
-                               _positive(self.config_def, config, ("tasks.max", "batch.max.rows")))
-        topics = config.get("topics")
-        if topics is not None:
-            names = _list(topics)
+                               _positive(conf, ("tasks.max", "batch.max.rows")))
+        if config.get("topics") is not None:
+            names = conf.get_list("topics")
             if not names:
                 errors["topics"].append("topics must list at least one topic")
             for t in names:
@@ -296,5 +294,5 @@ class FileSinkConnector(SinkConnector):
         """``min(max_tasks, tasks.max)`` configs; task i of N takes partitions p with p % N == i."""
         if not hasattr(self, "config"):
             raise ConnectException("FileSinkConnector.task_configs called before start")
-        n = max(1, min(int(max_tasks), _int(self.config_def, self.config, "tasks.max")))
+        n = max(1, min(int(max_tasks), AbstractConfig(self.config_def, self.config).get_int("tasks.max")))
         return [{**self.config, TASK_INDEX: str(i), TASK_COUNT: str(n)} for i in range(n)]

@@ -25,19 +25,16 @@ import re
 import shutil
 import uuid
 
-from .. import file_access
-from ..api import BatchResult, ConnectException, SourceOffset, Task
+from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task
+from webapp.runtime import file_access
+
 from .config import (
     _STAGING,
     TASK_COUNT,
     TASK_INDEX,
-    _bool,
     _client_overrides,
     _converter_errors,
     _error_handling,
-    _get,
-    _int,
-    _list,
     _merge_errors,
     _raise_if_errors,
 )
@@ -68,15 +65,16 @@ class FileSinkTask(Task):
         cfg, cd = self.config, self.config_def
         errors = _merge_errors(cd.validate(cfg), _converter_errors(cfg))
         _raise_if_errors(errors, "FileSinkTask")
-        self.topics = _list(cfg["topics"])
+        conf = AbstractConfig(cd, cfg)
+        self.topics = conf.get_list("topics")
         self.path = os.path.abspath(cfg["path"])
         file_access.check(self.path)  # before anything is created there; again before each batch's writes
-        self.format = _get(cd, cfg, "format") or "parquet"
-        self.schemas_enable = _bool(_get(cd, cfg, "value.converter.schemas.enable"))
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
-        self.batch_ms = max(1, _int(cd, cfg, "batch.max.ms"))
-        self.sample_rows = max(1, _int(cd, cfg, "schemaless.sample.rows"))
-        self.compression = _get(cd, cfg, "parquet.compression") or "snappy"
+        self.format = conf.get_string("format") or "parquet"
+        self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
+        self.batch_rows = max(1, conf.get_int("batch.max.rows"))
+        self.batch_ms = max(1, conf.get_long("batch.max.ms"))
+        self.sample_rows = max(1, conf.get_int("schemaless.sample.rows"))
+        self.compression = conf.get_string("parquet.compression") or "snappy"
         self.index = int(cfg.get(TASK_INDEX, self.context.task_id.task))
         self.count = int(cfg.get(TASK_COUNT, 1))
         if not (0 <= self.index < self.count):

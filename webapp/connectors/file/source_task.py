@@ -22,16 +22,14 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import file_access
-from ..api import BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
+from webapp.plugin import AbstractConfig, BatchResult, ConnectException, SourceOffset, Task, TaskContext, partition_key
+from webapp.runtime import file_access
+
 from .config import (
     TASK_SPLITS,
-    _bool,
     _client_overrides,
     _converter_errors,
     _error_handling,
-    _get,
-    _int,
     _merge_errors,
     _raise_if_errors,
 )
@@ -122,11 +120,15 @@ class FileSourceTask(Task):
         errors.pop("path", None)  # the file list comes from task.splits
         _raise_if_errors(errors, "FileSourceTask")
         self.topic = cfg["topic"]
-        self.schemas_enable = _bool(_get(cd, cfg, "value.converter.schemas.enable"))
-        self.batch_rows = max(1, _int(cd, cfg, "batch.max.rows"))
-        self.sample_bytes = _int(cd, cfg, "schema.sample.bytes")
-        self.delimiter = _get(cd, cfg, "csv.delimiter") or ","
-        self.csv_header = _bool(_get(cd, cfg, "csv.header"))
+        conf = AbstractConfig(cd, cfg)
+        self.schemas_enable = conf.get_bool("value.converter.schemas.enable")
+        self.batch_rows = max(1, conf.get_int("batch.max.rows"))
+        self.sample_bytes = conf.get_long("schema.sample.bytes")
+        self.delimiter = conf.get_string("csv.delimiter") or ","
+        self.csv_header = conf.get_bool("csv.header")
+        self.topic_partitions = conf.get_int("topic.creation.default.partitions")
+        self.topic_replication = conf.get_int("topic.creation.default.replication.factor")
+        # not get_list: an empty item is a null string here ("a,,b" makes "" null)
         nulls = cfg.get("csv.null.values")
         self.null_values = None if nulls is None else [v.strip() for v in nulls.split(",")]
         self.schema_name = cfg.get("value.schema.name") or None
@@ -155,9 +157,7 @@ class FileSourceTask(Task):
         from webapp.kafka.topics import TopicError
 
         try:  # one metadata call for all of the worker's tasks
-            ensure_topic_cached(self.context.kafka_config, self.topic,
-                                _int(cd, cfg, "topic.creation.default.partitions"),
-                                _int(cd, cfg, "topic.creation.default.replication.factor"))
+            ensure_topic_cached(self.context.kafka_config, self.topic, self.topic_partitions, self.topic_replication)
         except TopicError as e:
             raise ConnectException(str(e)) from e
 
@@ -278,12 +278,10 @@ class FileSourceTask(Task):
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read, as FileStreamSource
         df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms),
                                                              pipeline.spark_schema())
-        cd, cfg = self.config_def, self.config
         try:
-            return pipeline.produce(df, self.topic, self.context.kafka_config, cfg,
+            return pipeline.produce(df, self.topic, self.context.kafka_config, self.config,
                                     producer_config=self.producer_overrides,
-                                    partitions=_int(cd, cfg, "topic.creation.default.partitions"),
-                                    replication_factor=_int(cd, cfg, "topic.creation.default.replication.factor"))
+                                    partitions=self.topic_partitions, replication_factor=self.topic_replication)
         except KafkaIOError as e:
             raise ConnectException(str(e)) from e
 

@@ -8,8 +8,7 @@ transformations, each with Kafka's class names and config keys, and this
 module                      owns
 =========================== ==============================================================
 ``record``                  :class:`RecordBatch`, :class:`ConnectRecord`, ``headers``
-                            type, ``DataException`` / ``ConfigException``,
-                            :func:`concat_batches`
+                            type, :func:`concat_batches`
 ``base``                    :class:`Transformation`, :class:`Predicate`, config handling,
                             ``$Key`` / ``$Value`` variants, Connect's requirement checks
 ``java_compat``             Java regex replacements, ``SimpleDateFormat``, ``Double.toString``
@@ -27,8 +26,8 @@ module                      owns
 
 Imports point one way: ``record`` ← ``base`` ← the families ← ``chain`` (and
 ``java_compat`` beside them, importing nothing of the project). The package
-imports the plugin API (``webapp.connectors.api``: ``ConfigDef``,
-``ConnectException``) and the converters' schema mapping
+imports the plugin API (``webapp.plugin``: ``ConfigDef``, ``ConnectException``,
+``DataException`` / ``ConfigException``, the errors an SMT raises) and the converters' schema mapping
 (``webapp.runtime.converters``); it must not import a connector, the rest of the
 runtime (worker, pipeline, engine), Kafka, Spark, the metadata store or Django —
 ``pyproject.toml``'s import contract ``transforms-alone`` checks this.
@@ -105,9 +104,7 @@ from .filters import Filter, HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from .headers import DropHeaders, InsertHeader
 from .record import (
     RECORD_COLUMNS,
-    ConfigException,
     ConnectRecord,
-    DataException,
     RecordBatch,
     concat_batches,
     headers_type,
@@ -116,8 +113,8 @@ from .routers import RegexRouter, TimestampRouter
 from .timestamp_converter import TimestampConverter, TimestampConverterKey, TimestampConverterValue
 
 __all__ = [
-    # the record model and errors
-    "DataException", "ConfigException", "ConnectRecord", "RecordBatch", "RECORD_COLUMNS", "headers_type",
+    # the record model (the errors an SMT raises are the plugin API's: webapp.plugin)
+    "ConnectRecord", "RecordBatch", "RECORD_COLUMNS", "headers_type",
     "concat_batches",
     # the interface, the chain and its loader
     "Transformation", "Predicate", "TransformationChain", "TransformError", "TRANSFORMATIONS", "PREDICATES",

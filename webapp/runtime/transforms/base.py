@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-from webapp.connectors.api import ConfigDef
+from webapp.plugin import ConfigDef, ConfigException, DataException
 from webapp.runtime.converters import arrow_type_to_connect
 
-from .record import ConfigException, DataException, RecordBatch, _make_struct, _null_mask, _struct_children
+from .record import RecordBatch, _make_struct, _null_mask, _struct_children
 
 VERSION = "0.1.0"
 _PKG = "org.apache.kafka.connect.transforms"

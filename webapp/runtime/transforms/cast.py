@@ -14,7 +14,7 @@ import base64
 import datetime as _dt
 from typing import Any, Mapping
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey, DataException
 from webapp.runtime.converters import TIME_LOGICAL, connect_to_arrow_type
 
 from .base import (
@@ -27,7 +27,7 @@ from .base import (
     _variant_classes,
 )
 from .java_compat import _format_ms, _java_double_str
-from .record import ConfigException, DataException
+
 
 _CAST_TARGETS = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "float32": "float",
                  "float64": "double", "boolean": "boolean", "string": "string"}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from webapp.connectors.api import ConnectException
+from webapp.plugin import ConfigException, ConnectException
 
 from .base import _PKG, VERSION, Predicate, Transformation, _bool_cfg, _list_cfg
 from .cast import CastKey, CastValue
@@ -37,7 +37,7 @@ from .field import (
 )
 from .filters import Filter, HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from .headers import DropHeaders, InsertHeader
-from .record import ConfigException, RecordBatch, concat_batches
+from .record import RecordBatch, concat_batches
 from .routers import RegexRouter, TimestampRouter
 from .timestamp_converter import TimestampConverterKey, TimestampConverterValue
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey, DataException
 from webapp.runtime.converters import TIMESTAMP_LOGICAL, arrow_type_to_connect
 
 from .base import (
@@ -30,7 +30,7 @@ from .base import (
     _variant_classes,
     _with_field,
 )
-from .record import ConfigException, DataException, _make_struct, _null_mask
+from .record import _make_struct, _null_mask
 
 def _insertion_spec(spec: str | None) -> tuple[str, bool] | None:
     if not spec:

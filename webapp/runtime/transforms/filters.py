@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey
 
 from .base import _PKG, Predicate, Transformation
-from .record import ConfigException
+
 
 class Filter(Transformation):
     """Drop every record; used with a predicate (``transforms.x.predicate``) to drop some."""

@@ -7,10 +7,10 @@ Must not touch: keys, values, topics or their schemas, the chain, Kafka, Spark o
 """
 from __future__ import annotations
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey
 
 from .base import _PKG, Transformation, _list_cfg
-from .record import ConfigException, headers_type
+from .record import headers_type
 
 class InsertHeader(Transformation):
     """Add header ``header`` with the UTF-8 bytes of ``value.literal`` to every record."""

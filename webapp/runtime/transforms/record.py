@@ -2,13 +2,13 @@
 
 Owns :class:`RecordBatch` (one ``pyarrow.Table`` of records sharing a key and a
 value schema; columns in the package docstring), :class:`ConnectRecord` (one
-record, for tests and small uses), the ``headers`` column's Arrow type, the two
-exceptions of Connect's API that transformations raise (:class:`DataException`,
-:class:`ConfigException`), the Arrow struct helpers every family uses, and
+record, for tests and small uses), the ``headers`` column's Arrow type, the Arrow
+struct helpers every family uses, and
 :func:`concat_batches` / :func:`conform`, which join batches whose schemas
 differ (a predicate that transforms some records gives the batch the union).
 
-Must not touch: any transformation (the families import this module, never the
+The errors an SMT raises (``DataException``, ``ConfigException``) are the plugin
+API's (``webapp.plugin``). Must not touch: any transformation (the families import this module, never the
 reverse), Kafka, Spark, the metadata store or Django. pyarrow is imported lazily.
 """
 from __future__ import annotations
@@ -16,26 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from webapp.connectors.api import ConnectException
+from webapp.plugin import DataException
 from webapp.runtime.converters import SchemaConversionError, connect_to_arrow_type, merge_connect_schemas
 
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
-
-
-class DataException(ConnectException):
-    """A record does not fit a transformation (Connect's ``DataException``)."""
-
-    java_class = "org.apache.kafka.connect.errors.DataException"
-
-
-class ConfigException(ConnectException):
-    """A transformation or predicate config is invalid; ``errors`` maps config keys to messages."""
-
-    java_class = "org.apache.kafka.common.config.ConfigException"
-
-    def __init__(self, message: str, errors: Mapping[str, list[str]] | None = None):
-        super().__init__(message)
-        self.errors = dict(errors or {})
 
 
 def headers_type():

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey, DataException
 
 from .base import _PKG, Transformation
 from .java_compat import _format_ms_column, _java_replacement, _sdf_tokens
-from .record import ConfigException, DataException
+
 
 class RegexRouter(Transformation):
     """Rename the topic when the whole topic matches ``regex``: ``replacement`` may use ``$1``, ``${name}``."""

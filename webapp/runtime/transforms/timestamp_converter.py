@@ -10,7 +10,7 @@ names), other fields, the chain, Kafka, Spark or Django.
 """
 from __future__ import annotations
 
-from webapp.connectors.api import ConfigDef, ConfigKey
+from webapp.plugin import ConfigDef, ConfigException, ConfigKey, DataException
 from webapp.runtime.converters import DATE_LOGICAL, TIME_LOGICAL, TIMESTAMP_LOGICAL
 
 from .base import (
@@ -23,7 +23,7 @@ from .base import (
     _with_field,
 )
 from .java_compat import _format_ms_column, _parse_ms, _sdf_tokens
-from .record import ConfigException, DataException
+
 
 _TS_TYPES = ("string", "unix", "Date", "Time", "Timestamp")
 _PRECISIONS = {"seconds": 1000, "milliseconds": 1, "microseconds": 1000, "nanoseconds": 1_000_000}

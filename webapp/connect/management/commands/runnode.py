@@ -18,7 +18,7 @@ from raftnode import CommandRejected, RaftUnavailable
 from webapp import environment
 from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect.node import ConnectNode, NodeOptions
-from webapp.connectors import file_access
+from webapp.runtime import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
 from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
                                          read_properties, report, worker_config)

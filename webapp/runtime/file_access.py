@@ -25,7 +25,11 @@ REST write checks it when a connector is created or validated, the worker
 running a connector or task checks it again each time it opens a path. Give
 every node the same value.
 
-Must not import Django (connectors are imported where Django is not set up).
+A runtime helper declared for connectors (``pyproject.toml``, contract
+``connectors-use-declared-helpers``): the file connectors, the config providers
+(``webapp.runtime.config_providers``) and the node (its default root) use it.
+Must not import Django (connectors are imported where Django is not set up) or
+anything of ``webapp`` but the plugin API.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from .api import ConnectException
+from webapp.plugin import ConnectException
 
 __all__ = ["SETTING", "ENV", "DATA_DIR_ENV", "FILES_DIR", "PathNotAllowed", "FileAccessPolicy", "policy",
            "default_root", "check", "violation", "normalize"]

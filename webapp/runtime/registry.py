@@ -5,6 +5,12 @@ Plugins are found through the entry-point group ``raftconnect.connectors``
 does, a connector may also be named by its simple class name
 (``FileSourceConnector``) or that name without the ``Connector`` suffix
 (``FileSource``).
+
+Kafka keeps this in the runtime (``runtime.isolation.Plugins``, ``PluginDesc``), and so do we:
+it is the one way the runtime and the web layer reach a connector (contract ``plugin-api-layers``:
+nothing of ``webapp.runtime`` imports ``webapp.connectors``; the classes come from entry points).
+Must not import a connector module, Django, Spark or a Kafka client (the REST layer lists and
+validates plugins on nodes that run no tasks).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
-from .api import Connector
+from webapp.plugin import Connector
 
 __all__ = ["PluginDesc", "plugins", "resolve", "UnknownPlugin"]
 

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from webapp.connectors import file_access
-from webapp.connectors.api import ConnectException, ConnectorTaskId, TaskContext
+from webapp.runtime import file_access
+from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
 
 SETTING = "raftconnect.file.allowed.paths"

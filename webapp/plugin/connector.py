@@ -1,7 +1,9 @@
-"""The connector plugin API: what a connector and its tasks must implement.
+"""What a connector and its tasks implement: :class:`Connector`, :class:`Task` and what they exchange.
 
 Owns the contract between the task runtime (``webapp.runtime``) and connector
-plugins (``webapp.connectors.*``). Mirrors Kafka Connect's ``Connector`` /
+plugins (``webapp.connectors.*``, third-party packages): the base classes, a
+task's identity (:class:`ConnectorTaskId`), what it is given (:class:`TaskContext`)
+and what a batch returns (:class:`BatchResult`). Mirrors Kafka Connect's ``Connector`` /
 ``SourceTask`` / ``SinkTask`` split, with one difference that follows from
 running on Spark: a task does not return records one by one from ``poll()`` /
 take them in ``put()``; it runs one whole **micro-batch** per call to
@@ -10,34 +12,20 @@ returns the offsets that the batch made durable. The runtime commits those
 offsets through the leader only after ``run_batch`` returned, so a batch whose
 output was not acknowledged is never marked done.
 
-This module must not import Django, Spark or Kafka clients: it is imported by
-the REST layer (validation, plugin listing) on nodes that run no tasks.
+Must not import anything of ``webapp`` outside the plugin API, nor Django, Spark
+or Kafka clients: the REST layer imports it (validation, plugin listing) on nodes
+that run no tasks.
 """
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Mapping
 
-__all__ = [
-    "ConnectorTaskId",
-    "ConfigKey",
-    "ConfigDef",
-    "Connector",
-    "SourceConnector",
-    "SinkConnector",
-    "Task",
-    "TaskContext",
-    "BatchResult",
-    "SourceOffset",
-    "partition_key",
-    "ConnectException",
-]
+from .config import ConfigDef
+from .offsets import SourceOffset
 
-
-class ConnectException(Exception):
-    """A connector or task error with a message meant for the operator."""
+__all__ = ["ConnectorTaskId", "Connector", "SourceConnector", "SinkConnector", "Task", "TaskContext", "BatchResult"]
 
 
 @dataclass(frozen=True, order=True)
@@ -49,93 +37,6 @@ class ConnectorTaskId:
 
     def __str__(self) -> str:
         return f"{self.connector}-{self.task}"
-
-
-def partition_key(partition: Mapping[str, Any]) -> str:
-    """Canonical JSON for a source partition map, used as the offset store key.
-
-    Two equal maps always give the same string (sorted keys, no spaces).
-    """
-    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class SourceOffset:
-    """One offset entry as Kafka Connect models it: a partition map and an offset map.
-
-    For sink tasks the partition is ``{"kafka_topic": t, "kafka_partition": p}`` and
-    the offset ``{"kafka_offset": next_offset_to_read}``, exactly as Connect's
-    ``GET /connectors/{name}/offsets`` shows sink offsets.
-    """
-
-    partition: Mapping[str, Any]
-    offset: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    """One configuration key of a connector (Connect's ``ConfigDef.ConfigKey``).
-
-    ``type`` is one of Connect's type names: STRING, INT, LONG, DOUBLE, BOOLEAN,
-    LIST, PASSWORD, CLASS. ``default`` of ``None`` with ``required`` means the
-    user must set it.
-    """
-
-    name: str
-    type: str = "STRING"
-    default: str | None = None
-    required: bool = False
-    importance: Literal["HIGH", "MEDIUM", "LOW"] = "MEDIUM"
-    documentation: str = ""
-    allowed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    """An ordered set of :class:`ConfigKey` with validation of a raw string map."""
-
-    keys: tuple[ConfigKey, ...] = ()
-
-    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
-        """Check ``config`` against the keys.
-
-        Returns ``{key: [error messages]}`` for every declared key (empty list when
-        valid). Checks presence of required keys, numeric types and allowed values.
-        """
-        errors: dict[str, list[str]] = {}
-        for key in self.keys:
-            errs: list[str] = []
-            raw = config.get(key.name, key.default)
-            if raw is None or raw == "":
-                if key.required:
-                    errs.append(f"Missing required configuration \"{key.name}\" which has no default value.")
-            else:
-                raw = str(raw)
-                if key.type in ("INT", "LONG"):
-                    try:
-                        int(raw)
-                    except ValueError:
-                        errs.append(f"Invalid value {raw} for configuration {key.name}: Not a number of type {key.type}")
-                elif key.type == "DOUBLE":
-                    try:
-                        float(raw)
-                    except ValueError:
-                        errs.append(f"Invalid value {raw} for configuration {key.name}: Not a number of type DOUBLE")
-                elif key.type == "BOOLEAN" and raw.lower() not in ("true", "false"):
-                    errs.append(f"Invalid value {raw} for configuration {key.name}: Expected value to be either true or false")
-                if key.allowed and raw not in key.allowed:
-                    errs.append(
-                        f"Invalid value {raw} for configuration {key.name}: String must be one of: {', '.join(key.allowed)}"
-                    )
-            errors[key.name] = errs
-        return errors
-
-    def get(self, config: Mapping[str, str], name: str) -> str | None:
-        """The value of ``name`` in ``config``, or the key's default."""
-        for key in self.keys:
-            if key.name == name:
-                return config.get(name, key.default)
-        return config.get(name)
 
 
 @dataclass

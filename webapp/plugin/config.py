@@ -1,0 +1,205 @@
+"""Connector configuration as a plugin declares and reads it: :class:`ConfigKey`, :class:`ConfigDef`,
+:class:`AbstractConfig` (Kafka's ``ConfigDef`` and ``AbstractConfig``).
+
+Owns the declaration of a plugin's keys (name, Connect type, default, importance, allowed values),
+the validation of a raw string map against them (``ConfigDef.validate``: per-key messages, as
+``PUT /connector-plugins/{class}/config/validate`` shows them) and the parsing of one value to its
+type (``AbstractConfig.get_int(key)``, ``get_bool``, ``get_list``, ``get_password``, ...: the
+declared default when the key is absent, a :class:`~webapp.plugin.errors.ConfigException` naming
+the key when the value does not parse). Both use one parser, so a value that validates parses.
+
+Must not import anything of ``webapp`` but the plugin API's errors, nor Django, Spark or Kafka
+clients: the REST layer imports it on nodes that run no tasks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from .errors import ConfigException
+
+__all__ = ["ConfigKey", "ConfigDef", "AbstractConfig", "Password"]
+
+#: Connect's type names of a :class:`ConfigKey`
+TYPES = ("STRING", "INT", "LONG", "DOUBLE", "BOOLEAN", "LIST", "PASSWORD", "CLASS")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key of a connector (Connect's ``ConfigDef.ConfigKey``).
+
+    ``type`` is one of Connect's type names: STRING, INT, LONG, DOUBLE, BOOLEAN,
+    LIST, PASSWORD, CLASS. ``default`` of ``None`` with ``required`` means the
+    user must set it.
+    """
+
+    name: str
+    type: str = "STRING"
+    default: str | None = None
+    required: bool = False
+    importance: Literal["HIGH", "MEDIUM", "LOW"] = "MEDIUM"
+    documentation: str = ""
+    allowed: tuple[str, ...] = ()
+
+
+class Password:
+    """A PASSWORD value (Kafka's ``Password``): ``value`` is the secret; ``str()`` / ``repr()`` say ``[hidden]``."""
+
+    __slots__ = ("value",)
+    HIDDEN = "[hidden]"
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Password) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __str__(self) -> str:
+        return self.HIDDEN
+
+    __repr__ = __str__
+
+
+def _parse(name: str, type_: str, raw: str) -> Any:
+    """``raw`` (a non-empty string) as a value of Connect type ``type_``; ConfigException naming ``name``.
+
+    INT / LONG → int, DOUBLE → float, BOOLEAN → bool (``true`` / ``false``, any case), LIST → list of
+    the comma-separated items (stripped, empty ones dropped), PASSWORD → :class:`Password`,
+    STRING / CLASS → the string.
+    """
+    if type_ in ("INT", "LONG", "DOUBLE"):
+        try:
+            return float(raw) if type_ == "DOUBLE" else int(raw)
+        except ValueError:
+            raise ConfigException(f"Invalid value {raw} for configuration {name}: Not a number of type {type_}",
+                                  {name: [f"Not a number of type {type_}"]}) from None
+    if type_ == "BOOLEAN":
+        if raw.lower() not in ("true", "false"):
+            raise ConfigException(f"Invalid value {raw} for configuration {name}: "
+                                  "Expected value to be either true or false",
+                                  {name: ["Expected value to be either true or false"]})
+        return raw.lower() == "true"
+    if type_ == "LIST":
+        return [v.strip() for v in raw.split(",") if v.strip()]
+    if type_ == "PASSWORD":
+        return Password(raw)
+    return raw
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """An ordered set of :class:`ConfigKey` with validation of a raw string map."""
+
+    keys: tuple[ConfigKey, ...] = ()
+
+    def key(self, name: str) -> ConfigKey | None:
+        """The declared key ``name``, or None."""
+        for key in self.keys:
+            if key.name == name:
+                return key
+        return None
+
+    def get(self, config: Mapping[str, str], name: str) -> str | None:
+        """The raw value of ``name`` in ``config``, or the key's default (unparsed).
+
+        Prefer :class:`AbstractConfig`'s typed getters; the JDBC connector still reads its values
+        this way (to move with its own ``_bool`` / ``_int`` / ``_list``, see docs/ARCHITECTURE.md).
+        """
+        key = self.key(name)
+        return config.get(name, key.default if key is not None else None)
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, list[str]]:
+        """Check ``config`` against the keys.
+
+        Returns ``{key: [error messages]}`` for every declared key (empty list when
+        valid). Checks presence of required keys, numeric and boolean types and allowed values.
+        """
+        errors: dict[str, list[str]] = {}
+        for key in self.keys:
+            errs: list[str] = []
+            raw = config.get(key.name, key.default)
+            if raw is None or raw == "":
+                if key.required:
+                    errs.append(f"Missing required configuration \"{key.name}\" which has no default value.")
+            else:
+                raw = str(raw)
+                if key.type in ("INT", "LONG", "DOUBLE", "BOOLEAN"):
+                    try:
+                        _parse(key.name, key.type, raw)
+                    except ConfigException as exc:
+                        errs.append(str(exc))
+                if key.allowed and raw not in key.allowed:
+                    errs.append(
+                        f"Invalid value {raw} for configuration {key.name}: String must be one of: {', '.join(key.allowed)}"
+                    )
+            errors[key.name] = errs
+        return errors
+
+
+class AbstractConfig:
+    """A config map read through its :class:`ConfigDef` (Kafka's ``AbstractConfig``).
+
+    ``AbstractConfig(definition, originals)``; each ``get_<type>(key)`` returns the value of a
+    declared key parsed to that type: the user's value, else the key's default, else ``None``
+    (``get_list``: ``[]``). An undeclared key, or a value that does not parse, raises
+    :class:`~webapp.plugin.errors.ConfigException` naming the key (messages as
+    :meth:`ConfigDef.validate` words them). Values are parsed on each call (cheap; nothing is
+    cached, so ``originals`` may be read again after a config provider resolved it). A plugin may
+    subclass it for its own accessors, as Kafka's connectors subclass ``AbstractConfig``.
+    """
+
+    def __init__(self, definition: ConfigDef, originals: Mapping[str, Any]):
+        self.definition = definition
+        self._originals = dict(originals)
+
+    def originals(self) -> dict[str, Any]:
+        """The map this config was built from (a copy)."""
+        return dict(self._originals)
+
+    def _raw(self, name: str) -> str | None:
+        key = self.definition.key(name)
+        if key is None:
+            raise ConfigException(f"Unknown configuration '{name}'", {name: ["Unknown configuration"]})
+        raw = self._originals.get(name, key.default)
+        return None if raw is None else str(raw)
+
+    def _get(self, name: str, type_: str) -> Any:
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        if type_ == "INT" and self.definition.key(name).type == "LONG":
+            type_ = "LONG"  # name the declared type in the message
+        return _parse(name, type_, raw)
+
+    def get_string(self, name: str) -> str | None:
+        """The value as given (``""`` stays ``""``), else the default, else None."""
+        return self._raw(name)
+
+    def get_int(self, name: str) -> int | None:
+        """The value as an int (INT or LONG keys; Python ints have no width)."""
+        return self._get(name, "INT")
+
+    get_long = get_int
+
+    def get_double(self, name: str) -> float | None:
+        """The value as a float."""
+        return self._get(name, "DOUBLE")
+
+    def get_bool(self, name: str) -> bool | None:
+        """The value as a bool: ``true`` / ``false`` in any case, nothing else."""
+        return self._get(name, "BOOLEAN")
+
+    def get_list(self, name: str) -> list[str]:
+        """The comma-separated items, stripped, empty ones dropped; ``[]`` when unset."""
+        return self._get(name, "LIST") or []
+
+    def get_password(self, name: str) -> Password | None:
+        """The value wrapped in :class:`Password` (its ``str()`` is ``[hidden]``; ``.value`` the secret)."""
+        return self._get(name, "PASSWORD")
+
+    def get_class(self, name: str) -> str | None:
+        """A CLASS value: the class name as a string (plugins are resolved by name, never imported here)."""
+        return self._raw(name)
