@@ -39,6 +39,9 @@ _NOT_APPENDED = frozenset({FAIL_REASON.QUEUE_FULL, FAIL_REASON.MISSING_LEADER, F
                            FAIL_REASON.DISCARDED})
 _FAIL_NAMES = {v: k for k, v in vars(FAIL_REASON).items() if isinstance(v, int)}
 _RETRY_PAUSE_S = 0.02
+#: the ``errorCode`` of pysyncobj's (and the group committer's) ``SyncObjException`` on a timeout: a string,
+#: pysyncobj 0.3.17 has no ``FAIL_REASON.TIMEOUT`` (its use raised AttributeError out of every timed-out proposal)
+_TIMEOUT = "Timeout"
 class SingleAttempt:
     """What one forwarded write is allowed, and what became of it (see :func:`without_leader_wait`).
 
@@ -409,7 +412,7 @@ class RaftNode:
                 if code not in _NOT_APPENDED or attempt is not None:
                     if attempt is not None and code in _NOT_APPENDED:
                         attempt.not_leader = attempt.committed == 0
-                    if code == FAIL_REASON.TIMEOUT and self.leader is None:
+                    if code == _TIMEOUT and self.leader is None:
                         # still in this member's queue when the time ran out (a starved tick loop) with
                         # no leader known: its outcome is unknown like any timeout, but say why
                         raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
