@@ -138,6 +138,14 @@ class RaftConfig:
             message left, so under load followers were sent entries they had (and had
             applied) again, truncating and rewriting their journals ("truncating
             already-applied log entries", seen in benchmarks/cluster).
+            **Off by default**: with it on, a single member that takes 120 writes with
+            frequent log compactions and is then stopped came back without its last
+            acknowledged writes in 2 of 30 trials (up to 24 entries; 0 of 30 with it off
+            and on the code before; the check is ``tests/raftnode/test_durability.py``'s
+            compaction tests, which failed with it on under load). Not understood yet: the
+            writes are ~5x faster, which moves compactions against the stop, and the open
+            durability finding on compaction then restart may be what it exposes. Until
+            that is known it must stay off.
         group_commit: on the leader, concurrent proposals share log entries
             (:mod:`raftnode.groupcommit`); ``group_commit_max_batch`` commands at most
             per entry, ``group_commit_max_in_flight`` entries outstanding at once (1: one
@@ -156,7 +164,7 @@ class RaftConfig:
     tick_period: float = 0.005
     log_compaction_min_entries: int = 20000
     log_compaction_min_time: float = 120.0
-    append_entries_immediately: bool = True
+    append_entries_immediately: bool = False
     group_commit: bool = True
     group_commit_max_batch: int = 256
     group_commit_max_in_flight: int = 1
