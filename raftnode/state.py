@@ -16,12 +16,14 @@ Must not import Django or anything from ``webapp``.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
 
 __all__ = ["ClusterStateMachine", "Rejected", "STORE_RAFT", "SWITCH_PHASES", "SWITCH_RUNNING", "LEGACY_COMMANDS",
-           "json_copy"]
+           "BATCH_COMMAND", "json_copy"]
 
 #: The replicated commands of the first journals, in pysyncobj's numbering order. pysyncobj numbers
 #: a consumer's replicated methods by sorting their names and logs that number, not the name: a new
@@ -34,6 +36,10 @@ LEGACY_COMMANDS = (
     "_remove_member", "_request_restart", "_reset_offsets", "_reset_topics", "_set_assignment",
     "_switch_phase",
 )
+#: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
+#: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
+#: added later must sort after it (``_zzzz_...``); ``tests/raftnode/test_groupcommit.py`` pins its number.
+BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
 ADMIN_ROLE = "admin"
@@ -206,6 +212,15 @@ class ClusterStateMachine(SyncObjConsumer):
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the whole state, for views that need a consistent read."""
         return json_copy(self._serialize())
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the whole replicated state as canonical JSON (sorted keys).
+
+        Two members that applied the same log, or one restored from the other's snapshot,
+        have the same digest; compare it only while neither applies anything.
+        """
+        data = json.dumps(self._serialize(), sort_keys=True, separators=(",", ":"), default=repr)
+        return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
     def connector_names(self) -> list[str]:
         """Names of the configured connectors, sorted."""
@@ -719,8 +734,7 @@ class ClusterStateMachine(SyncObjConsumer):
         return {"ok": True}
 
     # ------------------------------------------------------ replicated: run-time stores
-    # The name sorts after every other command (pysyncobj numbers commands by name order): the
-    # ``_zz_`` prefix keeps it last whatever other commands are added beside it.
+    # The name sorts after every command before it (pysyncobj numbers commands by name order).
     @replicated
     def _zz_store_spec(self, name: str, spec: dict[str, Any] | None, now: float) -> dict[str, Any]:
         """Add the run-time store ``name`` (``spec``: ``{"url", "password", "added_by"}``) or, with ``spec``
@@ -747,3 +761,45 @@ class ClusterStateMachine(SyncObjConsumer):
                             f"({sw['source']} to {sw['target']}, phase {sw['phase']})", 409)
         del self.store_specs[name]
         return {"ok": True}
+
+    # ------------------------------------------------------------ replicated: group commit
+    @replicated
+    def _zzz_apply_batch(self, entries: list[list]) -> list[dict[str, Any]]:
+        """Apply ``entries`` (``[[command name, [args...]], ...]``) one after the other; return their results in order.
+
+        The log entry of a group commit (``raftnode.groupcommit``). Each command runs
+        exactly as if it had its own log entry: its own checks (fencing by owner and
+        generation, coordinator epoch, store open, ...), its own result; a refused
+        command returns its :class:`Rejected` and changes nothing, and the others
+        still apply. A command that raises (a bug; commands return refusals) is
+        answered ``Rejected(..., 500)`` instead of failing the whole entry on every
+        member. A name that is not a replicated command (or is this one) is refused
+        (400). Because entries name their commands, renaming a replicated command
+        breaks the replay of journals holding batches of it, as renumbering does for
+        plain entries.
+        """
+        results: list[dict[str, Any]] = []
+        for name, args in entries:
+            if name not in _batchable():
+                results.append(Rejected(f"{name} is not a replicated command that can be batched", 400))
+                continue
+            try:
+                results.append(getattr(self, name)(*args, _doApply=True))
+            except Exception as exc:  # noqa: BLE001 - deterministic on every member; answered to its caller alone
+                results.append(Rejected(f"{name} failed in apply: {type(exc).__name__}: {exc}", 500))
+        return results
+
+
+
+_BATCHABLE: frozenset[str] | None = None
+
+
+def _batchable() -> frozenset[str]:
+    """Names of the replicated commands of :class:`ClusterStateMachine` except :data:`BATCH_COMMAND`."""
+    global _BATCHABLE
+    if _BATCHABLE is None:
+        _BATCHABLE = frozenset(
+            name for name, value in vars(ClusterStateMachine).items()
+            if getattr(value, "replicated", False) and getattr(value, "origName", None) == name
+            and name != BATCH_COMMAND)
+    return _BATCHABLE

@@ -96,6 +96,11 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(DATA_DIR / "node.sqlite3"),
         "OPTIONS": {"timeout": 20},
+        # Each REST thread keeps its connection: authentication reads the user's auth_user row on
+        # every request, and opening and closing SQLite for it was 40% of a REST write's CPU on the
+        # leader (py-spy, benchmarks/cluster, issue 16). Health-checked before reuse.
+        "CONN_MAX_AGE": 600,
+        "CONN_HEALTH_CHECKS": True,
     }
 }
 

@@ -10,7 +10,8 @@ ratio where one applies:
 * metadata writes — connector config writes through REST (``PUT
   /connectors/{n}/config``) on a 3-member cluster, sequential and with 32
   concurrent clients: writes/s, p50/p99; baseline: raw pysyncobj ``@replicated``
-  calls on a 3-member cluster with the same tuning, same concurrency;
+  calls on a 3-member cluster with the same tuning, same concurrency; best of
+  ``--repeat`` rounds (default 3) per side, the machine being shared;
 * leader failover — ``kill -9`` of the leader, N trials (default 20): seconds until
   a REST write on a survivor succeeds, p50/p99 (goal p99 <= 3 s); baseline: the
   Raft election alone (time until a survivor reports LEADER);
@@ -19,7 +20,7 @@ ratio where one applies:
 * task failover — ``kill -9`` of a worker-only node: seconds until its tasks are
   RUNNING elsewhere (goal <= session timeout + 2 s = 7 s).
 
-Usage: ``python benchmarks/cluster/run.py [--trials 20] [--only NAME ...]``; results
+Usage: ``python benchmarks/cluster/run.py [--trials 20] [--repeat 3] [--only NAME ...]``; results
 are appended to ``benchmarks/cluster/RESULTS.md`` with the machine.
 """
 from __future__ import annotations
@@ -80,7 +81,14 @@ def bench_assignor() -> list[str]:
 
 # ------------------------------------------------------------------- metadata writes
 def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[float]]:
-    """Baseline: a 3-member raw pysyncobj cluster in this process with our tuning."""
+    """Baseline: a 3-member raw pysyncobj cluster in this process with our tuning.
+
+    pysyncobj's own options only: RaftConnect's group commit and its immediate send of a
+    proposal (``RaftConfig.append_entries_immediately``) are what is measured against it.
+    pysyncobj's ``appendEntriesUseBatch=False`` is not a fair baseline either: here it
+    logged "truncating already-applied log entries" under 32 clients and a run failed
+    with a DISCARDED command (see ``raftnode/node.py``, ``RaftConfig``).
+    """
     from pysyncobj import SyncObj, SyncObjConf, replicated
 
     class KV(SyncObj):
@@ -108,9 +116,21 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     lat: list[float] = []
     lock = threading.Lock()
 
+    from pysyncobj import FAIL_REASON
+    from pysyncobj.syncobj import SyncObjException
+
     def one(i):
         t0 = time.perf_counter()
-        leader.put(f"k{i}", {"connector.class": SOURCE, "i": str(i)}, sync=True, timeout=10)
+        while True:  # as RaftNode.propose: again after an outcome that proves it was not applied
+            try:
+                current = next((n for n in nodes if n._isLeader()), leader)
+                current.put(f"k{i}", {"connector.class": SOURCE, "i": str(i)}, sync=True, timeout=10)
+                break
+            except SyncObjException as exc:  # an election on a starved machine: DISCARDED, NOT_LEADER, ...
+                if exc.errorCode not in (FAIL_REASON.DISCARDED, FAIL_REASON.NOT_LEADER, FAIL_REASON.MISSING_LEADER,
+                                         FAIL_REASON.QUEUE_FULL) or time.perf_counter() - t0 > 30:
+                    raise
+                time.sleep(0.02)
         with lock:
             lat.append(time.perf_counter() - t0)
 
@@ -145,7 +165,13 @@ def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float
     return time.perf_counter() - t0, lat
 
 
-def bench_writes(kafka, work: Path) -> list[str]:
+def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
+    """REST config writes against raw pysyncobj, 1 and 32 clients; each side best of ``repeat`` (highest writes/s).
+
+    The machine is shared (2 cores, other people's tests): every run of each side is
+    printed, and the row gives the best of each with the ratio of the bests and the
+    ratios of each round (REST and raw measured back to back).
+    """
     from tools.launcher import LocalCluster
 
     csv = work / "w.csv"
@@ -156,13 +182,23 @@ def bench_writes(kafka, work: Path) -> list[str]:
                            raft_roles="raft", file_allowed_paths=[str(work)]).start()
     try:
         leader = cluster.leader()
+        _rest_writes(leader, 1, 20, str(csv))  # warm: connections, caches
         for conc, total in ((1, 300), (32, 2000)):
-            r_el, r_lat = _rest_writes(leader, conc, total, str(csv))
-            b_el, b_lat = _raw_pysyncobj_writes(conc, total)
+            rest_runs, raw_runs = [], []
+            for r in range(repeat):
+                rest_runs.append(_rest_writes(leader, conc, total, str(csv)))
+                raw_runs.append(_raw_pysyncobj_writes(conc, total))
+                print(f"  {conc} client(s), round {r + 1}/{repeat}: REST {total / rest_runs[-1][0]:,.0f}/s "
+                      f"p50 {pct(rest_runs[-1][1], 50) * 1000:.1f} ms; raw {total / raw_runs[-1][0]:,.0f}/s "
+                      f"p50 {pct(raw_runs[-1][1], 50) * 1000:.1f} ms", flush=True)
+            r_el, r_lat = min(rest_runs, key=lambda x: x[0])
+            b_el, b_lat = min(raw_runs, key=lambda x: x[0])
+            rounds = ", ".join(f"{b / r:.2f}" for (r, _), (b, _) in zip(rest_runs, raw_runs))
             rows.append(
-                f"| connector config writes via REST, {conc} client(s) | {total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
-                f"p99 {pct(r_lat, 99) * 1000:.1f} ms | raw pysyncobj {total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, "
-                f"p99 {pct(b_lat, 99) * 1000:.1f} ms; ratio {(total / r_el) / (total / b_el):.2f} |")
+                f"| connector config writes via REST, {conc} client(s), best of {repeat} | {total / r_el:,.0f} writes/s, "
+                f"p50 {pct(r_lat, 50) * 1000:.1f} ms, p99 {pct(r_lat, 99) * 1000:.1f} ms | raw pysyncobj "
+                f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
+                f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
             print(rows[-1], flush=True)
     finally:
         cluster.stop()
@@ -288,6 +324,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--task-trials", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the writes benchmark; best of each side")
     parser.add_argument("--only", nargs="*", choices=["assignor", "writes", "leader", "isolated", "task"])
     args = parser.parse_args()
     import django
@@ -303,7 +340,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     with EmbeddedKafka(log_dir=work / "kafka") as kafka:
         if "writes" in only:
-            rows += bench_writes(kafka, work)
+            rows += bench_writes(kafka, work, args.repeat)
         if "leader" in only:
             rows += bench_leader_failover(kafka, work, args.trials)
             print(rows[-1], flush=True)

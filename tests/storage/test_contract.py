@@ -226,6 +226,47 @@ def test_offset_commit_is_one_fenced_batch_and_the_latest_value_wins(backend):
     assert s.get_offsets(unique("other")) == []
 
 
+def test_concurrent_offset_commits_keep_each_tasks_order_and_a_fenced_one_fails_alone(backend):
+    """Group commit (Raft log entries, relational transactions) shares work, not outcomes."""
+    import threading
+
+    s = backend.store
+    names = [unique("gc") for _ in range(6)]
+    gen = backend.assign({n: "w1" for n in names}, {f"{n}-0": "w1" for n in names})
+    acked: dict[str, int] = {}
+    fenced: list[Exception] = []
+    errors: list[Exception] = []
+    part = {"filename": "/data/a.csv"}
+
+    def writer(name: str, worker: str) -> None:
+        from django.db import connections
+
+        try:
+            for pos in range(1, 26):
+                try:
+                    s.commit_offsets(ConnectorTaskId(name, 0), [SourceOffset(part, {"position": pos})],
+                                     worker_id=worker, generation=gen)
+                except FencedWrite as exc:
+                    fenced.append(exc)
+                    continue
+                acked[name] = pos
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()  # this thread's connections of the relational stores
+
+    threads = [threading.Thread(target=writer, args=(n, "w1")) for n in names]
+    threads.append(threading.Thread(target=writer, args=(names[0], "intruder")))  # owns nothing
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert len(fenced) == 25 and acked == {n: 25 for n in names}
+    for n in names:  # the last acknowledged commit of each task is what the store holds
+        assert offsets_of(s, n) == {key(part): {"position": 25}}
+
+
 def test_alter_removes_partitions_with_none_and_reset_clears_all(backend):
     s = backend.store
     c = unique()

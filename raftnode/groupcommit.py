@@ -1,0 +1,189 @@
+"""Group commit of Raft proposals on the leader: concurrent commands share one log entry.
+
+Owns the leader-side queue of proposals and the rule of when they are proposed. Does not
+decide what a command does (``raftnode.state``) or whether a failed proposal is retried
+(``RaftNode.propose``). Must not import Django or anything from ``webapp``.
+
+Why: every Raft proposal costs the leader a pickle, a journal write with its checksum, an
+entry in each append-entries message, a commit and an apply callback, and with
+``RaftConfig.append_entries_immediately`` one append-entries round of messages. Under 32 concurrent REST writes or agents' offset
+commits that per-entry cost, not the network, is what a 2-core leader runs out of.
+
+Algorithm — classic group commit (as databases do for their log flush; Raft
+implementations such as etcd's batch proposals the same way): at most
+``max_in_flight`` proposals are outstanding. A command arriving while a slot is free
+is proposed at once, alone, as its own ordinary log entry (so an idle cluster pays no
+delay and its log looks as before). Commands arriving while every slot is taken wait
+in a FIFO queue; when an outstanding proposal is applied, its completion callback (on
+the Raft thread) takes up to ``max_batch`` queued commands, in arrival order, and
+proposes them as one ``_zzz_apply_batch`` entry. No timer, no fixed delay: the batch
+is whatever arrived during one round trip.
+
+Guarantees kept (``tests/raftnode/test_groupcommit.py``):
+
+* a caller is answered with its own entry's result only after the entry holding its
+  command was committed and applied, so an acknowledged write is committed;
+* each command of a batch is applied on its own inside ``_zzz_apply_batch``, with its
+  own fencing checks (generation, epoch, owner), so one fenced or refused write fails
+  alone with its own :class:`~raftnode.state.Rejected` and the others apply;
+* commands are applied in the order they were queued, and a caller's next command
+  can only be queued after its previous one was answered, so one client's writes
+  keep their order;
+* a command still queued when its caller gives up (timeout) is taken out of the
+  queue and never proposed; one already proposed has the usual unknown outcome of a
+  timed-out write;
+* the queue is proposed only while this member is the leader; otherwise its commands
+  fail with ``NOT_LEADER`` (nothing appended), which ``RaftNode.propose`` retries
+  (pysyncobj then forwards each to the new leader) or, inside
+  ``without_leader_wait``, reports to the forwarding member.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from pysyncobj import FAIL_REASON
+from pysyncobj.syncobj import SyncObjException
+
+from .state import BATCH_COMMAND
+
+__all__ = ["GroupCommitter"]
+
+log = logging.getLogger(__name__)
+
+
+class _Proposal:
+    """One caller's command waiting in (or taken from) the queue."""
+
+    __slots__ = ("args", "cancelled", "error", "event", "name", "result", "taken")
+
+    def __init__(self, name: str, args: tuple) -> None:
+        self.name, self.args = name, args
+        self.event = threading.Event()
+        self.result: Any = None
+        self.error: int | str = FAIL_REASON.SUCCESS
+        self.taken = self.cancelled = False
+
+
+class GroupCommitter:
+    """Leader-side group commit for one :class:`~raftnode.state.ClusterStateMachine` (see module docstring).
+
+    Args:
+        state: the state machine whose replicated methods are called with ``callback=``
+            (never blocking).
+        is_leader: whether this member leads now (read on the Raft thread and callers' threads).
+        max_batch: most commands in one batch entry.
+        max_in_flight: most proposals outstanding at once (1 gives the largest batches and
+            keeps one append-entries round in flight; 2 lets a batch be appended while the
+            previous one is on its round trip).
+        on_proposed: called after each proposal was handed to pysyncobj (``RaftNode`` uses it
+            to have the entry sent at once).
+    """
+
+    def __init__(self, state: Any, is_leader: Callable[[], bool], *, max_batch: int = 256,
+                 max_in_flight: int = 1, on_proposed: Callable[[], None] | None = None) -> None:
+        self._state = state
+        self._is_leader = is_leader
+        self._on_proposed = on_proposed
+        self.max_batch = max_batch
+        self.max_in_flight = max_in_flight
+        self._lock = threading.Lock()
+        self._queue: deque[_Proposal] = deque()
+        self._in_flight = 0
+        #: counters for tests and status: proposals made, of which batches, and commands in batches
+        self.proposals = 0
+        self.batches = 0
+        self.batched_commands = 0
+
+    def submit(self, name: str, args: tuple, timeout: float) -> Any:
+        """Commit ``name(*args)`` (a replicated command of the state machine) and return its apply result.
+
+        Waits up to ``timeout`` seconds. Raises ``SyncObjException`` exactly as pysyncobj's
+        synchronous call does: ``errorCode`` a ``FAIL_REASON`` number when the entry holding
+        the command failed (``NOT_LEADER``, ``MISSING_LEADER``, ``QUEUE_FULL`` and
+        ``DISCARDED``: not applied), or ``'Timeout'``.
+        """
+        p = _Proposal(name, args)
+        with self._lock:
+            self._queue.append(p)
+            batch = self._take_locked() if self._in_flight < self.max_in_flight else None
+        if batch:
+            self._propose(batch)
+        if not p.event.wait(max(0.0, timeout)):
+            with self._lock:
+                if not p.taken:  # never proposed: it must not be proposed after its caller gave up
+                    p.cancelled = True
+                    try:
+                        self._queue.remove(p)
+                    except ValueError:
+                        pass
+            if not p.event.is_set():
+                raise SyncObjException("Timeout")
+        if p.error != FAIL_REASON.SUCCESS:
+            raise SyncObjException(p.error)
+        return p.result
+
+    def pending(self) -> int:
+        """Commands queued and not yet proposed."""
+        return len(self._queue)
+
+    # ------------------------------------------------------------------ internals
+    def _take_locked(self) -> list[_Proposal]:
+        """Up to ``max_batch`` queued commands (under ``_lock``); takes a slot when it returns any."""
+        batch: list[_Proposal] = []
+        while self._queue and len(batch) < self.max_batch:
+            p = self._queue.popleft()
+            if not p.cancelled:
+                p.taken = True
+                batch.append(p)
+        if batch:
+            self._in_flight += 1
+        return batch
+
+    def _propose(self, batch: list[_Proposal]) -> None:
+        """Hand ``batch`` to pysyncobj (one entry); its callback resolves every caller and proposes the next batch."""
+        if not self._is_leader():
+            self._finish(batch, None, FAIL_REASON.NOT_LEADER)
+            return
+
+        def done(result: Any, error: int) -> None:
+            self._finish(batch, result, error)
+
+        self.proposals += 1
+        try:
+            if len(batch) == 1:
+                p = batch[0]
+                getattr(self._state, p.name)(*p.args, callback=done)
+            else:
+                self.batches += 1
+                self.batched_commands += len(batch)
+                getattr(self._state, BATCH_COMMAND)([[p.name, list(p.args)] for p in batch], callback=done)
+        except Exception:  # e.g. an argument that does not pickle: fail these callers, keep the queue moving
+            log.exception("raft: could not propose %d command(s) (%s)", len(batch), batch[0].name)
+            self._finish(batch, None, FAIL_REASON.REQUEST_DENIED)
+            return
+        if self._on_proposed is not None:
+            self._on_proposed()
+
+    def _finish(self, batch: list[_Proposal], result: Any, error: int) -> None:
+        """Resolve ``batch`` with the entry's outcome, free its slot and propose what queued meanwhile."""
+        if error == FAIL_REASON.SUCCESS and len(batch) > 1:
+            results = result if isinstance(result, list) and len(result) == len(batch) else None
+            for i, p in enumerate(batch):
+                if results is None:
+                    p.error = FAIL_REASON.UNKNOWN_OUTCOME
+                else:
+                    p.result = results[i]
+        else:
+            for p in batch:
+                p.result, p.error = result, error
+        for p in batch:
+            p.event.set()
+        with self._lock:
+            self._in_flight -= 1
+            nxt = self._take_locked() if self._in_flight < self.max_in_flight else None
+        if nxt:
+            self._propose(nxt)
