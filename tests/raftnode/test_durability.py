@@ -28,6 +28,22 @@ def _write(data_dir, n: int, **extra) -> int:
     return port
 
 
+def _restarted_configs(data_dir, port) -> dict[str, dict]:
+    """Restart the single member on ``data_dir`` and return ``{connector: config}`` once all it held is applied.
+
+    Entries of the previous term commit with the first entry of this one (Raft), so a ``marker``
+    connector is proposed first: the result holds it as well.
+    """
+    node = _member(data_dir, port)
+    try:
+        assert node.wait_ready(15)
+        wait_for(lambda: node.is_leader, 15, interval=0.05, what="the single member to lead again")
+        node.propose("_put_connector_config", "marker", {"v": "1"}, None, False)
+        return {name: node.state.connector(name)["config"] for name in node.state.connectors}
+    finally:
+        node.destroy()
+
+
 def _entries_region(path) -> tuple[int, int]:
     """(first, last) byte offsets of the journal's records (pysyncobj's header: 40 bytes, the end offset at 36)."""
     import struct
@@ -73,16 +89,8 @@ def test_log_compaction_keeps_entries_verifiable(tmp_path):
     """Compaction rewrites the journal (deleteEntriesTo); what it keeps must still carry valid checksums."""
     port = _write(tmp_path, 120, log_compaction_min_entries=50, log_compaction_min_time=0.1)
     assert (tmp_path / "raft.snapshot").exists()
-    node = _member(tmp_path, port)
-    try:
-        assert node.wait_ready(15)
-        wait_for(lambda: node.is_leader, 15, interval=0.05, what="the single member to lead again")
-        # entries of the previous term commit with the first entry of this one (Raft; the node's
-        # coordinator proposes one at once): then all 120 are applied
-        node.propose("_put_connector_config", "marker", {"v": "1"}, None, False)
-        assert len(node.state.connectors) == 121 and node.state.connector("c119")["config"] == {"v": "119"}
-    finally:
-        node.destroy()
+    configs = _restarted_configs(tmp_path, port)
+    assert len(configs) == 121 and configs["c119"] == {"v": "119"}
 
 
 def test_a_stop_between_snapshot_and_journal_trim_loses_nothing(tmp_path, monkeypatch):
@@ -99,15 +107,9 @@ def test_a_stop_between_snapshot_and_journal_trim_loses_nothing(tmp_path, monkey
         patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda self, entry_to: None)
         port = _write(tmp_path, 120, log_compaction_min_entries=20, log_compaction_min_time=0.05)
     assert (tmp_path / "raft.snapshot").exists()
-    node = _member(tmp_path, port)
-    try:
-        assert node.wait_ready(15)
-        wait_for(lambda: node.is_leader, 15, interval=0.05, what="the single member to lead again")
-        node.propose("_put_connector_config", "marker", {"v": "1"}, None, False)
-        assert len(node.state.connectors) == 121
-        assert [node.state.connector(f"c{i}")["config"] for i in range(120)] == [{"v": str(i)} for i in range(120)]
-    finally:
-        node.destroy()
+    configs = _restarted_configs(tmp_path, port)
+    assert len(configs) == 121
+    assert [configs[f"c{i}"] for i in range(120)] == [{"v": str(i)} for i in range(120)]
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
@@ -190,12 +192,6 @@ def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path
         return found
 
     monkeypatch.setattr(durability, "prepare", prepare_then_late_rename)
-    node = _member(tmp_path, port)
-    try:
-        assert node.wait_ready(15)
-        wait_for(lambda: node.is_leader, 15, interval=0.05, what="the single member to lead again")
-        node.propose("_put_connector_config", "marker", {"v": "1"}, None, False)
-        missing = sorted(set(f"c{i}" for i in range(120)) - set(node.state.connectors), key=lambda n: int(n[1:]))
-        assert missing == [] and len(node.state.connectors) == 121
-    finally:
-        node.destroy()
+    configs = _restarted_configs(tmp_path, port)
+    missing = sorted(set(f"c{i}" for i in range(120)) - set(configs), key=lambda n: int(n[1:]))
+    assert missing == [] and len(configs) == 121
