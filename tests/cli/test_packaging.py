@@ -25,3 +25,31 @@ def test_runtime_dependencies_are_declared():
     for name in ("django", "djangorestframework", "celery", "pysyncobj", "confluent-kafka", "pyspark", "waitress",
                  "whitenoise", "requests", "click", "cryptography", "pyarrow", "polars"):
         assert name in declared, name
+
+
+def _name(requirement: str) -> str:
+    for sep in ("[", "~", "=", ">", "<", ";"):
+        requirement = requirement.split(sep)[0]
+    return requirement.strip().lower().replace("_", "-")
+
+
+def test_extras_split_optional_drivers_from_the_core():
+    """Db2's 130 MB driver and Redis are extras; a plain ``pip install raftconnect`` brings neither."""
+    project = _pyproject()["project"]
+    extras = project["optional-dependencies"]
+    assert {"db2", "redis", "test", "dev"} <= set(extras)
+    core = {_name(d) for d in project["dependencies"]}
+    assert {"ibm-db", "ibm-db-django", "redis"}.isdisjoint(core)
+    assert {_name(d) for d in extras["db2"]} >= {"ibm-db", "ibm-db-django"}
+    assert {_name(d) for d in extras["redis"]} == {"redis"}
+    assert "raftconnect[test,db2,redis]" in extras["dev"]
+
+
+def test_every_pinned_runtime_requirement_is_declared_by_the_project():
+    """requirements.txt (what the Docker image installs) names nothing that ``pip install 'raftconnect[redis]'``
+    would not bring: the two lists cannot drift apart silently."""
+    project = _pyproject()["project"]
+    declared = {_name(d) for d in project["dependencies"] + project["optional-dependencies"]["redis"]}
+    pinned = {_name(line) for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith(("#", "-"))}
+    assert pinned <= declared, sorted(pinned - declared)

@@ -1,20 +1,22 @@
-"""IBM Db2 metadata stores (plugin ``raftconnect-db2-store``): what can be checked without a Db2 server.
+"""IBM Db2 metadata stores (``webapp.storage.db2``, driver from the ``[db2]`` extra): what can be checked without a Db2 server.
 
 No Db2 server runs on these machines. Checked here: a ``db2://`` URL maps
-through the plugin interface to the plugin's store on the ``ibm_db_django``
+to the Db2 store on the ``ibm_db_django``
 engine, and an unreachable server gives the store's unavailable error, after
 the driver's login timeout, with the password redacted. The offsets replace
-path the plugin uses (no upsert) is the Oracle one, exercised on PostgreSQL in
+path the Db2 store uses (no upsert) is the Oracle one, exercised on PostgreSQL in
 ``test_oracle.py``.
 """
 from __future__ import annotations
+
+import sys
 
 import pytest
 from django.db import connections
 
 from webapp.kafka.embedded import free_port
 from webapp.storage.base import StoreUnavailable
-from webapp.storage.registry import create_store, plugin_backends
+from webapp.storage.registry import create_store
 from webapp.storage.relational import RelationalMetadataStore
 
 
@@ -24,10 +26,9 @@ def _db_access(django_db_blocker):
         yield
 
 
-def test_db2_url_maps_to_the_plugin_on_ibm_db_django():
-    from raftconnect_db2_store import LOGIN_TIMEOUT, Db2MetadataStore
+def test_db2_url_maps_to_the_db2_store_on_ibm_db_django():
+    from webapp.storage.db2 import LOGIN_TIMEOUT, Db2MetadataStore
 
-    assert plugin_backends()["db2"] is Db2MetadataStore
     store = create_store("db2main", "db2://db2inst1:Top-Secret@db2.example:50000/RCMETA?currentschema=RC", None)
     try:
         assert type(store) is Db2MetadataStore and isinstance(store, RelationalMetadataStore)
@@ -44,6 +45,13 @@ def test_db2_url_maps_to_the_plugin_on_ibm_db_django():
         assert "Top-Secret" not in repr(store) and "Top-Secret" not in store.safe_url
     finally:
         store.close()
+
+
+def test_db2_store_without_the_driver_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ibm_db", None)  # what a node without `raftconnect[db2]` sees
+    with pytest.raises(ValueError) as err:
+        create_store("db2main", "db2://db2inst1:Top-Secret@db2.example:50000/RCMETA", None)
+    assert "raftconnect[db2]" in str(err.value) and "Top-Secret" not in str(err.value)
 
 
 def test_db2_url_without_a_database_is_refused_without_the_password():

@@ -2,8 +2,10 @@
 
 Owns reading configured stores from the environment
 (``RAFTCONNECT_STORE_<NAME>=<URL>``) and mapping a URL to a backend class:
-PostgreSQL and MySQL/MariaDB URLs go to
-:class:`~webapp.storage.relational.RelationalMetadataStore`; anything else is
+PostgreSQL, MySQL/MariaDB and Oracle URLs go to
+:class:`~webapp.storage.relational.RelationalMetadataStore`, Db2 URLs to
+:class:`~webapp.storage.db2.Db2MetadataStore` (imported only then: its driver is
+the optional ``raftconnect[db2]`` extra); anything else is
 looked up among third-party backends registered in the entry-point group
 ``raftconnect.metadata_stores``, whose entry names are URL schemes or store names
 and whose values are :class:`~webapp.storage.base.MetadataStore` classes
@@ -50,8 +52,8 @@ def plugin_backends() -> dict[str, type]:
 def create_store(name: str, url: str, fence: FenceCheck | None) -> MetadataStore:
     """A metadata store named ``name`` for ``url``, not yet prepared (call its ``prepare()`` if it has one).
 
-    ``postgresql``/``postgres``/``mysql``/``mariadb`` URLs → :class:`RelationalMetadataStore`;
-    otherwise an entry point of ``raftconnect.metadata_stores`` named like the
+    ``postgresql``/``postgres``/``mysql``/``mariadb``/``oracle`` URLs → :class:`RelationalMetadataStore`;
+    ``db2`` URLs → :class:`~webapp.storage.db2.Db2MetadataStore`; otherwise an entry point of ``raftconnect.metadata_stores`` named like the
     URL's scheme, else like ``name``. ``fence`` is the fencing check handed to
     the store (see :mod:`webapp.storage.relational`).
 
@@ -61,10 +63,14 @@ def create_store(name: str, url: str, fence: FenceCheck | None) -> MetadataStore
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in SCHEMES:
         return RelationalMetadataStore(name, url, fence)
+    if scheme == "db2":
+        from .db2 import Db2MetadataStore
+
+        return Db2MetadataStore(name, url, fence)
     plugins = {k.lower(): v for k, v in plugin_backends().items()}
     cls = plugins.get(scheme) or plugins.get(name.lower())
     if cls is None:
-        known = sorted(set(SCHEMES) | set(plugins))
+        known = sorted(set(SCHEMES) | {"db2"} | set(plugins))
         raise ValueError(f"no metadata store backend for {redact_url(url)!r} (store {name!r}): "
                          f"unknown scheme {scheme or '<none>'!r}; known schemes: {', '.join(known)}")
     return cls(name=name, url=url, fence=fence)

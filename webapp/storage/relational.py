@@ -272,7 +272,7 @@ class RelationalMetadataStore(MetadataStore):
         self._register(self.alias, self._settings)
 
     # Hooks for plugin packages that reuse this store on another Django backend
-    # (plugins/raftconnect-db2-store): URL → settings, engine → backend name, the
+    # (webapp/storage/db2.py, and third-party plugins): URL → settings, engine → backend name, the
     # lease check's shared row lock per backend, whether prepare() creates the database,
     # the health check's no-op query.
     #: ``SELECT ... <lock>`` of the writer-lease check, per backend (see module docstring).

@@ -1,4 +1,4 @@
-"""IBM Db2 metadata stores for RaftConnect, installed as a ``raftconnect.metadata_stores`` plugin.
+"""IBM Db2 metadata stores (URL scheme ``db2``); the driver comes with the ``raftconnect[db2]`` extra.
 
 Owns mapping ``db2://user:password@host:50000/DBNAME[?currentschema=S&security=SSL]``
 to a Django database alias on IBM's ``ibm_db_django`` backend (driver ``ibm_db``,
@@ -20,6 +20,12 @@ store's ``JSONField`` columns; the store only writes and reads them whole (no
 JSON lookups) and they are created as ``NCLOB``, so :meth:`Db2MetadataStore.prepare`
 declares the support on its own connection before migrating.
 
+IBM's driver is not among RaftConnect's own dependencies (its wheel carries the
+CLI driver, about 130 MB unpacked): ``pip install 'raftconnect[db2]'`` adds
+``ibm_db``, ``ibm_db_django`` and the ``Jinja2`` that ``ibm_db_django``'s schema
+editor imports without declaring it. Without them a ``db2://`` store is refused
+with a message saying so. This module must not import the driver at import time.
+
 No Db2 server runs where this was written: the URL mapping and the unavailable
 path are tested, the contract suite has never run against Db2.
 
@@ -34,7 +40,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.db import connections
 
-from webapp.storage.relational import FenceCheck, RelationalMetadataStore, redact_url
+from .relational import FenceCheck, RelationalMetadataStore, redact_url
 
 __all__ = ["Db2MetadataStore", "db2_settings", "LOGIN_TIMEOUT", "DEFAULT_PORT"]
 
@@ -48,10 +54,14 @@ def db2_settings(url: str) -> dict[str, Any]:
     """Django ``DATABASES`` entry (ENGINE ``ibm_db_django``) for a ``db2://`` URL.
 
     Query parameters: ``currentschema`` (schema of the tables), ``security``
-    (``SSL``). Errors: :class:`ValueError` for another scheme or a URL without a
-    database name (messages show the URL with its password redacted).
+    (``SSL``). Errors: :class:`ValueError` for another scheme, a URL without a
+    database name, or ``ibm_db`` not installed (messages show the URL with its
+    password redacted).
     """
-    import ibm_db  # the CLI driver is loaded only when a Db2 store is configured
+    try:
+        import ibm_db  # the CLI driver is loaded only when a Db2 store is configured
+    except ImportError:
+        raise ValueError(f"Db2 store {redact_url(url)} needs IBM's driver: pip install 'raftconnect[db2]'") from None
 
     try:
         parts = urlsplit(url)
