@@ -174,3 +174,64 @@ def test_the_jdbc_allowed_hosts_key_maps_to_its_flag_unless_the_environment_sets
     env_wins = worker_config({"raftconnect.jdbc.allowed.hosts": "db1"},
                              environ={"RAFTCONNECT_JDBC_ALLOWED_HOSTS": "db2"})
     assert "--jdbc-allowed-hosts" not in env_wins.flags
+
+
+PROVIDERS_FILE = """
+config.providers=secrets,env
+config.providers.secrets.class=org.apache.kafka.common.config.provider.FileConfigProvider
+config.providers.secrets.param.allowed.paths={root}
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.env.param.allowlist.pattern=DB_.*
+config.providers.vault.class=com.example.VaultConfigProvider
+"""
+
+
+def test_connect_config_providers_enable_their_aliases_and_restrict_them(tmp_path, monkeypatch):
+    from webapp.runtime import config_providers
+
+    (tmp_path / "db.properties").write_text("password=s3cret\n")
+    cfg = worker_config(parse_properties(PROVIDERS_FILE.format(root=tmp_path)), environ={})
+    assert cfg.env == {"RAFTCONNECT_CONFIG_PROVIDERS": "secrets=file,env",
+                       "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS": str(tmp_path),
+                       "RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN": "DB_.*"}
+    # vault is not listed in config.providers: Connect ignores its keys, and so do we, saying so
+    assert cfg.warnings == ["config.providers.vault.class: its alias is not in config.providers; ignored"]
+    for key, value in cfg.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("DB_USER", "app")
+    monkeypatch.setenv("OTHER", "x")
+    resolved = config_providers.transform({"connection.password": f"${{secrets:{tmp_path}/db.properties:password}}",
+                                           "connection.user": "${env:DB_USER}"})
+    assert resolved == {"connection.password": "s3cret", "connection.user": "app"}
+    # the built-in alias "file" is not enabled by this file, and the env pattern holds
+    with pytest.raises(config_providers.ConfigProviderError, match="unknown config provider 'file'"):
+        config_providers.transform({"p": f"${{file:{tmp_path}/db.properties:password}}"})
+    with pytest.raises(config_providers.ConfigProviderError, match="OTHER is not allowed"):
+        config_providers.transform({"p": "${env:OTHER}"})
+
+
+def test_config_providers_the_node_cannot_run_are_refused_at_start():
+    with pytest.raises(PropertiesError, match="VaultConfigProvider: not available in RaftConnect"):
+        worker_config({"config.providers": "vault",
+                       "config.providers.vault.class": "com.example.VaultConfigProvider"}, environ={})
+    with pytest.raises(PropertiesError, match="config.providers.file.class: missing"):
+        worker_config({"config.providers": "file"}, environ={})
+    # the environment wins over the file, as for every other key
+    cfg = worker_config({"config.providers": "", }, environ={"RAFTCONNECT_CONFIG_PROVIDERS": "env"})
+    assert "RAFTCONNECT_CONFIG_PROVIDERS" not in cfg.env
+    assert worker_config({"config.providers": ""}, environ={}).env == {"RAFTCONNECT_CONFIG_PROVIDERS": ""}
+
+
+def test_the_sample_worker_properties_uses_only_keys_the_node_knows(tmp_path):
+    """deploy/worker.properties, with every commented-out setting switched on, maps without a warning."""
+    import re
+
+    from tools.launcher import REPO_ROOT
+
+    text = (REPO_ROOT / "deploy" / "worker.properties").read_text()
+    text = re.sub(r"(?m)^#([a-z][\w.]*=)", r"\1", text)
+    props = parse_properties(text)
+    props["config.providers.secrets.param.allowed.paths"] = str(tmp_path)
+    assert "config.providers" in props and "sasl.jaas.config" in props
+    cfg = worker_config(props, environ={})
+    assert cfg.warnings == []

@@ -13,6 +13,13 @@ keys onto a node's settings:
   (``task.shutdown.graceful.timeout.ms``, ``topic.tracking.*``,
   ``connector.client.config.override.policy``) set that variable when it is not
   set already;
+* Connect's ``config.providers`` with ``config.providers.<alias>.class`` naming one of
+  Kafka's three providers (FileConfigProvider, DirectoryConfigProvider,
+  EnvVarConfigProvider) enable those aliases (``RAFTCONNECT_CONFIG_PROVIDERS``,
+  ``alias=kind`` entries for aliases of one's own); their ``param.allowed.paths``
+  and ``param.allowlist.pattern`` set the providers' allowed roots and the env
+  provider's pattern (:mod:`webapp.runtime.config_providers`); another class is a
+  :class:`PropertiesError` (RaftConnect cannot load Java providers);
 * Kafka client keys (``security.protocol``, ``sasl.*``, ``ssl.*``, ``client.id``
   and the ``producer.`` / ``consumer.`` / ``admin.`` prefixed ones) become the
   tasks' librdkafka settings (:data:`KAFKA_CLIENT_CONFIG_ENV`, JSON), translated
@@ -97,7 +104,7 @@ _IGNORED_KEYS = {
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",
-    "config.providers", "access.control.allow.origin",
+    "access.control.allow.origin",
     "access.control.allow.methods", "admin.listeners", "rest.extension.classes", "metric.reporters",
     "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "response.http.headers.config",
 }
@@ -105,6 +112,17 @@ _IGNORED_KEYS = {
 _KAFKA_KEYS_EXACT = ("security.protocol", "client.id", "client.dns.lookup", "socket.connection.setup.timeout.ms",
                      "reconnect.backoff.ms", "reconnect.backoff.max.ms", "metadata.max.age.ms")
 _KAFKA_KEY_PREFIXES = ("sasl.", "ssl.")
+
+#: Kafka's config provider classes → RaftConnect's provider kinds (webapp.runtime.config_providers)
+PROVIDER_CLASSES = {
+    "org.apache.kafka.common.config.provider.FileConfigProvider": "file",
+    "org.apache.kafka.common.config.provider.DirectoryConfigProvider": "directory",
+    "org.apache.kafka.common.config.provider.EnvVarConfigProvider": "env",
+}
+_PROVIDERS_ENV = "RAFTCONNECT_CONFIG_PROVIDERS"
+_PROVIDER_PATHS_ENV = "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"
+_PROVIDER_PATTERN_ENV = "RAFTCONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN"
+
 
 class PropertiesError(ValueError):
     """A properties file cannot be read or holds a value that cannot be used (message says which)."""
@@ -260,12 +278,17 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
             prefixed[prefix][key[len(prefix):]] = value
         elif key in _KAFKA_KEYS_EXACT or key.startswith(_KAFKA_KEY_PREFIXES):
             common[key] = value
-        elif key in _IGNORED_KEYS or key.startswith(("config.providers.", "key.converter.", "value.converter.",
+        elif key == "config.providers" or key.startswith("config.providers."):
+            continue  # below, together
+        elif key in _IGNORED_KEYS or key.startswith(("key.converter.", "value.converter.",
                                                      "header.converter.", "metrics.", "listeners.https.")):
             cfg.ignored.append(key)
         else:
             cfg.warnings.append(f"{key}: unknown worker setting; ignored")
     flags += _rest_flags(props, cfg.warnings)
+    for env, value in _config_providers(props, cfg.warnings).items():
+        if env not in environ:
+            cfg.env[env] = value
     for flag, value, env in flags:
         if env is None or env not in environ:
             cfg.flags += [flag, value]
@@ -274,6 +297,56 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
         for k, v in _to_librdkafka(settings, prefix, cfg.warnings).items():
             cfg.kafka[prefix + k] = v
     return cfg
+
+
+def _config_providers(props: Mapping[str, str], warnings: list[str]) -> dict[str, str]:
+    """``{environment variable: value}`` for Connect's ``config.providers`` keys (see the module docstring).
+
+    ``config.providers=file,vault`` with ``config.providers.file.class=...FileConfigProvider`` gives
+    ``RAFTCONNECT_CONFIG_PROVIDERS=file``; an alias of one's own (``secrets`` with the file class) gives
+    ``secrets=file``. The ``allowed.paths`` of every file/directory alias are joined into one list of roots.
+    Raises :class:`PropertiesError` for an alias without a class or with a class RaftConnect does not have.
+    Keys of aliases not listed in ``config.providers`` are ignored with a warning, as Connect ignores them.
+    """
+    aliases = [a.strip() for a in props.get("config.providers", "").split(",") if a.strip()]
+    out: dict[str, str] = {}
+    if "config.providers" in props:
+        out[_PROVIDERS_ENV] = ""  # the key present and empty: no provider enabled
+    entries, roots, patterns = [], [], []
+    for alias in aliases:
+        cls = props.get(f"config.providers.{alias}.class", "").strip()
+        if not cls:
+            raise PropertiesError(f"config.providers.{alias}.class: missing (config.providers names {alias!r})")
+        kind = PROVIDER_CLASSES.get(cls)
+        if kind is None:
+            raise PropertiesError(f"config.providers.{alias}.class={cls}: not available in RaftConnect; "
+                                  f"it has {', '.join(sorted(PROVIDER_CLASSES))}")
+        entries.append(alias if alias == kind else f"{alias}={kind}")
+        prefix = f"config.providers.{alias}.param."
+        for key, value in props.items():
+            if not key.startswith(prefix):
+                continue
+            param = key[len(prefix):]
+            if param == "allowed.paths" and kind in ("file", "directory"):
+                roots += [r.strip() for r in value.split(",") if r.strip()]
+            elif param == "allowlist.pattern" and kind == "env":
+                patterns.append(value)
+            else:
+                warnings.append(f"{key}: not a parameter of RaftConnect's {kind} provider; ignored")
+    if entries:
+        out[_PROVIDERS_ENV] = ",".join(entries)
+    if roots:
+        out[_PROVIDER_PATHS_ENV] = ",".join(dict.fromkeys(roots))
+    if patterns:
+        if len(set(patterns)) > 1:
+            raise PropertiesError("config.providers.*.param.allowlist.pattern: env providers with different "
+                                  "patterns are not supported (one pattern applies to all)")
+        out[_PROVIDER_PATTERN_ENV] = patterns[0]
+    listed = {f"config.providers.{a}." for a in aliases}
+    for key in props:
+        if key.startswith("config.providers.") and not key.startswith(tuple(listed)):
+            warnings.append(f"{key}: its alias is not in config.providers; ignored")
+    return out
 
 
 def report(cfg: WorkerConfig) -> None:

@@ -18,7 +18,8 @@ connector derives are turned back into references before they are stored
 
 Worker settings (environment; Kafka's ``config.providers`` worker config):
 
-* ``RAFTCONNECT_CONFIG_PROVIDERS`` — enabled aliases, default ``env,file,directory``;
+* ``RAFTCONNECT_CONFIG_PROVIDERS`` — enabled aliases, default ``env,file,directory``; an entry
+  ``alias=kind`` names a provider of one's own (Connect's ``config.providers.<alias>.class``);
 * ``RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS`` — comma-separated directories
   ``file``/``directory`` may read under (Kafka's ``allowed.paths``). When it is
   not set they follow the file connectors' ``raftconnect.file.allowed.paths``
@@ -135,9 +136,19 @@ _BUILTIN: dict[str, Callable[[str | None, str], str]] = {"env": _env, "file": _f
 
 
 def providers() -> dict[str, Callable[[str | None, str], str]]:
-    """The enabled providers ``{alias: fn(path or None, key) -> value}`` (``RAFTCONNECT_CONFIG_PROVIDERS``)."""
-    names = environment.config_providers()
-    return {n: _BUILTIN[n] for n in names if n in _BUILTIN}
+    """The enabled providers ``{alias: fn(path or None, key) -> value}`` (``RAFTCONNECT_CONFIG_PROVIDERS``).
+
+    Entries are a kind (``env``, ``file``, ``directory``: the alias is the kind) or ``alias=kind``
+    (Connect's ``config.providers=secrets`` with a FileConfigProvider class; see
+    :mod:`webapp.connect.workerconfig`). Entries naming another kind are skipped.
+    """
+    out = {}
+    for entry in environment.config_providers():
+        alias, _, kind = entry.partition("=")
+        alias, kind = alias.strip(), (kind.strip() or alias.strip())
+        if alias and kind in _BUILTIN:
+            out[alias] = _BUILTIN[kind]
+    return out
 
 
 def has_references(value: str) -> bool:
