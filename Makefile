@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench scale soak chaos fuzz cluster clean
+.PHONY: setup demo test test-fast bench scale soak chaos stress fuzz cluster clean
 
 setup: $(STAMP) frontend chromium
 
@@ -105,6 +105,14 @@ chaos: setup
 	@for i in $$(seq 1 $(CHAOS_PARTITION_RUNS)); do echo "partition test, run $$i of $(CHAOS_PARTITION_RUNS)"; \
 		$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_partition.py || exit 1; done
 	$(PY) benchmarks/chaos/run.py $(CHAOS_ARGS)
+
+# make test's pytest run STRESS_RUNS times in a row while stress-ng keeps every core busy; each run is a row
+# of benchmarks/stress/RESULTS.md (issue 19: a suite that never flakes)
+STRESS_RUNS ?= 3
+stress: setup
+	@command -v stress-ng >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq stress-ng; }
+	$(PY) benchmarks/stress/run.py --runs $(STRESS_RUNS)
 
 clean:
 	rm -rf var .pytest_cache $(CONSOLE_DIST)
