@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tools.launcher import wait_for
 from webapp.plugin import SourceOffset
-from webapp.runtime.worker import TaskMetrics
+from webapp.runtime.task_metrics import TaskMetrics
 
 __all__ = ["scrape", "value", "report_a_sink_task"]
 

@@ -50,7 +50,7 @@ def test_metrics_export_per_task_figures_that_agents_report_in_heartbeats(api, n
 
 
 def test_lag_of_a_task_is_left_out_while_unknown(api, node):
-    from webapp.runtime.worker import TaskMetrics
+    from webapp.runtime.task_metrics import TaskMetrics
 
     running = {"generation": -1, "connectors": [], "tasks": {
         "src-0": {"state": "RUNNING", "connector": "src", "task": 0, **TaskMetrics().as_json()}}}
@@ -63,7 +63,7 @@ def test_lag_of_a_task_is_left_out_while_unknown(api, node):
 def test_every_exported_metric_is_documented_in_operations(api, node):
     from pathlib import Path
 
-    from webapp.runtime.worker import TaskMetrics
+    from webapp.runtime.task_metrics import TaskMetrics
 
     node.coordinator.heartbeat("w7", {"rest_address": "127.0.0.1:9", "roles": ["worker"]}, {"tasks": {
         "s-0": {"state": "RUNNING", "connector": "s", "task": 0, **TaskMetrics().as_json(), "lag": 1}}})
