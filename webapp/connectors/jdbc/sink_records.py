@@ -73,8 +73,8 @@ def _canonical(schema: Mapping[str, Any]) -> str:
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
-def _peeked_batch(topic: str, peeked: list[tuple]):
-    """The driver's peeked records as a batch of ``READ_SCHEMA_WITH_METADATA`` (what the workers read)."""
+def _peeked_batch(topic: str, peeked: list):
+    """The driver's peeked records (:class:`~webapp.runtime.sink_task.PeekedRecord`) as a batch of ``READ_SCHEMA_WITH_METADATA`` (what the workers read)."""
     import pyarrow as pa
 
     from webapp.runtime.transforms import headers_type
@@ -344,11 +344,11 @@ def _produce_dlq(rows: list, topic: str, conf: Mapping[str, Any]) -> None:
     """
     import pyarrow as pa
 
-    from webapp.kafka.spark_io import _make_produce_fn
+    from webapp.kafka.spark_io import record_produce_function
 
     if not rows:
         return
-    fn = _make_produce_fn(topic, dict(conf), "value", "key", None, 120.0, None, "headers", "timestamp")
+    fn = record_produce_function(topic, conf, key_col="key", headers_col="headers", timestamp_col="timestamp")
     for _ in fn(iter(pa.concat_tables(rows).to_batches())):
         pass
 

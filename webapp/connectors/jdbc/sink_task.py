@@ -142,43 +142,9 @@ class JdbcSinkTask(SinkTask):
         """Write one topic's ranges (:meth:`_sink_topic`, offsets in the same transactions)."""
         return [PartitionDone(p, count, nxt) for p, first, last, count, nxt in self._sink_topic(topic, ranges)]
 
-    def _peek(self, ranges, full: bool = False) -> list[tuple]:
-        """Up to 100 (key, value) pairs from the ranges' start offsets, read on the driver.
-
-        With ``full`` each entry is ``(partition, offset, key, value, timestamp ms, headers)``
-        (headers as ``[{"key", "value"}]``), what the transforms see of a record.
-        """
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-        from webapp.kafka.spark_io import _PRODUCER_ONLY_PREFIXES, CONSUMER_DEFAULTS, _client_config
-
-        conf = _client_config(self.context.kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES,
-                              self.consumer_overrides)
-        consumer = Consumer(conf)
-        out: list[tuple[bytes | None, bytes | None]] = []
-        try:
-            consumer.assign([TopicPartition(r.topic, r.partition, 0 if r.start is None else r.start) for r in ranges])
-            eof: set[int] = set()
-            deadline = time.monotonic() + min(10.0, self.batch_ms / 1000.0)
-            while len(out) < 100 and len(eof) < len(ranges) and time.monotonic() < deadline:
-                for m in consumer.consume(100 - len(out), 0) or [consumer.poll(0.5)]:
-                    if m is None:
-                        continue
-                    err = m.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            eof.add(m.partition())
-                            continue
-                        raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
-                    if full:
-                        ts_type, ts = m.timestamp()
-                        out.append((m.partition(), m.offset(), m.key(), m.value(), ts if ts_type else None,
-                                    [{"key": k, "value": v} for k, v in (m.headers() or [])]))
-                    else:
-                        out.append((m.key(), m.value()))
-        finally:
-            consumer.close()
-        return out
+    def _peek(self, ranges) -> list:
+        """Up to 100 records from the ranges' start offsets, read on the driver (:meth:`SinkTask.peek`)."""
+        return self.peek(ranges, 100, timeout=min(10.0, self.batch_ms / 1000.0))[0]
 
     @staticmethod
     def _schemas(blobs: list[bytes], what: str, topic: str) -> tuple[dict, list[str] | None]:
@@ -221,7 +187,7 @@ class JdbcSinkTask(SinkTask):
         return merged, (prefixes if layout_ok else None)
 
     def _plan_topic(self, topic: str, peeked) -> _TopicPlan | None:
-        values = [v for _, v in peeked if v is not None]
+        values = [r.value for r in peeked if r.value is not None]
         if not values:
             value_schema, value_prefixes = {"type": "struct", "fields": [], "optional": True}, []
         else:
@@ -230,7 +196,7 @@ class JdbcSinkTask(SinkTask):
                 raise ConnectException(f"Topic {topic}: record values must be structs, got {value_schema.get('type')}")
         key_schema = key_prefixes = None
         if self.pk_mode == "record_key":
-            keys = [k for k, _ in peeked if k is not None]
+            keys = [r.key for r in peeked if r.key is not None]
             if self.key_converter == STRING_CONVERTER:
                 key_schema, key_prefixes = {"type": "string", "optional": False}, None
             elif not keys:
@@ -538,10 +504,10 @@ class JdbcSinkTask(SinkTask):
         from webapp.kafka.spark_io import partition_reader
 
         t0 = time.monotonic()
-        peeked = self._peek(ranges, full=True)
+        peeked = self._peek(ranges)
         if not peeked:
             return []
-        values = [m[3] for m in peeked if m[3] is not None]
+        values = [r.value for r in peeked if r.value is not None]
         decode_schema, prefixes, schemas = self._value_plan(topic, values)
         vfields = decode_schema.get("fields", [])  # never nested: those records are the workers' errors
         nested = ("struct", "array", "map")
@@ -564,7 +530,7 @@ class JdbcSinkTask(SinkTask):
             elif self.key_converter == STRING_CONVERTER:
                 key_schema, key_mode = {"type": "string", "optional": False}, "string"
             else:
-                keys = [m[2] for m in peeked if m[2] is not None]
+                keys = [r.key for r in peeked if r.key is not None]
                 if not keys:
                     raise ConnectException(f"Topic {topic}: pk.mode=record_key but the records have no keys")
                 if not self.key_schemas:
@@ -611,11 +577,10 @@ class JdbcSinkTask(SinkTask):
         dlq = self._operator.config.dlq_topic
         dlq_conf = None
         if dlq:
-            from webapp.kafka.spark_io import _CONSUMER_ONLY_PREFIXES, PRODUCER_DEFAULTS, _client_config
+            from webapp.kafka.spark_io import producer_config
 
             # as Connect's DLQ reporter: the worker's producer settings and the connector's producer.override.*
-            dlq_conf = _client_config(self.context.kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES,
-                                      client_overrides(self.config, "producer"))
+            dlq_conf = producer_config(self.context.kafka_config, client_overrides(self.config, "producer"))
         reader = partition_reader(ranges, self.context.kafka_config, consumer_config=self.consumer_overrides,
                                   timeout=self.batch_ms / 1000.0, with_metadata=bool(dlq) or _reads_metadata(pipeline))
         engine = self.context.engine
