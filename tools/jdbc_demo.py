@@ -22,10 +22,10 @@ import pyarrow.csv as pacsv
 from webapp.connectors.jdbc import dbio, parse_connection_url
 from webapp.connectors.jdbc.dialects import _describe
 
-from .demo import DemoResult, VerifyReport, column_checksums, flights_csv, read_csv_reference, run_until_sunk
+from .demo import DemoResult, flights_csv, read_csv_reference, run_until_sunk, verify_tables
 from .launcher import REPO_ROOT, NodeProcess
 
-__all__ = ["run_jdbc_demo", "load_flights_postgres", "read_table", "verify_tables", "DEMO_DATABASE",
+__all__ = ["run_jdbc_demo", "load_flights_postgres", "read_table", "DEMO_DATABASE",
            "SOURCE_CLASS", "SINK_CLASS", "PG_URL", "MYSQL_URL"]
 
 DEMO_DATABASE = "raftconnect_demo"
@@ -95,26 +95,6 @@ def read_table(params: dict, table: str) -> pa.Table:
     schema = pa.schema([pa.field(n, dbio.arrow_wire_type(k)) for n, k in zip(names, kinds)])
     return pa.Table.from_batches(batches, schema=schema)
 
-
-def verify_tables(source: pa.Table, sink: pa.Table) -> VerifyReport:
-    """Row count, columns and per-column ``(nulls, checksum)`` of ``sink`` against ``source``."""
-    problems = []
-    if sink.num_rows != source.num_rows:
-        problems.append(f"row count: source {source.num_rows}, sink {sink.num_rows}")
-    missing = [c for c in source.column_names if c not in sink.column_names]
-    if missing:
-        problems.append(f"columns missing in the sink: {missing}")
-    if not problems:
-        want = column_checksums(source)
-        try:
-            got = column_checksums(sink.select(source.column_names), {f.name: f.type for f in source.schema})
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            problems.append(f"sink column types do not match the source: {exc}")
-            got = want
-        for name in source.column_names:
-            if want[name] != got[name]:
-                problems.append(f"column {name}: source (nulls, checksum) {want[name]}, sink {got[name]}")
-    return VerifyReport(source.num_rows, sink.num_rows, source.num_columns, problems)
 
 
 def run_jdbc_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo-jdbc", *, rest_port: int = 8083,

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from .base import _call, _client, _echo_json, _named_delete, _table, cli, output_option
+from .base import _call, _client, _echo_json, _named_delete, _plain, _table, cli, output_option
 from .client import segment
 
 __all__ = ["store", "users", "tokens", "backup", "logs"]
@@ -41,12 +41,8 @@ def store() -> None:
     run time (or configured on each node as RAFTCONNECT_STORE_<NAME>=<URL>)."""
 
 
-@store.command("list")
-@output_option
-@click.pass_context
-def store_list(ctx: click.Context, output: str) -> None:
-    """Configured stores (* = active) and any switch in progress (GET /raftconnect/v1/metadata-store)."""
-    _call(ctx, "GET", "/raftconnect/v1/metadata-store", output=output, show=_print_store)
+store_list = _plain(store, "list", "GET", "/raftconnect/v1/metadata-store",
+                    "Configured stores (* = active) and any switch in progress", _print_store)
 
 
 @store.command("switch")
@@ -59,12 +55,8 @@ def store_switch(ctx: click.Context, target: str, output: str) -> None:
           show=_print_store)
 
 
-@store.command("rollback")
-@output_option
-@click.pass_context
-def store_rollback(ctx: click.Context, output: str) -> None:
-    """Abort the running switch, or switch back (POST /raftconnect/v1/metadata-store/rollback)."""
-    _call(ctx, "POST", "/raftconnect/v1/metadata-store/rollback", output=output, show=_print_store)
+store_rollback = _plain(store, "rollback", "POST", "/raftconnect/v1/metadata-store/rollback",
+                        "Abort the running switch, or switch back", _print_store)
 
 
 @store.command("add")
@@ -120,14 +112,10 @@ def tokens() -> None:
     """Your API tokens (named, several per user, optional expiry), the same on every node."""
 
 
-@tokens.command("list")
-@output_option
-@click.pass_context
-def tokens_list(ctx: click.Context, output: str) -> None:
-    """Your tokens, never their keys (GET /raftconnect/v1/tokens)."""
-    _call(ctx, "GET", "/raftconnect/v1/tokens", output=output, show=lambda data: _table(
-        ("NAME", "CREATED", "EXPIRES", "EXPIRED"),
-        [(t["name"], _when(t["created"]), _when(t["expires"]), "yes" if t["expired"] else "") for t in data]))
+tokens_list = _plain(tokens, "list", "GET", "/raftconnect/v1/tokens", "Your tokens, never their keys",
+                     lambda data: _table(("NAME", "CREATED", "EXPIRES", "EXPIRED"),
+                                         [(t["name"], _when(t["created"]), _when(t["expires"]),
+                                           "yes" if t["expired"] else "") for t in data]))
 
 
 @tokens.command("create")
@@ -163,12 +151,7 @@ def _print_users(data: list[dict[str, Any]] | dict[str, Any]) -> None:
             for u in (data if isinstance(data, list) else [data])])
 
 
-@users.command("list")
-@output_option
-@click.pass_context
-def users_list(ctx: click.Context, output: str) -> None:
-    """Every user (GET /raftconnect/v1/users)."""
-    _call(ctx, "GET", "/raftconnect/v1/users", output=output, show=_print_users)
+users_list = _plain(users, "list", "GET", "/raftconnect/v1/users", "Every user", _print_users)
 
 
 def _new_password(env: str) -> str:

@@ -4,7 +4,8 @@ Owns the root group :data:`cli` (its global options: context, URL, credentials,
 timeout), turning API, connection and contexts errors into exit codes 1 and 2
 (``_RootGroup``), the ``-o/--output`` option, the REST client of a command
 (``_client``), sending one request and printing its answer (``_call``), tables and
-JSON output, and ``_named_delete`` (the ``group verb NAME`` → ``DELETE`` commands).
+JSON output, ``_plain`` (a command that sends one request without arguments) and
+``_named_delete`` (the ``group verb NAME`` → ``DELETE`` commands).
 
 Must not touch: Django or anything but the public REST API (through
 :class:`~webapp.cli.client.ConnectRestClient`); the commands themselves
@@ -112,6 +113,19 @@ def _call(ctx: click.Context, method: str, path: str, *, output: str = "table",
     elif show is not None:
         show(answer)
     return answer
+
+
+def _plain(group: click.Group, verb: str, method: str, path: str, help_text: str,
+           show: Callable[[Any], None]) -> click.Command:
+    """``group verb [-o json]``: ``method path`` without arguments or body, the answer printed through
+    ``show`` (or as JSON); the command's help is ``help_text`` followed by the request."""
+    @output_option
+    @click.pass_context
+    def command(ctx: click.Context, output: str) -> None:
+        _call(ctx, method, path, output=output, show=show)
+
+    command.__doc__ = f"{help_text} ({method} {path})."
+    return group.command(verb)(command)
 
 
 def _named_delete(group: click.Group, verb: str, done: str, noun: str, collection: str,

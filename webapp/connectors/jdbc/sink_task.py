@@ -52,6 +52,10 @@ __all__ = ["JdbcSinkTask"]
 log = logging.getLogger(__name__)
 
 
+#: the stats rows a write job returns per partition (see dbio.write_partition)
+_STATS_SCHEMA = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+
+
 @dataclass
 class _TopicPlan:
     """What the sink decided for one topic from the peeked records."""
@@ -312,6 +316,17 @@ class JdbcSinkTask(SinkTask):
                     out[name] = int(scales[name])
         return out
 
+    def _table_plan(self, topic: str, table: str, cols: list[list[str]], pk: list[str], deletes: bool,
+                    **extra: Any) -> dict[str, Any]:
+        """What :func:`.dbio.write_partition` / ``write_routed_partition`` need to write ``topic``'s records
+        into ``table``: dialect, quoted table, columns ``[[name, kind, ...]]``, key, mode, deletes (a null
+        value deletes its key's row), statement size and narrower Decimal scales; plus ``extra``
+        (``record_topic`` for a routed topic)."""
+        return {"dialect": self.dialect, "table": dbio.quote(self.dialect, table), "connector": self.connector,
+                "topic": topic, **extra, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
+                "delete_enabled": deletes, "batch_size": self.batch_size,
+                "scales": self._narrower_scales(table, cols)}
+
     def _sink_topic(self, topic: str, ranges) -> list[tuple[int, int | None, int | None, int, int | None]]:
         """One Spark job writing ``ranges``; returns ``(partition, first, last, count, next)`` per range."""
         from webapp.kafka.spark_io import partition_reader
@@ -331,12 +346,9 @@ class JdbcSinkTask(SinkTask):
         optional = {f["field"]: f.get("optional", True) for f in plan.value_schema.get("fields", [])}
         if cols:
             self._ensure_table(table, cols, pk, optional)
-        write_plan = {"dialect": self.dialect, "table": dbio.quote(self.dialect, table), "connector": self.connector,
-                      "topic": topic, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                      "delete_enabled": self.delete_enabled and self.pk_mode == "record_key",
-                      "batch_size": self.batch_size, "scales": self._narrower_scales(table, cols)}
+        write_plan = self._table_plan(topic, table, cols, pk, self.delete_enabled and self.pk_mode == "record_key")
         spans = [(r.topic, r.partition, r.start) for r in ranges]
-        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+        schema = _STATS_SCHEMA
         decode = self._decode_plan(plan, cols)
         engine = self.context.engine
         if decode is not None and engine is not None and not engine.use_spark(self.config, None):
@@ -567,13 +579,10 @@ class JdbcSinkTask(SinkTask):
             table = self._table(r)
             if cols:
                 self._ensure_table(table, cols, pk, optional)
-            plans[r] = {"dialect": self.dialect, "table": dbio.quote(self.dialect, table), "connector": self.connector,
-                        "topic": topic, "record_topic": r, "insert_mode": self.insert_mode, "columns": cols, "pk": pk,
-                        "delete_enabled": spec.deletes, "batch_size": self.batch_size,
-                        "scales": self._narrower_scales(table, cols)}
+            plans[r] = self._table_plan(topic, table, cols, pk, spec.deletes, record_topic=r)
         spec = dataclasses.replace(spec, routes=frozenset(plans))
         spans = [(r.topic, r.partition, r.start) for r in ranges]
-        schema = "kafka_partition int, first long, last long, count long, next_offset long, replan boolean"
+        schema = _STATS_SCHEMA
         dlq = self._operator.config.dlq_topic
         dlq_conf = None
         if dlq:
