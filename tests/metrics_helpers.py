@@ -1,7 +1,7 @@
 """Reading ``/metrics`` in tests, and a worker that reports a running sink task by heartbeat.
 
-Shared by the node's own metrics (``tests/connect/test_metrics.py``, ``webapp/metrics.py``) and Kafka
-Connect's metric groups (``tests/test_connect_metrics.py``, ``webapp/connect_metrics.py``).
+Used by ``tests/connect/test_metrics.py``, the tests of the node's own metrics (``webapp/metrics.py``)
+and of Kafka Connect's metric groups (``webapp/connect_metrics.py``).
 """
 from __future__ import annotations
 

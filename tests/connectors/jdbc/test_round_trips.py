@@ -28,26 +28,15 @@ from webapp.connectors.jdbc import (
     JdbcSourceTask,
     parse_connection_url,
 )
+from tests.connectors.support import ENGINE
 from tests.kafka_helpers import read_topic
 
 _names = (f"t{i}" for i in itertools.count())
 
 
 
-#: the batch engine the tasks get: None (every batch a Spark job, as outside a worker) or an
-#: in-process BatchEngine; every test here runs with both (the ``engine`` fixture)
-ENGINE: list = [None]
+pytestmark = pytest.mark.usefixtures("engine")  # every test runs with both batch engines
 
-
-@pytest.fixture(params=["spark", "local"], autouse=True)
-def engine(request, spark):
-    from webapp.runtime.engine import BatchEngine
-
-    ENGINE[0] = None if request.param == "spark" else BatchEngine(spark, mode="local")
-    yield request.param
-    if ENGINE[0] is not None:
-        ENGINE[0].shutdown()
-    ENGINE[0] = None
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"

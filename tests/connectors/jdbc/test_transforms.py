@@ -20,7 +20,6 @@ from tests.connectors.jdbc.test_round_trips import (  # noqa: F401 - fixtures ar
     _produce,
     context,
     drain,
-    engine,
     my,
     my_db,
     my_url,
@@ -32,6 +31,8 @@ from tests.connectors.jdbc.test_round_trips import (  # noqa: F401 - fixtures ar
     unique,
 )
 from tests.kafka_helpers import read_messages
+
+pytestmark = pytest.mark.usefixtures("engine")  # every test runs with both batch engines
 
 INSERT_FIELD = "org.apache.kafka.connect.transforms.InsertField$Value"
 SCHEMA = {"type": "struct", "optional": False, "name": "order", "fields": [
