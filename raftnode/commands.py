@@ -18,12 +18,9 @@ Must not import Django or ``webapp``, and must not compute anything non-determin
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .node import RaftNode
-
-__all__ = ["ClusterCommands", "DEFAULT_TIMEOUT"]
+__all__ = ["ClusterCommands", "Proposer", "DEFAULT_TIMEOUT"]
 
 #: Seconds a command may take to commit unless the caller says otherwise (``RaftNode.propose``'s default).
 DEFAULT_TIMEOUT = 10.0
@@ -31,14 +28,23 @@ DEFAULT_TIMEOUT = 10.0
 Result = dict[str, Any]
 
 
+class Proposer(Protocol):
+    """What the commands need of a Raft member: :meth:`~raftnode.node.RaftNode.propose` (so this module
+    does not import the node, which imports it)."""
+
+    def propose(self, name: str, *args: Any, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Commit the replicated command ``name(*args)`` within ``timeout`` seconds and return its result."""
+        ...
+
+
 class ClusterCommands:
     """Replicated writes of one :class:`~raftnode.node.RaftNode`, by name and with typed arguments.
 
     Args:
-        raft: the node whose ``propose`` commits the commands.
+        raft: the node whose ``propose`` commits the commands (a :class:`~raftnode.node.RaftNode`).
     """
 
-    def __init__(self, raft: RaftNode) -> None:
+    def __init__(self, raft: Proposer) -> None:
         self._raft = raft
 
     def _propose(self, name: str, *args: Any, timeout: float) -> Result:

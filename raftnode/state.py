@@ -11,7 +11,15 @@ every member computes the same result. Callers compute timestamps, ids and epoch
 before proposing (see :class:`raftnode.node.RaftNode`). Fencing is checked inside
 apply, so a check and its write are one atomic step of the log.
 
-Must not import Django or anything from ``webapp``.
+About 800 lines, nearly all the one class, on purpose: pysyncobj numbers a
+consumer's replicated methods by sorting their names and writes that number, not
+the name, into the journal (``LEGACY_COMMANDS``), so every replicated command is a
+method of :class:`ClusterStateMachine` and its numbering is read in one place;
+the reads beside them are the copies those commands keep consistent. The typed
+writes callers use are :class:`raftnode.commands.ClusterCommands`.
+
+Must not touch: Django or anything from ``webapp``; clocks, randomness or I/O
+inside a replicated method.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Reading ``/metrics`` in tests, and a worker that reports a running sink task by heartbeat.
 
-Shared by the node's own metrics (``tests/connect/test_metrics.py``, ``webapp/metrics.py``) and Kafka
-Connect's metric groups (``tests/test_connect_metrics.py``, ``webapp/connect_metrics.py``).
+Used by ``tests/connect/test_metrics.py``, the tests of the node's own metrics (``webapp/metrics.py``)
+and of Kafka Connect's metric groups (``webapp/connect_metrics.py``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tools.launcher import wait_for
 from webapp.plugin import SourceOffset
-from webapp.runtime.worker import TaskMetrics
+from webapp.runtime.task_metrics import TaskMetrics
 
 __all__ = ["scrape", "value", "report_a_sink_task"]
 

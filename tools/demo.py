@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from .launcher import REPO_ROOT, NodeProcess
 
-__all__ = ["flights_csv", "read_csv_reference", "column_checksums", "verify_sink", "VerifyReport",
+__all__ = ["flights_csv", "read_csv_reference", "column_checksums", "verify_sink", "verify_tables", "VerifyReport",
            "run_demo", "run_until_sunk", "DemoResult", "SOURCE_CLASS", "SINK_CLASS"]
 
 SOURCE_CLASS = "raftconnect.connectors.file.FileSourceConnector"
@@ -104,7 +104,11 @@ class VerifyReport:
 
 def verify_sink(source: pa.Table, sink_dir: str | os.PathLike) -> VerifyReport:
     """Compare the Parquet files under ``sink_dir`` with ``source``: rows, columns, per-column checksums."""
-    sink = pq.read_table(str(sink_dir))
+    return verify_tables(source, pq.read_table(str(sink_dir)))
+
+
+def verify_tables(source: pa.Table, sink: pa.Table) -> VerifyReport:
+    """Row count, columns and per-column ``(nulls, checksum)`` of ``sink`` against ``source``."""
     problems = []
     if sink.num_rows != source.num_rows:
         problems.append(f"row count: source {source.num_rows}, sink {sink.num_rows}")
@@ -114,8 +118,7 @@ def verify_sink(source: pa.Table, sink_dir: str | os.PathLike) -> VerifyReport:
     if not problems:
         want = column_checksums(source)
         try:
-            got = column_checksums(sink.select(source.column_names),
-                                   {f.name: f.type for f in source.schema})
+            got = column_checksums(sink.select(source.column_names), {f.name: f.type for f in source.schema})
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             problems.append(f"sink column types do not match the source: {exc}")
             got = want

@@ -19,13 +19,13 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from webapp.connectors import jdbc_io
-from webapp.connectors.jdbc import _describe, parse_connection_url
+from webapp.connectors.jdbc import dbio, parse_connection_url
+from webapp.connectors.jdbc.dialects import _describe
 
-from .demo import DemoResult, VerifyReport, column_checksums, flights_csv, read_csv_reference, run_until_sunk
+from .demo import DemoResult, flights_csv, read_csv_reference, run_until_sunk, verify_tables
 from .launcher import REPO_ROOT, NodeProcess
 
-__all__ = ["run_jdbc_demo", "load_flights_postgres", "read_table", "verify_tables", "DEMO_DATABASE",
+__all__ = ["run_jdbc_demo", "load_flights_postgres", "read_table", "DEMO_DATABASE",
            "SOURCE_CLASS", "SINK_CLASS", "PG_URL", "MYSQL_URL"]
 
 DEMO_DATABASE = "raftconnect_demo"
@@ -41,16 +41,16 @@ _PG_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE PRECISION", pa.string()
 def ensure_database(params: dict) -> None:
     """Create ``params["database"]`` on its server if it does not exist."""
     admin = dict(params, database="postgres" if params["dialect"] == "postgresql" else "")
-    conn = jdbc_io.connect(admin, autocommit=True)
+    conn = dbio.connect(admin, autocommit=True)
     try:
         cur = conn.cursor()
         name = params["database"]
         if params["dialect"] == "postgresql":
             cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
             if cur.fetchone() is None:
-                cur.execute(f"CREATE DATABASE {jdbc_io.quote('postgresql', name)}")
+                cur.execute(f"CREATE DATABASE {dbio.quote('postgresql', name)}")
         else:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS {jdbc_io.quote('mysql', name)} "
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {dbio.quote('mysql', name)} "
                         "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
     finally:
         conn.close()
@@ -67,7 +67,7 @@ def load_flights_postgres(params: dict, table: str, source: pa.Table) -> None:
         cols.append(f'"{f.name}" {sql_type}')
     buf = io.BytesIO()
     pacsv.write_csv(source, buf, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
-    conn = jdbc_io.connect(params)
+    conn = dbio.connect(params)
     try:
         cur = conn.cursor()
         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
@@ -84,37 +84,17 @@ def load_flights_postgres(params: dict, table: str, source: pa.Table) -> None:
 
 def read_table(params: dict, table: str) -> pa.Table:
     """The whole table in the JDBC connectors' wire form (same representation on every server)."""
-    conn = jdbc_io.connect(params)
+    conn = dbio.connect(params)
     try:
-        names, kinds = _describe(conn, params["dialect"], f"SELECT * FROM {jdbc_io.quote(params['dialect'], table)}")
+        names, kinds = _describe(conn, params["dialect"], f"SELECT * FROM {dbio.quote(params['dialect'], table)}")
     finally:
         conn.close()
-    cols = ", ".join(jdbc_io.quote(params["dialect"], n) for n in names)
-    batches = list(jdbc_io.read_rows(params, f"SELECT {cols} FROM {jdbc_io.quote(params['dialect'], table)}", [],
+    cols = ", ".join(dbio.quote(params["dialect"], n) for n in names)
+    batches = list(dbio.read_rows(params, f"SELECT {cols} FROM {dbio.quote(params['dialect'], table)}", [],
                                      names, kinds, chunk=50_000))
-    schema = pa.schema([pa.field(n, jdbc_io.arrow_wire_type(k)) for n, k in zip(names, kinds)])
+    schema = pa.schema([pa.field(n, dbio.arrow_wire_type(k)) for n, k in zip(names, kinds)])
     return pa.Table.from_batches(batches, schema=schema)
 
-
-def verify_tables(source: pa.Table, sink: pa.Table) -> VerifyReport:
-    """Row count, columns and per-column ``(nulls, checksum)`` of ``sink`` against ``source``."""
-    problems = []
-    if sink.num_rows != source.num_rows:
-        problems.append(f"row count: source {source.num_rows}, sink {sink.num_rows}")
-    missing = [c for c in source.column_names if c not in sink.column_names]
-    if missing:
-        problems.append(f"columns missing in the sink: {missing}")
-    if not problems:
-        want = column_checksums(source)
-        try:
-            got = column_checksums(sink.select(source.column_names), {f.name: f.type for f in source.schema})
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            problems.append(f"sink column types do not match the source: {exc}")
-            got = want
-        for name in source.column_names:
-            if want[name] != got[name]:
-                problems.append(f"column {name}: source (nulls, checksum) {want[name]}, sink {got[name]}")
-    return VerifyReport(source.num_rows, sink.num_rows, source.num_columns, problems)
 
 
 def run_jdbc_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo-jdbc", *, rest_port: int = 8083,
@@ -140,11 +120,11 @@ def run_jdbc_demo(work_dir: str | os.PathLike = REPO_ROOT / "var" / "demo-jdbc",
     load_flights_postgres(pg_params, "flights", reference)
     say(f"source: PostgreSQL {pg_url} table flights ({reference.num_rows:,} rows, "
         f"{reference.num_columns + 1} columns)")
-    conn = jdbc_io.connect(my_params, autocommit=True)
+    conn = dbio.connect(my_params, autocommit=True)
     try:
         cur = conn.cursor()
         cur.execute("DROP TABLE IF EXISTS `flights`")
-        cur.execute(f"DROP TABLE IF EXISTS `{jdbc_io.OFFSETS_TABLE}`")
+        cur.execute(f"DROP TABLE IF EXISTS `{dbio.OFFSETS_TABLE}`")
     finally:
         conn.close()
 

@@ -12,7 +12,7 @@ default registry (``/metrics``).
 
 Where the figures come from (nothing here writes cluster state):
 
-* per task: the agents' heartbeats (:class:`~webapp.runtime.worker.TaskMetrics`),
+* per task: the agents' heartbeats (:class:`~webapp.runtime.task_metrics.TaskMetrics`),
   which only the active group coordinator (the Raft leader) receives, so only the
   leader exports the task groups; a ``worker`` label names the node running the
   task (one Prometheus target sees every worker's tasks);

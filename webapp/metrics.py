@@ -8,7 +8,7 @@ prometheus-client's default registry.
 
 Per-task figures (records, batches, records/s over the last 30 s, last batch
 time, a sink task's consumer lag) are what each agent reports in its
-heartbeats (:class:`~webapp.runtime.worker.TaskMetrics`); only the active group
+heartbeats (:class:`~webapp.runtime.task_metrics.TaskMetrics`); only the active group
 coordinator (the Raft leader) has them, so only the leader exports them, labelled
 with the worker that runs the task. Task states come from the active metadata
 store: from memory for the ``raft`` store, otherwise read at most once per

@@ -89,7 +89,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development
 
 from benchmarks._common import machine  # noqa: E402
 
-from tools.launcher import ConnectClient, LocalCluster, NodeProcess, wait_for  # noqa: E402
+from tools.launcher import ConnectClient, ConnectHTTPError, LocalCluster, NodeProcess, wait_for  # noqa: E402
 from tools.netns import NetnsNetwork, netns_available  # noqa: E402
 from webapp.kafka.embedded import EmbeddedKafka  # noqa: E402
 
@@ -426,24 +426,24 @@ class Campaign:
 
         ``disk-full-leader`` also measures its failover: the full leader hands its leadership over."""
         faults = self.workdir / "faults"
+
+        def shim_fault(suffix: str, setting: str) -> dict:
+            """Hold one faultshim setting (``<node>.<suffix>``, see tools/faultshim) for ``duration`` s, then clear it."""
+            (faults / f"{target.node_id}.{suffix}").write_text(setting)
+            try:
+                time.sleep(duration)
+            finally:
+                (faults / f"{target.node_id}.{suffix}").write_text("0")
+            return out
+
         if kind == "clock-jump-leader":
             jump = self.rng.choice((3600, -3600))
             out["detail"] = f"clock {jump:+d} s"
-            (faults / f"{target.node_id}.clock").write_text(str(jump))
-            try:
-                time.sleep(duration)
-            finally:
-                (faults / f"{target.node_id}.clock").write_text("0")
-            return out
+            return shim_fault("clock", str(jump))
         if kind.startswith("slow-disk-"):
             delay = self.rng.uniform(0.02, 0.3)
             out["detail"] = f"{delay * 1000:.0f} ms per journal write"
-            (faults / f"{target.node_id}.disk").write_text(f"{delay:.3f}")
-            try:
-                time.sleep(duration)
-            finally:
-                (faults / f"{target.node_id}.disk").write_text("0")
-            return out
+            return shim_fault("disk", f"{delay:.3f}")
         if kind.startswith("disk-full-"):
             filler = os.path.join(target.data_dir, "raft", "chaos-filler")
             try:

@@ -52,10 +52,10 @@ MY_URL = f"jdbc:mariadb://127.0.0.1:3306/{DB}"
 
 
 def _my_columns(pg_params) -> list[tuple[str, str]]:
-    from webapp.connectors import jdbc_io
-    from webapp.connectors.jdbc import _describe, _ddl_type
+    from webapp.connectors.jdbc import dbio
+    from webapp.connectors.jdbc.dialects import _ddl_type, _describe
 
-    conn = jdbc_io.connect(pg_params)
+    conn = dbio.connect(pg_params)
     try:
         names, kinds = _describe(conn, "postgresql", 'SELECT * FROM "flights"')
     finally:
@@ -277,8 +277,7 @@ def main() -> None:
     django.setup()
     from tools.demo import flights_csv, read_csv_reference
     from tools.jdbc_demo import ensure_database, load_flights_postgres
-    from webapp.connectors import jdbc_io
-    from webapp.connectors.jdbc import parse_connection_url
+    from webapp.connectors.jdbc import dbio, parse_connection_url
     from webapp.kafka.embedded import EmbeddedKafka
     from webapp.runtime.spark import get_spark_session, stop_spark_session
 
@@ -310,10 +309,10 @@ def main() -> None:
                           f"{rows / (src + snk):,.0f} rows/s (source {src:.1f} s + sink {snk:.1f} s)")
         finally:
             stop_spark_session()
-            conn = jdbc_io.connect(my_params, autocommit=True)
+            conn = dbio.connect(my_params, autocommit=True)
             conn.cursor().execute("DROP DATABASE IF EXISTS `%s`" % DB)
             conn.close()
-            conn = jdbc_io.connect(dict(pg_params, database="postgres"), autocommit=True)
+            conn = dbio.connect(dict(pg_params, database="postgres"), autocommit=True)
             conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
             conn.close()
     b = min(r[0] for r in results)

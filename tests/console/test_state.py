@@ -10,7 +10,7 @@ from webapp.console.history import TaskHistory
 from webapp.console.kafka import kafka_cluster
 from webapp.console.state import connector_health, kafka_hint, root_cause, worker_names
 from webapp.kafka.embedded import free_port
-from webapp.runtime.worker import TaskMetrics
+from webapp.runtime.task_metrics import TaskMetrics
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 

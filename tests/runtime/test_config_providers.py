@@ -155,7 +155,8 @@ def test_the_worker_starts_the_connector_with_resolved_values_and_stores_referen
 
 def test_an_unresolvable_reference_fails_the_connector_and_the_task_with_the_reason(tmp_path):
     from webapp.plugin import ConnectorTaskId
-    from webapp.runtime.worker import Worker, WorkerTask
+    from webapp.runtime.worker import Worker
+    from webapp.runtime.worker_task import WorkerTask
 
     client = RecordingClient()
     worker = Worker(worker_id="w1", client=client, member={}, kafka_config={}, data_dir=str(tmp_path),

@@ -10,7 +10,7 @@ from tools.launcher import wait_for
 from webapp.plugin import SourceOffset
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.lag import SinkLagMonitor
-from webapp.runtime.worker import TaskMetrics
+from webapp.runtime.task_metrics import TaskMetrics
 
 
 class Clock:

@@ -87,3 +87,30 @@ def test_a_failing_topic_hands_back_nothing(tmp_path):
 def test_a_task_with_no_existing_topic_has_nothing_to_do(tmp_path):
     task = _task(tmp_path, topics="missing")
     assert task.assigned() == [] and task.run_batch() is None and task.seen == []
+
+
+def test_peek_reads_ahead_from_the_range_starts_and_can_leave_tombstones_out(tmp_path, kafka_broker):
+    """The driver-side read every sink plans its schema from (real broker): start offsets, limit, tombstones."""
+    from confluent_kafka import Producer
+
+    from webapp.kafka.spark_io import TopicPartitionRange
+    from webapp.kafka.topics import ensure_topic
+
+    topic = "peek-" + tmp_path.name[-12:].replace("_", "-")
+    ensure_topic(kafka_broker.client_config(), topic, 1)
+    p = Producer(kafka_broker.client_config())
+    for i, value in enumerate([b"v0", None, b"v2", b"v3"]):
+        p.produce(topic, value=value, key=f"k{i}".encode(), headers=[("h", b"x")], timestamp=1_700_000_000_000 + i)
+    assert p.flush(30) == 0
+    ctx = TaskContext(ConnectorTaskId("sink", 0), None, kafka_broker.client_config(), str(tmp_path), {})
+    task = RecordingSink(ctx, {"topics": topic, "batch.max.rows": "10"})
+    task.start()
+
+    every, saw = task.peek([TopicPartitionRange(topic, 0, 1, 10)], 10, timeout=10.0)
+    assert saw and [(r.offset, r.key, r.value) for r in every] == [(1, b"k1", None), (2, b"k2", b"v2"),
+                                                                     (3, b"k3", b"v3")]
+    assert every[1].timestamp == 1_700_000_000_002 and every[1].headers == [{"key": "h", "value": b"x"}]
+    values, saw = task.peek([TopicPartitionRange(topic, 0, None, 10)], 2, timeout=10.0, skip_nulls=True)
+    assert saw and [r.value for r in values] == [b"v0", b"v2"]  # the tombstone is read but neither kept nor counted
+    nothing, saw = task.peek([TopicPartitionRange(topic, 0, 4, 10)], 10, timeout=10.0)
+    assert nothing == [] and not saw

@@ -1,9 +1,12 @@
-"""The demos' shared wait (``tools.demo.run_until_sunk``) against a fake REST client: no node needed."""
+"""The demos' shared wait (``tools.demo.run_until_sunk``) against a fake REST client, and their shared check of
+what reached the sink (``verify_tables`` / ``verify_sink``): no node needed."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from tools.demo import run_until_sunk
+from tools.demo import run_until_sunk, verify_sink, verify_tables
 
 
 class FakeClient:
@@ -40,3 +43,14 @@ def test_a_failed_connector_or_the_timeout_ends_the_wait():
     with pytest.raises(RuntimeError, match="MariaDB holds 5 of 10 rows after 0 s"):
         run_until_sunk(FakeClient([5]), {"sink": {}}, sink="sink", rows=10, where="MariaDB",
                        say=lambda m: None, timeout=0.05, poll=0.01)
+
+
+def test_both_demos_verify_rows_columns_and_checksums_the_same_way(tmp_path):
+    source = pa.table({"id": [1, 2, 3], "name": ["a", "b", None]})
+    assert verify_tables(source, source).ok
+    changed = verify_tables(source, pa.table({"id": [1, 2, 3], "name": ["a", "B", None]}))
+    assert not changed.ok and changed.problems[0].startswith("column name:")
+    assert verify_tables(source, source.slice(0, 2)).problems == ["row count: source 3, sink 2"]
+    pq.write_table(source, tmp_path / "part-0.parquet")
+    report = verify_sink(source, tmp_path)
+    assert report.ok and (report.source_rows, report.sink_rows, report.columns) == (3, 3, 2)

@@ -48,14 +48,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from webapp.runtime.agent_status import read_agent_status
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .node import ConnectNode
-
-__all__ = ["NodeHealth", "CachedProbe", "health_report", "CHECKS", "STATES", "OK_STATES", "CACHE_TTL_S", "WAIT_S",
+__all__ = ["NodeHealth", "HealthSubject", "CachedProbe", "health_report", "CHECKS", "STATES", "OK_STATES", "CACHE_TTL_S", "WAIT_S",
            "KAFKA_TIMEOUT_S"]
 
 #: the checks of a report, in this order
@@ -167,6 +164,21 @@ class CachedProbe:
                 self._cv.notify_all()
 
 
+class HealthSubject(Protocol):
+    """What the checks read of a node (a :class:`~webapp.connect.node.ConnectNode`, which builds its
+    :class:`NodeHealth` and so is not imported here): its options (``node_id``, ``roles``, ``cluster``,
+    ``data_dir``, ``session_timeout_ms``, ``spark_master``, ``bootstrap_servers``), its Raft member
+    (``None`` on a worker-only node), the active metadata store (``None`` before it is open), the store
+    set, the agent process and the health checks themselves."""
+
+    options: Any
+    raft: Any
+    store: Any
+    stores: Any
+    agent: Any
+    health: "NodeHealth"
+
+
 class NodeHealth:
     """The health checks of one node (``node.health``); :meth:`report` is what ``GET /health`` shows.
 
@@ -176,7 +188,7 @@ class NodeHealth:
         ttl, wait: see :class:`CachedProbe`.
     """
 
-    def __init__(self, node: "ConnectNode", *, kafka_timeout: float = KAFKA_TIMEOUT_S, ttl: float = CACHE_TTL_S,
+    def __init__(self, node: HealthSubject, *, kafka_timeout: float = KAFKA_TIMEOUT_S, ttl: float = CACHE_TTL_S,
                  wait: float = WAIT_S):
         self.node = node
         self.kafka_timeout = kafka_timeout
@@ -398,7 +410,7 @@ class NodeHealth:
         return out
 
 
-def health_report(node: "ConnectNode | None") -> tuple[int, dict[str, Any]]:
+def health_report(node: HealthSubject | None) -> tuple[int, dict[str, Any]]:
     """``(http_status, body)`` of ``GET /health`` for ``node`` (``None``: no node has finished starting here).
 
     See :meth:`NodeHealth.report` for the body; a node still starting answers 503 with

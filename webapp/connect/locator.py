@@ -21,21 +21,53 @@ in ``docs/ARCHITECTURE.md``:
 * ``tools.bench_views`` (the REST benchmark's baseline views; not in the product).
 
 ``webapp.metrics`` and ``webapp.connect_metrics`` get :func:`current_or_none` as a provider
-(``install``) and never import it. Must not import the node (annotations only) or Django.
+(``install``) and never import it. Must not import the node (it imports this module; what the
+entry points use of it is the :class:`RunningNode` protocol) or Django.
 """
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from webapp import metrics
 
-if TYPE_CHECKING:
-    from webapp.connect.node import ConnectNode
+__all__ = ["current", "current_or_none", "set_current", "NodeNotReady", "RunningNode"]
 
-__all__ = ["current", "current_or_none", "set_current", "NodeNotReady"]
 
-_current: "ConnectNode | None" = None
+class RunningNode(Protocol):
+    """What the entry points use of the running node (a :class:`~webapp.connect.node.ConnectNode`).
+
+    ``options`` (the node's ``NodeOptions``), ``secret`` (the cluster secret, bytes), ``raft`` (the
+    ``RaftNode``; ``None`` on a worker-only node), ``herder``, ``coordinator``, ``store`` (the active
+    metadata store), ``stores`` (the store set), ``switches`` (the switch manager), ``user_directory``
+    (a worker-only node's copy of the users), ``health``, the leader lookups of the forwarding and the cluster view.
+    """
+
+    options: Any
+    secret: bytes
+    raft: Any
+    herder: Any
+    coordinator: Any
+    store: Any
+    stores: Any
+    switches: Any
+    user_directory: Any
+    health: Any
+
+    def cluster_leader(self, refresh: bool = False) -> str | None:
+        """A worker-only node's view of the leader's REST address (asked of ``--cluster``), or None."""
+        ...
+
+    def leader_rest_address(self) -> str | None:
+        """The Raft leader's REST address, or None."""
+        ...
+
+    def cluster_view(self) -> dict[str, Any]:
+        """The body of ``GET /raftconnect/v1/cluster``."""
+        ...
+
+
+_current: RunningNode | None = None
 _current_lock = threading.Lock()
 
 
@@ -43,19 +75,19 @@ class NodeNotReady(Exception):
     """No node is running in this process (or it has not finished starting)."""
 
 
-def current() -> "ConnectNode":
+def current() -> RunningNode:
     """The node running in this process. Raises :class:`NodeNotReady`."""
     if _current is None:
         raise NodeNotReady("This node has not finished starting")
     return _current
 
 
-def current_or_none() -> "ConnectNode | None":
+def current_or_none() -> RunningNode | None:
     """The node running in this process, or None (never raises)."""
     return _current
 
 
-def set_current(node: "ConnectNode | None") -> None:
+def set_current(node: RunningNode | None) -> None:
     """Install (or clear) the process-wide node; the first install registers the node's metrics collector."""
     global _current
     with _current_lock:

@@ -16,7 +16,7 @@
   "worker_id" (REST address, as in status), "state", "records", "batches",
   "last_batch_seconds", "records_per_second", "lag", "phases"}``: what the agent reported
   in its latest heartbeat (at most one heartbeat interval old; see
-  :class:`webapp.runtime.worker.TaskMetrics`): counts since the task last
+  :class:`webapp.runtime.task_metrics.TaskMetrics`): counts since the task last
   started on its worker, its recent records/s, and a sink task's consumer lag
   in records (``None`` while unknown or for a source), ``worker`` (``{"node_id",
   "rest_address"}``: the one name the console shows) and ``errors`` (the task's

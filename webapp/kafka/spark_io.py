@@ -21,7 +21,10 @@ from typing import Any, Callable, Mapping, Sequence
 from webapp.kafka import client_overrides
 
 __all__ = [
+    "consumer_config",
+    "producer_config",
     "produce_function",
+    "record_produce_function",
     "KafkaIOError",
     "PRODUCER_DEFAULTS",
     "CONSUMER_DEFAULTS",
@@ -105,6 +108,27 @@ def _client_config(base: Mapping[str, Any], defaults: Mapping[str, Any], drop: t
     if "bootstrap.servers" not in conf:
         raise KafkaIOError("kafka config has no bootstrap.servers")
     return conf
+
+
+def consumer_config(kafka_config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The librdkafka config of a task's consumer (a runtime helper for connectors).
+
+    ``CONSUMER_DEFAULTS`` (assign-only: no group commits), then the worker's shared settings
+    ``kafka_config`` without producer-only keys, then its ``consumer.*`` keys, then ``overrides``
+    (the connector's ``consumer.override.*``, as ``client_overrides(config, "consumer")`` gives them);
+    Java client names become librdkafka's. Raises :class:`KafkaIOError` without ``bootstrap.servers``.
+    """
+    return _client_config(kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, overrides)
+
+
+def producer_config(kafka_config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The librdkafka config of a task's producer (a runtime helper for connectors).
+
+    ``PRODUCER_DEFAULTS`` (idempotent, ``acks=all``), then ``kafka_config`` without consumer-only
+    keys, then its ``producer.*`` keys, then ``overrides`` (the connector's ``producer.override.*``).
+    Raises :class:`KafkaIOError` without ``bootstrap.servers``.
+    """
+    return _client_config(kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, overrides)
 
 
 def _unwrap_spark_error(e: BaseException) -> str:
@@ -332,6 +356,24 @@ def produce_function(topic: str, kafka_config: Mapping[str, Any], *, producer_co
     """
     conf = _client_config(kafka_config, PRODUCER_DEFAULTS, _CONSUMER_ONLY_PREFIXES, producer_config)
     return _make_produce_fn(topic, conf, value_col, None, None, flush_timeout)
+
+
+def record_produce_function(topic: str, conf: Mapping[str, Any], *, value_col: str = "value",
+                            key_col: str | None = None, headers_col: str | None = None,
+                            timestamp_col: str | None = None, flush_timeout: float = 120.0) -> Callable:
+    """Like :func:`produce_function`, for whole records and a producer config already built.
+
+    ``conf`` is what :func:`producer_config` returns. ``fn(batches)`` produces each row's
+    ``value_col`` with its ``key_col`` (bytes or null), ``headers_col`` (``[{"key", "value"}]``)
+    and ``timestamp_col`` (ms since the epoch, or null) to ``topic``, waits for every delivery and
+    yields one batch ``delivered long`` (a dead letter queue's records keep their key, headers and
+    timestamp this way).
+
+    Raises (when run):
+        RuntimeError: ``[kafka] ...`` on a delivery error, a fatal producer error or a flush timeout.
+    """
+    return _make_produce_fn(topic, dict(conf), value_col, key_col, None, flush_timeout, None, headers_col,
+                            timestamp_col)
 
 
 def produce_dataframe(

@@ -59,7 +59,7 @@ class TaskContext:
         wake: run the task's next step now (e.g. from a watcher's callback).
         file_changes: the agent's ``webapp.runtime.file_watcher.FileChangeWatcher``: a file
             source that found nothing new parks on it until one of its files changes.
-        metrics: the task's ``webapp.runtime.worker.TaskMetrics``; a task that skips records
+        metrics: the task's ``webapp.runtime.task_metrics.TaskMetrics``; a task that skips records
             under ``errors.tolerance=all`` counts them with its ``record_errors(...)``.
     """
 

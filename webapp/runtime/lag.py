@@ -3,7 +3,7 @@
 Owns one background thread per agent that, every ``interval`` seconds, asks
 Kafka for the end offset (the last stable offset) of each partition a sink task has
 committed a position for, and sets the task's
-:attr:`~webapp.runtime.worker.TaskMetrics.lag` to
+:attr:`~webapp.runtime.task_metrics.TaskMetrics.lag` to
 ``sum(max(0, end_offset - committed_position))`` over its partitions. The figure
 reaches the leader in the agent's heartbeats and ``/metrics`` exports it
 (``raftconnect_task_lag_records``).
@@ -45,7 +45,7 @@ class SinkLagMonitor:
 
     Args:
         kafka_config: the tasks' librdkafka settings (only connection and security keys are used).
-        metrics: callable returning the :class:`~webapp.runtime.worker.TaskMetrics` of the running tasks.
+        metrics: callable returning the :class:`~webapp.runtime.task_metrics.TaskMetrics` of the running tasks.
         interval: seconds between rounds.
         timeout: seconds for one round's request.
         end_offsets: the agent's :class:`~webapp.kafka.clients.EndOffsetWatcher` (its recent figures

@@ -7,7 +7,8 @@ each topic's partitions by explicit offset range and returns the offsets that mo
 (:meth:`SinkTask.run_batch`), parking on the worker's end-offset watcher between batches, the
 task's error handling (``errors.*``, transforms) and its dead letter queue topic, and the
 connector's client override keys (``consumer.override.*``, ``producer.override.*``,
-``admin.override.*``). What a sink does with a topic's ranges — decode, transform, write, commit —
+``admin.override.*``), and reading a few records ahead on the driver (:meth:`SinkTask.peek`, the
+consumer loop a sink plans its schema from). What a sink does with a topic's ranges — decode, transform, write, commit —
 is its own :meth:`SinkTask.put_topic`.
 
 A declared helper for connectors (contract ``connectors-use-declared-helpers``): it imports the
@@ -18,12 +19,13 @@ touch the worker, the agent, the control-plane client or the metadata store: off
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+import time
+from typing import Any, NamedTuple, Sequence
 
 from webapp.kafka.client_overrides import client_overrides, with_admin_overrides
 from webapp.plugin import BatchResult, ConnectException, SourceOffset, Task
 
-__all__ = ["SinkTask", "PartitionDone", "TASK_INDEX", "TASK_COUNT"]
+__all__ = ["SinkTask", "PartitionDone", "PeekedRecord", "TASK_INDEX", "TASK_COUNT"]
 
 #: task config keys a sink connector writes into each task's config (its index among ``task.count``)
 TASK_INDEX = "task.index"
@@ -39,6 +41,20 @@ class PartitionDone(NamedTuple):
     partition: int
     records: int
     next_offset: int | None
+
+
+class PeekedRecord(NamedTuple):
+    """One record :meth:`SinkTask.peek` read ahead on the driver.
+
+    ``timestamp``: ms since the epoch, None when the record has none; ``headers``: ``[{"key", "value"}]``.
+    """
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None
+    headers: list[dict[str, Any]]
 
 
 class SinkTask(Task):
@@ -120,6 +136,57 @@ class SinkTask(Task):
                 raise ConnectException(str(e)) from e
             out.extend((topic, p) for p in range(n or 0) if p % self.count == self.index)
         return out
+
+    def consumer_config(self) -> dict[str, Any]:
+        """This task's consumer config: the worker's settings and the connector's ``consumer.override.*``
+        (:func:`webapp.kafka.spark_io.consumer_config`)."""
+        from webapp.kafka.spark_io import consumer_config
+
+        return consumer_config(self.context.kafka_config, self.consumer_overrides)
+
+    def peek(self, ranges: Sequence[Any], limit: int, *, timeout: float,
+             skip_nulls: bool = False) -> tuple[list[PeekedRecord], bool]:
+        """Up to ``limit`` records from the start offsets of ``ranges`` (``TopicPartitionRange``s of one
+        topic), read on the driver with one assign-only consumer: what a sink plans a batch's schema from.
+
+        Stops at the end of every partition, at ``limit`` records or after ``timeout`` seconds. With
+        ``skip_nulls`` records without a value (tombstones) are neither returned nor counted.
+        Returns ``(records, saw_any)``: ``saw_any`` is whether any record was read, tombstones included.
+
+        Raises:
+            ConnectException: a partition could not be read.
+        """
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(self.consumer_config())
+        out: list[PeekedRecord] = []
+        saw = False
+        try:
+            consumer.assign([TopicPartition(r.topic, r.partition, 0 if r.start is None else r.start) for r in ranges])
+            eof: set[int] = set()
+            deadline = time.monotonic() + timeout
+            while len(out) < limit and len(eof) < len(ranges):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                for m in consumer.consume(limit - len(out), 0) or [consumer.poll(min(left, 0.5))]:
+                    if m is None:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof.add(m.partition())
+                            continue
+                        raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
+                    saw = True
+                    if skip_nulls and m.value() is None:
+                        continue
+                    ts_type, ts = m.timestamp()
+                    out.append(PeekedRecord(m.partition(), m.offset(), m.key(), m.value(), ts if ts_type else None,
+                                            [{"key": k, "value": v} for k, v in (m.headers() or [])]))
+        finally:
+            consumer.close()
+        return out, saw
 
     def before_batch(self) -> None:
         """Called once a batch will read, before any topic is read (the file sink checks its path again)."""

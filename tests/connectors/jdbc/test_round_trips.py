@@ -18,7 +18,8 @@ import pyarrow as pa
 import pymysql
 import pytest
 
-from webapp.connectors import jdbc_io
+from webapp.connectors.jdbc import dbio
+from webapp.connectors.jdbc.dbio import write as dbio_write
 from webapp.plugin import ConnectException, ConnectorTaskId, TaskContext, partition_key
 from webapp.connectors.jdbc import (
     JdbcSinkConnector,
@@ -27,26 +28,15 @@ from webapp.connectors.jdbc import (
     JdbcSourceTask,
     parse_connection_url,
 )
+from tests.connectors.support import ENGINE
 from tests.kafka_helpers import read_topic
 
 _names = (f"t{i}" for i in itertools.count())
 
 
 
-#: the batch engine the tasks get: None (every batch a Spark job, as outside a worker) or an
-#: in-process BatchEngine; every test here runs with both (the ``engine`` fixture)
-ENGINE: list = [None]
+pytestmark = pytest.mark.usefixtures("engine")  # every test runs with both batch engines
 
-
-@pytest.fixture(params=["spark", "local"], autouse=True)
-def engine(request, spark):
-    from webapp.runtime.engine import BatchEngine
-
-    ENGINE[0] = None if request.param == "spark" else BatchEngine(spark, mode="local")
-    yield request.param
-    if ENGINE[0] is not None:
-        ENGINE[0].shutdown()
-    ENGINE[0] = None
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"
@@ -490,7 +480,7 @@ def test_hostile_values_stay_values_whatever_the_servers_sql_mode(my_db, server_
     server's sql_mode) is pinned without it, so no record value can end its literal early."""
     params = {"dialect": "mysql", "host": "127.0.0.1", "port": 3306, "database": my_db, "user": "root",
               "password": "", "options": {"sql_mode": server_mode}}
-    conn = jdbc_io.connect(params, autocommit=True)
+    conn = dbio.connect(params, autocommit=True)
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT @@SESSION.sql_mode")
@@ -498,7 +488,7 @@ def test_hostile_values_stay_values_whatever_the_servers_sql_mode(my_db, server_
             table = unique("hostile")
             cur.execute(f"CREATE TABLE `{table}` (id INT PRIMARY KEY, v TEXT)")
             cur.execute("CREATE TABLE IF NOT EXISTS victims (id INT)")
-            literals = jdbc_io._literals(pa.array(_HOSTILE, pa.string()), "string", "mysql").to_pylist()
+            literals = dbio_write._literals(pa.array(_HOSTILE, pa.string()), "string", "mysql").to_pylist()
             values = ", ".join(f"({i}, {lit})" for i, lit in enumerate(literals))
             cur.execute(f"INSERT INTO `{table}` (id, v) VALUES {values}")
             cur.execute(f"SELECT v FROM `{table}` ORDER BY id")
@@ -757,18 +747,18 @@ def test_nan_and_infinities_are_refused_per_record_by_mariadb_floats_and_kept_by
         params = {"dialect": dialect, "host": "127.0.0.1", "port": 3306 if dialect == "mysql" else 5432,
                   "database": db, "user": "root" if dialect == "mysql" else "postgres", "password": ""}
         table = unique("floats")
-        conn = jdbc_io.connect(params)
+        conn = dbio.connect(params)
         try:
             cur = conn.cursor()
-            cur.execute(f"CREATE TABLE {jdbc_io.quote(dialect, table)} (id INT PRIMARY KEY, "
+            cur.execute(f"CREATE TABLE {dbio.quote(dialect, table)} (id INT PRIMARY KEY, "
                         + ("f32 FLOAT, f64 DOUBLE)" if dialect == "mysql" else "f32 REAL, f64 DOUBLE PRECISION)"))
-            plan = {"dialect": dialect, "table": jdbc_io.quote(dialect, table), "insert_mode": "insert",
+            plan = {"dialect": dialect, "table": dbio.quote(dialect, table), "insert_mode": "insert",
                     "columns": cols, "pk": [], "batch_size": 100}
             refused: list = []
-            jdbc_io._write_isolating(cur, jdbc_io._TableWriter(cur, plan, "t", 0), batch, table,
+            dbio_write._write_isolating(cur, dbio_write._TableWriter(cur, plan, "t", 0), batch, table,
                                      lambda key, offset, error: refused.append((offset, str(error))))
             conn.commit()
-            cur.execute(f"SELECT id FROM {jdbc_io.quote(dialect, table)} ORDER BY id")
+            cur.execute(f"SELECT id FROM {dbio.quote(dialect, table)} ORDER BY id")
             ids = [r[0] for r in cur.fetchall()]
         finally:
             conn.close()

@@ -1,7 +1,7 @@
 """JDBC connectors with SMTs, predicates, errors.tolerance and a dead letter queue (issue 15, item 1).
 
 Real PostgreSQL and MariaDB, real Kafka (Tansu) and Spark, tasks driven directly
-as in ``test_jdbc.py`` (whose fixtures and helpers this module reuses, with both
+as in ``test_round_trips.py`` (whose fixtures and helpers this module reuses, with both
 batch engines: every batch a Spark job, and the in-process engine).
 """
 from __future__ import annotations
@@ -15,12 +15,11 @@ from confluent_kafka import Producer
 from webapp.plugin import ConnectException
 from webapp.connectors.jdbc import JdbcSinkConnector, JdbcSinkTask, JdbcSourceConnector
 from webapp.kafka.topics import ensure_topic
-from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by name
+from tests.connectors.jdbc.test_round_trips import (  # noqa: F401 - fixtures are used by name
     _kv,
     _produce,
     context,
     drain,
-    engine,
     my,
     my_db,
     my_url,
@@ -32,6 +31,8 @@ from tests.connectors.test_jdbc import (  # noqa: F401 - fixtures are used by na
     unique,
 )
 from tests.kafka_helpers import read_messages
+
+pytestmark = pytest.mark.usefixtures("engine")  # every test runs with both batch engines
 
 INSERT_FIELD = "org.apache.kafka.connect.transforms.InsertField$Value"
 SCHEMA = {"type": "struct", "optional": False, "name": "order", "fields": [
