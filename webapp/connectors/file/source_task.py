@@ -287,14 +287,17 @@ class FileSourceTask(Task):
             pipeline = SourcePipeline.plan(self.config, info.arrow_schema, info.connect_schema, self.context.task_id)
             self._pipelines[split.filename] = pipeline
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read, as FileStreamSource
-        df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms),
+        skipped = pipeline.skip_counter(self.context.spark)
+        df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms, skipped),
                                                              pipeline.spark_schema())
         try:
-            return pipeline.produce(df, self.topic, self.context.kafka_config, self.config,
-                                    producer_config=self.producer_overrides,
-                                    partitions=self.topic_partitions, replication_factor=self.topic_replication)
+            produced = pipeline.produce(df, self.topic, self.context.kafka_config, self.config,
+                                        producer_config=self.producer_overrides,
+                                        partitions=self.topic_partitions, replication_factor=self.topic_replication)
         except KafkaIOError as e:
             raise ConnectException(str(e)) from e
+        pipeline.record_skipped(self.context.metrics, skipped.value)
+        return produced
 
     def _parallelism(self, rows: int) -> int:
         """Pieces for a chunk of ``rows`` rows; also decides where the chunk runs (``self._on_spark``)."""
