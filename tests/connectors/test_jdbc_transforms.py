@@ -343,7 +343,7 @@ def test_source_tolerance_skips_a_row_a_transformation_rejects(spark, kafka_brok
     assert sorted((v["id"], v["code"]) for v in values) == [(1, 10), (2, 20), (4, 40)]
 
 
-def test_source_skips_are_task_error_metrics_in_metrics(spark, kafka_broker, tmp_path, pg_db, api, node):
+def test_source_skips_are_task_error_metrics_in_metrics(spark, kafka_broker, tmp_path, pg_db, api, node):  # noqa: F811
     """errors.tolerance=all on a JDBC source: a row a Cast rejects (in the Spark job's workers) and a row
     PostgreSQL holds a value of that Connect cannot (decided on the driver, whichever engine runs the batch)
     are skipped, counted in the task's metrics and shown by /metrics as Connect's task-error-metrics."""

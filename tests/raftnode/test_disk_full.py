@@ -169,6 +169,14 @@ def test_a_leader_with_a_full_disk_acknowledges_nothing_and_recovers(tmp_path, m
         disk.close()
 
 
+def _contents(directory: str) -> dict[str, bytes]:
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as fh:
+            out[name] = fh.read()
+    return out
+
+
 def _port_refuses(port: int) -> bool:
     import socket
 
@@ -189,7 +197,7 @@ def test_a_member_started_on_a_full_disk_refuses_to_start_and_starts_once_space_
                 _put(node, f"c{i}")
         finally:
             node.destroy()
-        before = {n: open(os.path.join(raft_dir, n), "rb").read() for n in sorted(os.listdir(raft_dir))}
+        before = _contents(raft_dir)
         assert "raft.journal" in before
         disk.fill()
         with pytest.raises(NoSpaceAtStart) as caught:
@@ -198,7 +206,7 @@ def test_a_member_started_on_a_full_disk_refuses_to_start_and_starts_once_space_
         assert raft_dir in message and "ENOSPC" in message and "Nothing was started" in message
         assert "Free space" in message and ("free of" in message or not disk.mounted)
         assert _port_refuses(port)  # nothing listens: it neither votes nor serves its replica
-        assert {n: open(os.path.join(raft_dir, n), "rb").read() for n in sorted(os.listdir(raft_dir))} == before
+        assert _contents(raft_dir) == before
         fresh = os.path.join(disk.path, "fresh")  # a first start on the full disk: refused, nothing left behind
         with pytest.raises(NoSpaceAtStart):
             RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", peers=[], data_dir=fresh, password="s"))

@@ -95,8 +95,11 @@ def test_a_line_being_written_is_read_once_it_is_whole(spark, kafka_broker, tmp_
         assert task.run_batch() is None and task.idle_delay() == PARTIAL_LINE_QUIET_SECONDS
         # and an hour back: the mtime looks an hour in the future; once quiet, row 3 is read all the same
         monkeypatch.setattr(time, "time", lambda: real_time() - 3600)
-        row3 = wait_for(lambda: (lambda r: r.records if r is not None else 0)(task.run_batch()), 30, interval=0.25,
-                        what="the unterminated last line to be read once the file is quiet")
+        def records() -> int:
+            result = task.run_batch()
+            return result.records if result is not None else 0
+
+        row3 = wait_for(records, 30, interval=0.25, what="the unterminated last line to be read once the file is quiet")
         assert row3 == 1
     finally:
         monkeypatch.setattr(time, "time", real_time)

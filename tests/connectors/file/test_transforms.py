@@ -204,8 +204,8 @@ def test_invalid_transform_config_fails_task_start(spark, kafka_broker, tmp_path
             "transforms.x.type": "com.example.Missing"})
 
 
-def test_source_records_a_transformation_rejects_are_skipped_and_shown_in_metrics(spark, kafka_broker, tmp_path,
-                                                                                  api, node):
+def test_source_records_a_transformation_rejects_are_skipped_and_shown_in_metrics(
+        spark, kafka_broker, tmp_path, api, node):  # noqa: F811 - fixtures
     """errors.tolerance=all on a file source: the rows a Cast cannot convert are skipped in the Spark job's
     Python workers, and counted (accumulator) into the task's metrics, which /metrics shows as Connect's
     task-error-metrics of that task (issue 17 item 6)."""
