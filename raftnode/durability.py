@@ -46,7 +46,11 @@ Every failure is logged as an error naming the file, the error and the free
 space of its filesystem (then at most every 10 s), counted, and reported by
 :func:`journal_health` (``RaftNode.status()["journal"]``, ``/health``,
 ``/metrics``) until a write succeeds again; nothing else changes, so the member
-recovers by itself when space returns.
+recovers by itself when space returns. A member whose journal's filesystem is
+already full when it *starts* does not start (:func:`check_space_at_start`,
+:class:`NoSpaceAtStart`, before anything is opened): it would load its journal,
+fail to store any term or vote, neither lead nor follow, and serve its replica,
+empty until something is applied.
 
 Recovery is the operator's, stated in the error: replace the member as one
 whose disk is lost (remove it from the cluster, move its Raft directory aside,
@@ -78,8 +82,8 @@ from pysyncobj import pickle as _pickle
 from pysyncobj import serializer as _serializer
 from pysyncobj import syncobj as _syncobj
 
-__all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "JournalWriteFailed", "DiskHealth",
-           "check_snapshot", "install", "prepare", "skip_initial_snapshot_load", "stop_snapshot_writer",
+__all__ = ["ChecksummedFileJournal", "JournalCorrupted", "SnapshotCorrupted", "JournalWriteFailed", "NoSpaceAtStart",
+           "DiskHealth", "check_space_at_start", "START_RESERVE_BYTES", "check_snapshot", "install", "prepare", "skip_initial_snapshot_load", "stop_snapshot_writer",
            "journal_health", "yield_leadership_on_failure",
            "FORMAT_MARKER_SUFFIX", "RECOVERY_HINT"]
 
@@ -91,6 +95,10 @@ _FORMAT = b"raftconnect-crc32-v1\n"
 _CRC = struct.Struct("<I")
 _IDX_TERM = struct.Struct("<QQ")
 _PROBE_BYTES = 64  # reserved ahead while writes fail, to see space return
+#: bytes a member must be able to reserve on its journal's filesystem to start (the journal's first
+#: pages, its term and vote, the format marker, the first entries), checked by :func:`check_space_at_start`
+START_RESERVE_BYTES = 64 << 10
+_SPACE_PROBE = ".raftconnect-space-probe"
 RECOVERY_HINT = ("Do not edit it. Replace this member as one whose disk is lost (docs/OPERATIONS.md, 'Replace a "
                  "node'): remove its address from the cluster on another member (DELETE "
                  "/raftconnect/v1/raft/members/<address>), move its Raft directory ({dir}) aside, start it and add it "
@@ -108,6 +116,10 @@ class SnapshotCorrupted(RuntimeError):
 
 class JournalWriteFailed(OSError):
     """An entry (or the term and vote) could not be written to the Raft journal; nothing of it was kept."""
+
+
+class NoSpaceAtStart(JournalWriteFailed):
+    """The Raft journal's filesystem has no room for a member to start (see :func:`check_space_at_start`)."""
 
 
 def _free_space(path: str) -> str:
@@ -171,6 +183,52 @@ class DiskHealth:
             error, since, failures = self.error, self.since, self.failures
         return {"ok": error is None, "path": self.path, "error": error,
                 "failing_for_s": None if since is None else round(time.monotonic() - since, 1), "failures": failures}
+
+
+def check_space_at_start(raft_dir: str, reserve: int = START_RESERVE_BYTES) -> None:
+    """Refuse to start a member whose journal's filesystem cannot hold ``reserve`` more bytes.
+
+    A member started on a full disk would not fail: it loads its journal, cannot store a term or
+    vote, never leads nor follows, and serves what its replica holds (nothing applied yet) while
+    its log says "retrying". So the start reserves ``reserve`` bytes in a probe file in
+    ``raft_dir`` (``posix_fallocate``, which allocates for real on every filesystem that has it;
+    written zeros where it does not), removes it, and stops when that fails, before anything of the
+    member is created or opened. Journal and snapshot are not touched.
+
+    Raises:
+        NoSpaceAtStart: ENOSPC, EDQUOT, EROFS or EIO on ``raft_dir``; the message names the
+            directory, the error, the free space and what to do.
+        OSError: any other failure to create the probe.
+    """
+    probe = os.path.join(raft_dir, _SPACE_PROBE)
+    try:
+        os.makedirs(raft_dir, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            try:
+                os.posix_fallocate(fd, 0, reserve)
+            except OSError as exc:
+                if exc.errno != errno.EOPNOTSUPP:
+                    raise
+                for _ in range(0, reserve, 4096):
+                    os.write(fd, b"\0" * 4096)
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+            raise
+        name = errno.errorcode.get(exc.errno or 0, "error")
+        raise NoSpaceAtStart(exc.errno, (
+            f"This Raft member cannot start: the filesystem of its journal directory {raft_dir} has no room "
+            f"for it ({name}: {exc.strerror or exc}; {_free_space(probe)}; a member needs {reserve} bytes to "
+            f"start). Nothing was started and its journal and snapshot are untouched. Free space on that "
+            f"filesystem (or move the data directory to a larger one) and start the member again.")) from exc
+    finally:
+        try:
+            os.remove(probe)
+        except OSError:
+            pass
 
 
 def _crc(idx: int, term: int, command: bytes) -> int:

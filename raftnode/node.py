@@ -225,6 +225,7 @@ class RaftNode:
                 "pysyncobj's wire format is pickle and must never run unauthenticated."
             )
         os.makedirs(config.data_dir, exist_ok=True)
+        durability.check_space_at_start(config.data_dir)  # a full disk: stop here (NoSpaceAtStart), never half-start
         self.config = config
         self.state = ClusterStateMachine()
         #: the typed replicated writes (use these rather than :meth:`propose` with a command name)

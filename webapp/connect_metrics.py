@@ -36,7 +36,7 @@ Groups and attributes exported (Connect's names; what they mean here):
 * ``connector-task-metrics``: ``kafka_connect_connector_task_metrics{connector, task, status}`` = 1,
   ``batch_size_avg`` (records per batch since the task started), ``running_ratio`` and
   ``pause_ratio`` (1 or 0 now; Connect's are time fractions), ``offset_commit_avg_time_ms``;
-* ``source-task-metrics``: ``source_record_poll_total``, ``source_record_write_total``,
+* ``source-task-metrics``: ``source_record_poll_total`` (written + skipped), ``source_record_write_total``,
   ``source_record_poll_rate``, ``source_record_write_rate`` (records/s over 30 s),
   ``poll_batch_avg_time_ms``;
 * ``sink-task-metrics``: ``sink_record_read_total``, ``sink_record_send_total``,
@@ -236,9 +236,10 @@ class ConnectMetricsCollector(Collector):
                 m["pause_ratio"].add_metric(lv, 1.0 if state == "PAUSED" else 0.0)
                 m["offset_commit_avg_time_ms"].add_metric(lv, 1000.0 * commit_s / batches if batches else 0.0)
                 kind = (infos.get(name) or {}).get("type")
-                if kind == "source":
-                    for a in ("source_record_poll_total", "source_record_write_total"):
-                        m[a].add_metric(lv, records)
+                if kind == "source":  # read = written + skipped by errors.tolerance=all, as for a sink
+                    e = t.get("errors") or {}
+                    m["source_record_poll_total"].add_metric(lv, records + float(e.get("total_records_skipped", 0)))
+                    m["source_record_write_total"].add_metric(lv, records)
                     for a in ("source_record_poll_rate", "source_record_write_rate"):
                         m[a].add_metric(lv, rate)
                     m["poll_batch_avg_time_ms"].add_metric(lv, batch_ms)

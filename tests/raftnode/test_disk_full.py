@@ -11,7 +11,9 @@ it did not journal (on the leader: every proposal fails and none of them is ever
 applied anywhere, even after space returns) and hands its leadership to a
 follower, where writes go on; the others go on committing when it is a
 follower; when space returns it writes again, catches up, and every
-acknowledged write is applied on every member.
+acknowledged write is applied on every member. A member started on a disk that is
+already full does not start (in-process and as ``runnode``), journal untouched, and
+starts normally once space returns.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import subprocess
 
 import pytest
 
-from raftnode import RaftConfig, RaftNode, RaftUnavailable
+from raftnode import NoSpaceAtStart, RaftConfig, RaftNode, RaftUnavailable
 from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
@@ -164,4 +166,83 @@ def test_a_leader_with_a_full_disk_acknowledges_nothing_and_recovers(tmp_path, m
     finally:
         for n in nodes:
             n.destroy()
+        disk.close()
+
+
+def _contents(directory: str) -> dict[str, bytes]:
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as fh:
+            out[name] = fh.read()
+    return out
+
+
+def _port_refuses(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_member_started_on_a_full_disk_refuses_to_start_and_starts_once_space_returns(tmp_path, monkeypatch):
+    disk = FullDisk(tmp_path / "disk", monkeypatch)
+    raft_dir = os.path.join(disk.path, "raft")
+    port = free_port()
+    config = RaftConfig(self_address=f"127.0.0.1:{port}", peers=[], data_dir=raft_dir, password="secret")
+    try:
+        node = RaftNode(config)
+        try:
+            _leader([node])
+            for i in range(3):
+                _put(node, f"c{i}")
+        finally:
+            node.destroy()
+        before = _contents(raft_dir)
+        assert "raft.journal" in before
+        disk.fill()
+        with pytest.raises(NoSpaceAtStart) as caught:
+            RaftNode(config)
+        message = str(caught.value)
+        assert raft_dir in message and "ENOSPC" in message and "Nothing was started" in message
+        assert "Free space" in message and ("free of" in message or not disk.mounted)
+        assert _port_refuses(port)  # nothing listens: it neither votes nor serves its replica
+        assert _contents(raft_dir) == before
+        fresh = os.path.join(disk.path, "fresh")  # a first start on the full disk: refused, nothing left behind
+        with pytest.raises(NoSpaceAtStart):
+            RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", peers=[], data_dir=fresh, password="s"))
+        assert os.listdir(fresh) == []
+        disk.free()
+        node = RaftNode(config)
+        try:
+            _leader([node])
+            wait_for(lambda: _converged([node], [f"c{i}" for i in range(3)]), 15, what="the journal applied")
+            assert node.state.connector("c2")["config"] == {"v": "c2"}
+            _put(node, "after")
+        finally:
+            node.destroy()
+    finally:
+        disk.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a full tmpfs under the node's data directory (root)")
+def test_runnode_on_a_full_disk_exits_saying_so_before_anything_starts(tmp_path, monkeypatch):
+    from tools.launcher import NodeProcess
+
+    node = NodeProcess(node_id="full", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft,worker")
+    disk = FullDisk(os.path.join(node.data_dir, "raft"), monkeypatch)
+    try:
+        assert disk.mounted
+        disk.fill()
+        node.start(wait=False)
+        wait_for(lambda: node.proc.poll() is not None, 120, what="the node on a full disk to exit")
+        assert node.proc.returncode != 0
+        with open(node.log_path) as fh:
+            log_text = fh.read()
+        assert "This Raft member cannot start" in log_text and "ENOSPC" in log_text, log_text[-2000:]
+        assert not os.path.exists(os.path.join(node.data_dir, "node.sqlite3"))  # stopped before the database
+        assert "agent" not in log_text.lower() and _port_refuses(node.rest_port)
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
         disk.close()

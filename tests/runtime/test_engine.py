@@ -70,12 +70,14 @@ def test_pieces_run_in_parallel_in_order_and_know_their_index():
 def test_a_failing_piece_fails_the_batch_after_every_piece_ended():
     engine = BatchEngine(spark=None, threads=3)
     ended = []
+    failing = threading.Event()
 
     def fn(batches):
         i = partition_index()
         if i == 0:
+            failing.set()
             raise ValueError("[source] piece 0 is bad")
-        time.sleep(0.2)  # the other pieces are still running when piece 0 fails
+        assert failing.wait(30)  # the other pieces are still running when piece 0 fails
         ended.append(i)
         yield pa.record_batch([pa.array([i])], names=["id"])
 

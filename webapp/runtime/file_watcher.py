@@ -8,6 +8,10 @@ task that found nothing registers the files it read with what it saw of them
 every ``interval`` and wakes the tasks whose files changed. A parked file
 source then costs one ``stat`` per second (a few µs) and no task step.
 
+Also owns :class:`QuietFiles`: whether a file has stopped changing, timed on the
+monotonic clock from what the caller itself observed (a followed file's
+unterminated last line is read only once its writer has gone quiet).
+
 Must not import Django, Spark or Kafka.
 """
 from __future__ import annotations
@@ -15,11 +19,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Callable, Iterable, Mapping
 
 from webapp import environment
 
-__all__ = ["FileChangeWatcher", "file_state", "states"]
+__all__ = ["FileChangeWatcher", "QuietFiles", "file_state", "states"]
 
 log = logging.getLogger(__name__)
 
@@ -116,3 +121,41 @@ class FileChangeWatcher:
 def states(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
     """``{path: file_state(path)}``."""
     return {p: file_state(p) for p in paths}
+
+
+class QuietFiles:
+    """Whether files have kept the same :func:`file_state` for ``seconds``, timed on a monotonic clock.
+
+    :meth:`quiet` stats the file and compares ``(size, mtime)`` with what the previous call saw;
+    a difference (or a first look) restarts that file's quiet time at ``clock()``. The
+    modification time is only ever compared with itself, never with the wall clock, so a
+    clock jump (an NTP step, ±1 h) can neither make a file still being written look quiet
+    (comparing its mtime with ``time.time()`` read a half-written line after a jump forward)
+    nor keep a finished one looking busy forever (after a jump back). The price: a file
+    first looked at counts as just changed, so its last line waits ``seconds`` once.
+
+    Args:
+        seconds: how long a file must stay unchanged to be quiet.
+        clock: monotonic seconds (injectable for tests).
+
+    Not thread-safe: one task's steps never run at once.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self._clock = clock
+        self._seen: dict[str, tuple[tuple[int, int], float]] = {}
+
+    def quiet(self, path: str) -> bool:
+        """True when ``path`` has not changed for :attr:`seconds` as observed by the calls here; also True
+        when it cannot be stat'ed (nothing is being written to it)."""
+        state = file_state(path)
+        if state is None:
+            self._seen.pop(path, None)
+            return True
+        now = self._clock()
+        seen = self._seen.get(path)
+        if seen is None or seen[0] != state:
+            self._seen[path] = (state, now)
+            return False
+        return now - seen[1] >= self.seconds

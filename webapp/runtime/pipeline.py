@@ -8,8 +8,10 @@ Source connectors — the task has pyarrow tables of rows (one Connect struct
 schema) inside a ``mapInArrow`` function::
 
     pipeline = SourcePipeline.plan(config, arrow_schema, connect_schema, task_id)   # driver
-    df = spark.range(...).mapInArrow(pipeline.wrap(read_fn, topic, now_ms), pipeline.spark_schema())
+    skipped = pipeline.skip_counter(spark)                # a Spark accumulator
+    df = spark.range(...).mapInArrow(pipeline.wrap(read_fn, topic, now_ms, skipped), pipeline.spark_schema())
     pipeline.produce(df, topic, kafka_config, ...)       # JVM encodes key/value; workers produce
+    pipeline.record_skipped(metrics, skipped.value)      # task-error-metrics, once the batch is produced
 
 Sink connectors — the task has a :func:`~webapp.kafka.spark_io.read_partitions`
 DataFrame read ``with_metadata=True`` and the Connect schema it planned::
@@ -35,6 +37,7 @@ Must not touch the metadata store; only the DLQ producer touches Kafka.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -134,6 +137,18 @@ def _raise_intolerable(policy: "_Policy", err: ProcessingError, prefix: str) -> 
         raise RuntimeError(f"[{prefix}] {e}") from None
 
 
+class _Count:
+    """An in-process counter with the accumulator's ``add`` / ``value`` (see :meth:`SourcePipeline.skip_counter`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.value += int(n)
+
+
 @dataclass(frozen=True)
 class _Policy:
     errors: ErrorHandlingConfig
@@ -202,11 +217,12 @@ class SourcePipeline:
         """Spark ``StructType`` of the ``mapInArrow`` output (for ``mapInArrow(fn, schema)``)."""
         return self.spark_out
 
-    def transform(self, table, topic: str, timestamp_ms: int | None):
+    def transform(self, table, topic: str, timestamp_ms: int | None, skipped: Any = None):
         """Worker side: one pyarrow Table of rows → the output table (:attr:`arrow_out`).
 
-        Bad records are skipped (tolerance all, logged if ``errors.log.enable``)
-        or fail the job with ``[source] Tolerance exceeded in error handler: ...``.
+        Bad records are skipped (tolerance all, logged if ``errors.log.enable``) and
+        added to ``skipped`` (anything with ``add(n)``: see :meth:`skip_counter`), or
+        fail the job with ``[source] Tolerance exceeded in error handler: ...``.
         """
         import pyarrow as pa
 
@@ -226,6 +242,8 @@ class SourcePipeline:
             for _, e in errors:
                 _raise_intolerable(self.policy, ProcessingError.from_exception(e, Stage.TRANSFORMATION,
                                                                                e.executing_class), "source")
+            if errors and skipped is not None:
+                skipped.add(len(errors))
         else:
             try:
                 out = self.chain.apply(rb)
@@ -243,19 +261,50 @@ class SourcePipeline:
         return pa.table([cols[f.name] for f in self.arrow_out], schema=self.arrow_out) \
             if out.num_rows else self.arrow_out.empty_table()
 
-    def wrap(self, read_fn: Callable, topic: str, timestamp_ms: int | None) -> Callable:
-        """A ``mapInArrow`` function: ``read_fn``'s record batches, transformed."""
+    def wrap(self, read_fn: Callable, topic: str, timestamp_ms: int | None, skipped: Any = None) -> Callable:
+        """A ``mapInArrow`` function: ``read_fn``'s record batches, transformed; the records skipped under
+        ``errors.tolerance=all`` are added to ``skipped`` (:meth:`skip_counter`), when given."""
         pipeline = self
 
         def transformed(batches):
             import pyarrow as pa
 
             for rb in read_fn(batches):
-                out = pipeline.transform(pa.Table.from_batches([rb]), topic, timestamp_ms)
+                out = pipeline.transform(pa.Table.from_batches([rb]), topic, timestamp_ms, skipped)
                 for b in out.to_batches():
                     yield b
 
         return transformed
+
+    @staticmethod
+    def skip_counter(spark: Any = None) -> Any:
+        """A counter for :meth:`wrap`'s ``skipped``, read as ``.value`` once the batch ran.
+
+        With a SparkSession: a Spark accumulator (the ``mapInArrow`` function runs in
+        Spark's Python workers; their additions reach the driver with each finished
+        Spark task, before the job's action returns). Without: an in-process counter,
+        for a pipeline run on the driver (it does not survive pickling into another
+        process). Adding happens only in the tolerant branch, so a counter costs nothing
+        when no record fails.
+        """
+        if spark is not None:
+            return spark.sparkContext.accumulator(0)
+        return _Count()
+
+    def record_skipped(self, metrics: Any, skipped: int) -> None:
+        """Count ``skipped`` records of a produced batch in the task's metrics (a ``TaskMetrics``, or None
+        outside a worker): Connect's task-error-metrics ``total-record-errors``, ``total-record-failures``,
+        ``total-records-skipped`` and, with ``errors.log.enable``, ``total-errors-logged`` (the workers
+        logged each). A source has no dead letter queue. Call it only once the batch was produced: a
+        failed batch is read again, and its records would be counted twice."""
+        skipped = int(skipped or 0)
+        if not skipped:
+            return
+        if metrics is not None:
+            metrics.record_errors(failed=skipped, skipped=skipped,
+                                  logged=skipped if self.policy.errors.log_enable else 0)
+        log.warning("task %s-%d: %d record(s) failed in a transformation and were skipped (errors.tolerance=all)",
+                    self.policy.connector, self.policy.task, skipped)
 
     def encoded(self, df, config: Mapping[str, str]):
         """``df`` (the ``mapInArrow`` output) as columns value, key, and with :attr:`routes` topic, timestamp,

@@ -4,7 +4,6 @@ parking on the file watcher, unparsable files. Real Kafka (Tansu) and Spark; eve
 from __future__ import annotations
 
 import itertools
-import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -66,23 +65,45 @@ def test_resume_from_committed_offsets_without_duplicates(spark, kafka_broker, t
     assert files_before <= set(data_files(out))
 
 
-def test_a_line_being_written_is_read_once_it_is_whole(spark, kafka_broker, tmp_path):
+def test_a_line_being_written_is_read_once_it_is_whole(spark, kafka_broker, tmp_path, monkeypatch):
     """A followed file's unterminated last line waits for its writer (appends are not atomic); once the file
-    has been quiet for PARTIAL_LINE_QUIET_SECONDS it is read even without a newline."""
+    has been quiet for PARTIAL_LINE_QUIET_SECONDS, as the task observed it on the monotonic clock, it is read
+    even without a newline. Wall-clock jumps change nothing: a jump forward does not make the line being
+    written look old, a jump back does not keep the finished one waiting."""
+    import time
+
+    from tools.launcher import wait_for
+    from webapp.connectors.file.source_task import PARTIAL_LINE_QUIET_SECONDS
+
     src = tmp_path / "feed.csv"
     src.write_text("id,name,value\n1,a,0.5\n2,b")  # a writer is in the middle of row 2
     topic = unique("feed")
-    cfg = {"path": str(src), "topic": topic}
-    n1, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src")
-    assert n1 == 1
-    with open(src, "a") as fh:
-        fh.write(",1.5\n3,c,2")  # row 2 finished, row 3 begun
-    n2, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
-    assert n2 == 1
-    quiet = src.stat().st_mtime - 10  # the writer went away without a final newline
-    os.utime(src, (quiet, quiet))
-    n3, offsets, _ = run_source(spark, kafka_broker, cfg, tmp_path, "src", offsets=offsets)
-    assert n3 == 1
+    conn = FileSourceConnector()
+    conn.start({"path": str(src), "topic": topic})
+    task = FileSourceTask(context(spark, kafka_broker, "feed", 0, tmp_path), conn.task_configs(1)[0])
+    task.start()
+    real_time = time.time
+    try:  # each look below follows a change of the file, so how long a batch takes does not matter
+        assert task.run_batch().records == 1 and task.idle_delay() == PARTIAL_LINE_QUIET_SECONDS
+        # the wall clock jumps an hour ahead: the file's mtime looks an hour old from now on
+        monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
+        with open(src, "a") as fh:
+            fh.write(",1.5\n3,c")  # row 2 finished, row 3 begun
+        assert task.run_batch().records == 1  # row 2 only
+        with open(src, "a") as fh:
+            fh.write(",2")  # row 3 still being written (no newline yet): not read, however old its mtime looks
+        assert task.run_batch() is None and task.idle_delay() == PARTIAL_LINE_QUIET_SECONDS
+        # and an hour back: the mtime looks an hour in the future; once quiet, row 3 is read all the same
+        monkeypatch.setattr(time, "time", lambda: real_time() - 3600)
+        def records() -> int:
+            result = task.run_batch()
+            return result.records if result is not None else 0
+
+        row3 = wait_for(records, 30, interval=0.25, what="the unterminated last line to be read once the file is quiet")
+        assert row3 == 1
+    finally:
+        monkeypatch.setattr(time, "time", real_time)
+        task.stop()
     values = [decode_value(v)[1] for v in read_topic(kafka_broker.bootstrap_servers, topic)]
     assert sorted((r["id"], r["name"], r["value"]) for r in values) == [(1, "a", 0.5), (2, "b", 1.5), (3, "c", 2.0)]
 

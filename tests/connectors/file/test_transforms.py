@@ -21,6 +21,7 @@ from webapp.connectors.file import FileSinkConnector, FileSinkTask
 from webapp.kafka.topics import ensure_topic
 from webapp.runtime.converters import decode_value, encode_value, struct_schema
 from tests.connectors.file.support import context, data_files, run_sink, run_source, unique
+from tests.connect.conftest import api, node  # noqa: F401 - fixtures (a node whose /metrics is read)
 from tests.kafka_helpers import read_messages, read_topic
 
 pytestmark = pytest.mark.integration
@@ -201,3 +202,40 @@ def test_invalid_transform_config_fails_task_start(spark, kafka_broker, tmp_path
         _sink_task(spark, kafka_broker, tmp_path, "bad-config", {
             "topics": unique("t"), "path": str(tmp_path / "o"), "transforms": "x",
             "transforms.x.type": "com.example.Missing"})
+
+
+def test_source_records_a_transformation_rejects_are_skipped_and_shown_in_metrics(
+        spark, kafka_broker, tmp_path, api, node):  # noqa: F811 - fixtures
+    """errors.tolerance=all on a file source: the rows a Cast cannot convert are skipped in the Spark job's
+    Python workers, and counted (accumulator) into the task's metrics, which /metrics shows as Connect's
+    task-error-metrics of that task (issue 17 item 6)."""
+    from webapp.connectors.file import FileSourceConnector, FileSourceTask
+    from webapp.runtime.task_metrics import TaskMetrics
+    from tests.connectors.file.support import context
+    from tests.metrics_helpers import assert_source_skips, report_a_task
+
+    src = tmp_path / "payments.csv"
+    amounts = ["10", "20", "oops", "40", "4O", "60", "70"]  # two a Cast to int32 rejects
+    src.write_text("id,amount\n" + "".join(f"{i},{a}\n" for i, a in enumerate(amounts)))
+    topic = unique("skips")
+    config = {"path": str(src), "format": "csv", "topic": topic, "topic.creation.default.partitions": "1",
+              "transforms": "cast", "transforms.cast.type": P + "Cast$Value", "transforms.cast.spec": "amount:int32",
+              "errors.tolerance": "all", "errors.log.enable": "true"}
+    conn = FileSourceConnector()
+    conn.start(config)
+    task = FileSourceTask(context(spark, kafka_broker, "skip-src", 0, tmp_path), conn.task_configs(1)[0])
+    task.context.metrics = TaskMetrics()  # what the worker hands a task
+    task.start()
+    try:
+        records = 0
+        while (result := task.run_batch()) is not None:
+            records += result.records
+            task.context.metrics.batch_done(result.records, 0.1)
+    finally:
+        task.stop()
+    assert records == 5
+    assert sorted(decode_value(v)[1]["amount"] for v in read_topic(kafka_broker.bootstrap_servers, topic)) == \
+        [10, 20, 40, 60, 70]
+    report_a_task(node, task.context.metrics, "skip-src", {"connector.class": "FileSourceConnector",
+                                                            "path": str(src), "topic": topic})
+    assert_source_skips(api, "skip-src", written=5, skipped=2, logged=2)

@@ -30,6 +30,7 @@ from tests.connectors.jdbc.test_round_trips import (  # noqa: F401 - fixtures ar
     run_connector,
     unique,
 )
+from tests.connect.conftest import api, node  # noqa: F401 - fixtures (a node whose /metrics is read)
 from tests.kafka_helpers import read_messages
 
 pytestmark = pytest.mark.usefixtures("engine")  # every test runs with both batch engines
@@ -341,6 +342,43 @@ def test_source_tolerance_skips_a_row_a_transformation_rejects(spark, kafka_brok
     assert next(iter(offsets.values())).offset == {"incrementing": 4}  # the rejected row is passed, not retried
     values = [json.loads(m[3])["payload"] for m in read_all(kafka_broker, prefix + table)]
     assert sorted((v["id"], v["code"]) for v in values) == [(1, 10), (2, 20), (4, 40)]
+
+
+def test_source_skips_are_task_error_metrics_in_metrics(spark, kafka_broker, tmp_path, pg_db, api, node):  # noqa: F811
+    """errors.tolerance=all on a JDBC source: a row a Cast rejects (in the Spark job's workers) and a row
+    PostgreSQL holds a value of that Connect cannot (decided on the driver, whichever engine runs the batch)
+    are skipped, counted in the task's metrics and shown by /metrics as Connect's task-error-metrics."""
+    from webapp.connectors.jdbc import JdbcSourceTask
+    from webapp.runtime.task_metrics import TaskMetrics
+    from tests.metrics_helpers import assert_source_skips, report_a_task
+
+    table = unique("skips")
+    with pg(pg_db) as c:
+        c.execute(f'CREATE TABLE "{table}" (id INT PRIMARY KEY, code TEXT, ts TIMESTAMP(3))')
+        c.execute(f"INSERT INTO \"{table}\" VALUES (1, '10', NULL), (2, '20', NULL), (3, 'x30', NULL), "
+                  "(4, '40', 'infinity'), (5, '50', '2024-01-01'), (6, '60', NULL)")
+    prefix = unique("skm") + "-"
+    base = {"connection.url": pg_url(pg_db), "connection.user": "postgres", "mode": "incrementing",
+            "incrementing.column.name": "id", "table.whitelist": table, "topic.prefix": prefix,
+            "poll.interval.ms": "0", "topic.creation.default.partitions": "1", "errors.tolerance": "all"}
+    cast = {"transforms": "cast", "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+            "transforms.cast.spec": "code:int32", "errors.log.enable": "true"}
+    for name, config, skipped, logged in (("jdbc-skip", {**base, **cast}, 2, 2), ("jdbc-skip-plain", base, 1, 0)):
+        conn = JdbcSourceConnector()
+        conn.start(config)
+        task = JdbcSourceConnector.task_class(context(spark, kafka_broker, name, 0, tmp_path),
+                                              conn.task_configs(1)[0])
+        assert isinstance(task, JdbcSourceTask)
+        task.context.metrics = TaskMetrics()  # what the worker hands a task
+        task.start()
+        try:
+            written = drain(task, {})
+        finally:
+            task.stop()
+        assert written == 6 - skipped
+        task.context.metrics.batch_done(written, 0.1)
+        report_a_task(node, task.context.metrics, name, {"connector.class": "JdbcSourceConnector", **config})
+        assert_source_skips(api, name, written=written, skipped=skipped, logged=logged)
 
 
 # --------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from webapp.plugin import (
     raise_if_errors,
 )
 from webapp.runtime import file_access
+from webapp.runtime.file_watcher import QuietFiles
 
 from .config import (
     TASK_SPLITS,
@@ -120,6 +121,7 @@ class FileSourceTask(Task):
         self._infos: dict[str, _FileInfo] = {}
         self._parked = False  # waiting on the worker's FileChangeWatcher
         self._partial_left = False  # the last look left a line to its writer
+        self._quiet = QuietFiles(PARTIAL_LINE_QUIET_SECONDS)  # when each followed file last changed
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -287,14 +289,17 @@ class FileSourceTask(Task):
             pipeline = SourcePipeline.plan(self.config, info.arrow_schema, info.connect_schema, self.context.task_id)
             self._pipelines[split.filename] = pipeline
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read, as FileStreamSource
-        df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms),
+        skipped = pipeline.skip_counter(self.context.spark)
+        df = self.context.spark.range(0, n, 1, n).mapInArrow(pipeline.wrap(parse, self.topic, now_ms, skipped),
                                                              pipeline.spark_schema())
         try:
-            return pipeline.produce(df, self.topic, self.context.kafka_config, self.config,
-                                    producer_config=self.producer_overrides,
-                                    partitions=self.topic_partitions, replication_factor=self.topic_replication)
+            produced = pipeline.produce(df, self.topic, self.context.kafka_config, self.config,
+                                        producer_config=self.producer_overrides,
+                                        partitions=self.topic_partitions, replication_factor=self.topic_replication)
         except KafkaIOError as e:
             raise ConnectException(str(e)) from e
+        pipeline.record_skipped(self.context.metrics, skipped.value)
+        return produced
 
     def _parallelism(self, rows: int) -> int:
         """Pieces for a chunk of ``rows`` rows; also decides where the chunk runs (``self._on_spark``)."""
@@ -350,7 +355,8 @@ class FileSourceTask(Task):
         with open(split.filename, "rb") as f:
             sample = f.read(self.sample_bytes if self.sample_bytes > 0 else -1)
             at_eof = not f.read(1)
-        if not at_eof or (split.end is None and not sample.endswith(b"\n") and _still_written(split.filename)):
+        if not at_eof or (split.end is None and not sample.endswith(b"\n")
+                          and not self._quiet.quiet(split.filename)):
             cut = sample.rfind(b"\n")  # the last line may be cut short (or still being written)
             sample = sample[: cut + 1] if cut >= 0 else sample
         header = split.format == "csv" and self.csv_header
@@ -412,7 +418,7 @@ class FileSourceTask(Task):
                 buf += more
         del buf
         last_nl = int(newlines[-1]) + 1 if len(newlines) else 0
-        if cut > last_nl and split.end is None and _still_written(split.filename):
+        if cut > last_nl and split.end is None and not self._quiet.quiet(split.filename):
             # a followed file ends in a line its writer may be in the middle of (appends are not
             # atomic): keep it for a later batch, as Kafka's FileStreamSource reads whole lines only
             cut = last_nl
@@ -456,19 +462,10 @@ class FileSourceTask(Task):
         return pieces, stop
 
 
-#: seconds since its last modification after which an unterminated last line of a followed file is read
-#: (a file that does not end in a newline still has all its rows read; a live writer is waited for)
+#: seconds a followed file must stay unchanged, as the task sees it (size and modification time, timed on
+#: the monotonic clock: ``file_watcher.QuietFiles``), before its unterminated last line is read (a file
+#: that does not end in a newline still has all its rows read; a live writer is waited for)
 PARTIAL_LINE_QUIET_SECONDS = 2.0
-
-
-def _still_written(path: str) -> bool:
-    """Whether ``path`` was modified within :data:`PARTIAL_LINE_QUIET_SECONDS` (its last line may be partial)."""
-    import time
-
-    try:
-        return time.time() - os.path.getmtime(path) < PARTIAL_LINE_QUIET_SECONDS
-    except OSError:
-        return False
 
 
 _MIN_PIECE_ROWS = 10_000  # rows below which a chunk is not spread over more Spark tasks / pool threads

@@ -244,8 +244,9 @@ class JdbcSourceTask(Task):
         where = f"{lo_sql}({ts} < %s OR ({ts} = %s AND {inc} <= %s))"
         return [(where, lo_args + [hts, hts, hinc])], {**self._ts_offset(hts), "incrementing": int(hinc)}
 
-    def _refuse_unreadable(self, conn, s: _Source, pieces, unreadable: list[tuple[str, str, str]]) -> None:
-        """Report each row of the batch holding a value Connect's types cannot hold, as a record error.
+    def _refuse_unreadable(self, conn, s: _Source, pieces, unreadable: list[tuple[str, str, str]]) -> int:
+        """Report each row of the batch holding a value Connect's types cannot hold, as a record error;
+        returns how many rows were skipped (each one record error, whatever its number of such values).
 
         Stage ``VALUE_CONVERTER``: skipped (and logged with ``errors.log.enable``) under
         ``errors.tolerance=all``; otherwise the task fails naming table, row, column and value —
@@ -260,6 +261,7 @@ class JdbcSourceTask(Task):
         shown = ", ".join([f"{q(c)}::text" for c in ident] +
                           [f"CASE WHEN {p} THEN {q(c)}::text END" for c, _, p in unreadable])
         any_bad = " OR ".join(p for _, _, p in unreadable)
+        skipped = 0
         for where, args in pieces:
             cur = conn.cursor()
             try:
@@ -277,6 +279,8 @@ class JdbcSourceTask(Task):
                     self._operator.tolerate(ProcessingError(
                         Stage.VALUE_CONVERTER, type(self).__name__, "org.apache.kafka.connect.errors.DataException",
                         message))
+                skipped += 1
+        return skipped
 
     def _parallelism(self) -> int:
         engine = self.context.engine
@@ -302,8 +306,9 @@ class JdbcSourceTask(Task):
             names, kinds = _describe(conn, self.dialect, s.select)
             planned = self._plan(conn, s, names)
             unreadable = _pg_unreadable(names, kinds) if self.dialect == "postgresql" else []
+            skipped = 0
             if planned is not None and unreadable:
-                self._refuse_unreadable(conn, s, planned[0], unreadable)
+                skipped = self._refuse_unreadable(conn, s, planned[0], unreadable)
             conn.rollback()
         except ConnectException:
             raise
@@ -319,6 +324,9 @@ class JdbcSourceTask(Task):
             pieces = [((f"({w}) AND " if w else "") + f"NOT ({skip})", a) for w, a in pieces]
         records = self._operator.execute(lambda: self._produce(s, names, kinds, pieces), "KAFKA_PRODUCE",
                                          type(self).__name__)
+        if skipped and self.context.metrics is not None:  # counted once the batch is produced (else it is re-read)
+            self.context.metrics.record_errors(failed=skipped, skipped=skipped,
+                                               logged=skipped if self._operator.config.log_enable else 0)
         if new_offset is None:  # bulk: nothing to resume from
             return BatchResult(records, ())
         s.offset = dict(new_offset)
@@ -388,16 +396,19 @@ class JdbcSourceTask(Task):
             pipeline = SourcePipeline.plan(self.config, logical, connect_schema, self.context.task_id)
             self._pipelines = {key: pipeline}  # one table's schema at a time is enough to reuse
         now_ms = int(time.time() * 1000)  # a source record's timestamp: when it was read
+        skipped = pipeline.skip_counter(self.context.spark)
         df = self.context.spark.range(0, n, 1, n).mapInArrow(
-            pipeline.wrap(_make_logical_read_fn(read_fn, kinds), s.topic, now_ms), pipeline.spark_schema())
+            pipeline.wrap(_make_logical_read_fn(read_fn, kinds), s.topic, now_ms, skipped), pipeline.spark_schema())
         conf, cfg = AbstractConfig(self.config_def, self.config), self.config
         try:
-            return pipeline.produce(df, s.topic, self.context.kafka_config, cfg,
-                                    producer_config=self.producer_overrides,
-                                    partitions=conf.get_int("topic.creation.default.partitions"),
-                                    replication_factor=conf.get_int("topic.creation.default.replication.factor"))
+            produced = pipeline.produce(df, s.topic, self.context.kafka_config, cfg,
+                                        producer_config=self.producer_overrides,
+                                        partitions=conf.get_int("topic.creation.default.partitions"),
+                                        replication_factor=conf.get_int("topic.creation.default.replication.factor"))
         except KafkaIOError as e:
             raise ConnectException(f"{s.name}: {_spark_error(e)}") from e
+        pipeline.record_skipped(self.context.metrics, skipped.value)
+        return produced
 
 
 #: why a PostgreSQL value has no Connect form, by column kind (the source's per-record error)

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from raftnode import CommandRejected, RaftUnavailable
+from raftnode.durability import check_space_at_start
 from webapp import environment
 from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect.node import ConnectNode, NodeOptions
@@ -107,6 +108,11 @@ class Command(BaseCommand):
         )
         if o["weight"] <= 0:
             raise CommandError("--weight must be positive")
+        if "raft" in options.roles:
+            try:  # before the database, the agent or anything else starts (RaftNode checks it again)
+                check_space_at_start(os.path.join(data_dir, "raft"))
+            except OSError as exc:
+                raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
         if "raft" not in options.roles:
             ensure_admin_user()  # no replicated state here: this node authenticates with its own database
