@@ -146,6 +146,7 @@ def test_leader_kill_9_under_load_loses_no_acknowledged_write(cluster_factory, t
     assert all(c.request("GET", "/raftconnect/v1/assignment")["tasks"][t] != leader.node_id for t in dead_tasks)
 
 
+@pytest.mark.chaos  # make test's pause case is the paused worker below (fencing); this one runs in make chaos
 def test_sigstop_of_the_leader(cluster_factory, small_csv):
     cluster = cluster_factory(raft_nodes=3)
     leader = cluster.leader()

@@ -53,6 +53,7 @@ def count(db: str, table: str) -> tuple[int, int]:
             return 0, 0
 
 
+@pytest.mark.chaos  # make test kills the same pipeline with filter and DLQ below; this plain case runs in make chaos
 def test_kill_9_mid_batch_then_every_record_exactly_once(tmp_path, kafka, pg_db):
     topic = f"eos-{uuid.uuid4().hex[:8]}"
     ensure_topic(kafka.client_config(), topic, 2)

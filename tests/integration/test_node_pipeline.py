@@ -189,6 +189,7 @@ def _all_paused(c, name) -> bool:
     return st["connector"]["state"] == "PAUSED" and bool(st["tasks"]) and all(t["state"] == "PAUSED" for t in st["tasks"])
 
 
+@pytest.mark.chaos  # make test's data-path kill is test_jdbc_pipeline's (filter and DLQ); this file case runs in make chaos
 def test_kill_9_mid_pipeline_loses_nothing(tmp_path, kafka, flights_slice):
     node = start_node(tmp_path, kafka)
     c = node.client()

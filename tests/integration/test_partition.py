@@ -98,6 +98,7 @@ class Writer(threading.Thread):
         return out
 
 
+@pytest.mark.chaos  # make chaos runs it 10 times; make test's partition case is test_cluster's isolated leader
 def test_partitioned_leader_steps_down_and_rejoins_without_losing_acknowledged_writes(netns_cluster, tmp_path):
     T0 = time.monotonic()
     net, cluster = netns_cluster
