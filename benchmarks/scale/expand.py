@@ -123,24 +123,6 @@ def fill_relational(url: str, connectors: int, tasks: int, workers: int) -> None
         store.close()
 
 
-def drop_database(store: str, db: str) -> None:
-    """Drop the benchmark's database straight through the driver."""
-    if store == "postgresql":
-        import psycopg
-
-        with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    else:
-        import pymysql
-
-        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="")
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-        finally:
-            conn.close()
-
-
 # ----------------------------------------------------------------------------- one tree, one child
 def child(args: argparse.Namespace) -> None:
     """Measure the tree ``args.tree`` (this process imports its code only); print one JSON line."""
@@ -235,6 +217,7 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
     from benchmarks._common import machine
+    from tools.databases import drop_database
 
     work = Path(tempfile.mkdtemp(prefix="bench-expand-"))
     baseline_tree = work / "baseline"

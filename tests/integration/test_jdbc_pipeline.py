@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from confluent_kafka import Producer
 
+from tools.databases import scratch_database
 from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 from webapp.kafka.topics import ensure_topic
@@ -28,14 +29,8 @@ BATCH = 1_000
 
 @pytest.fixture
 def pg_db():
-    name = f"i6jdbc_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with scratch_database("postgresql", "i6jdbc") as name:
         yield name
-    finally:
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def start_node(tmp_path, kafka, name="n1", ports=None) -> NodeProcess:

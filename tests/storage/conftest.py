@@ -17,6 +17,8 @@ from raftnode import RaftConfig, RaftNode
 from webapp.storage.base import MetadataStore
 from webapp.kafka.embedded import free_port
 
+from tools.databases import drop_database  # noqa: F401 - tests import it from here
+
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{db}"
 MARIADB_URL = "mysql://root@127.0.0.1:3306/{db}"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -49,24 +51,6 @@ class Backend:
         generation = self.raft.state.assignment["generation"] + 1
         self.raft.propose("_set_assignment", self.raft.term, generation, connectors, tasks)
         return generation
-
-
-def drop_database(kind: str, db: str) -> None:
-    """Drop a test database straight through the driver (the store's aliases are closed by then)."""
-    if kind == "postgresql":
-        import psycopg
-
-        with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    else:
-        import pymysql
-
-        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="")
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-        finally:
-            conn.close()
 
 
 @pytest.fixture(autouse=True)

@@ -45,32 +45,6 @@ def unique(prefix: str) -> str:
 # --------------------------------------------------------------------------------------
 # fixtures: one database per server for the module
 # --------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def pg_db():
-    name = f"i6jdbc_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(scope="module")
-def my_db():
-    name = f"i6jdbc_{uuid.uuid4().hex[:10]}"
-    c = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
-    c.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-    c.close()
-    try:
-        yield name
-    finally:
-        c = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
-        c.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
-        c.close()
-
-
 def pg_url(db: str) -> str:
     return f"jdbc:postgresql://127.0.0.1:5432/{db}"
 
