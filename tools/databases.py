@@ -28,37 +28,33 @@ def _is_pg(kind: str) -> bool:
     raise ValueError(f"unknown database kind {kind!r} (postgresql or mysql)")
 
 
-def _mysql_execute(sql: str) -> None:
+def _admin_execute(kind: str, pg_sql: str, mysql_sql: str) -> None:
+    """Run one statement on the server of ``kind`` outside any database (autocommit)."""
+    if _is_pg(kind):
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
+            conn.execute(pg_sql)
+        return
     import pymysql
 
     conn = pymysql.connect(**MYSQL_ADMIN, autocommit=True)
     try:
         with conn.cursor() as cur:
-            cur.execute(sql)
+            cur.execute(mysql_sql)
     finally:
         conn.close()
 
 
 def create_database(kind: str, name: str) -> None:
     """Create database ``name`` (MariaDB: ``utf8mb4`` with the binary collation, so text compares exactly)."""
-    if _is_pg(kind):
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    else:
-        _mysql_execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    _admin_execute(kind, f'CREATE DATABASE "{name}"',
+                   f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
 
 def drop_database(kind: str, name: str) -> None:
     """Drop database ``name`` if it exists (PostgreSQL: ``WITH (FORCE)``, closing other sessions on it)."""
-    if _is_pg(kind):
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    else:
-        _mysql_execute(f"DROP DATABASE IF EXISTS `{name}`")
+    _admin_execute(kind, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f"DROP DATABASE IF EXISTS `{name}`")
 
 
 @contextmanager
