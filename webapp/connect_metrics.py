@@ -87,7 +87,8 @@ class ConnectMetricsCollector(Collector):
         self._node_provider = node_provider or (lambda: None)
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: tuple[float, list[dict[str, Any]], dict[str, dict[str, Any]]] | None = None
+        # (read at, statuses, infos, (node id, connector names)): see _statuses
+        self._cache: tuple[float, list[dict[str, Any]], dict[str, dict[str, Any]], tuple] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         node = self._node_provider()
@@ -135,17 +136,23 @@ class ConnectMetricsCollector(Collector):
         yield tc
 
     def _statuses(self, node: Any) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        """(ConnectorStateInfo of every connector, {name: {"type", "class"}}), cached briefly."""
-        with self._lock:
-            cached = self._cache
-            if cached is not None and self._clock() - cached[0] < STATUS_CACHE_SECONDS:
-                return cached[1], cached[2]
+        """(ConnectorStateInfo of every connector, {name: {"type", "class"}}), cached briefly.
+
+        The cache holds for :data:`STATUS_CACHE_SECONDS` while the node and its set of connector
+        names stay the same (the names are read on every scrape): a connector created or deleted
+        shows at the next scrape, only its task states may be up to that long behind.
+        """
         herder = node.herder
-        statuses, infos = [], {}
         try:
             names = herder.connector_names()
         except Exception:  # noqa: BLE001 - store unreachable: no connector series this scrape
             names = []
+        key = (id(node), tuple(sorted(names)))
+        with self._lock:
+            cached = self._cache
+            if cached is not None and cached[3] == key and self._clock() - cached[0] < STATUS_CACHE_SECONDS:
+                return cached[1], cached[2]
+        statuses, infos = [], {}
         for name in names:
             try:
                 status = herder.connector_status(name)
@@ -155,7 +162,7 @@ class ConnectMetricsCollector(Collector):
             statuses.append(status)
             infos[name] = {"type": status.get("type") or "unknown", "class": config.get("connector.class", "")}
         with self._lock:
-            self._cache = (self._clock(), statuses, infos)
+            self._cache = (self._clock(), statuses, infos, key)
         return statuses, infos
 
     @staticmethod

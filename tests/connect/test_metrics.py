@@ -173,3 +173,20 @@ def test_the_grafana_dashboard_queries_only_exported_names(api, node):
     source_names = {n for n in named if n.startswith("kafka_connect_source_task_metrics_")}
     declared = {f.name for f in ConnectMetricsCollector(lambda: node).collect()}
     assert source_names <= declared, source_names - declared
+
+
+def test_a_new_connector_shows_at_the_next_scrape_despite_the_status_cache(node):
+    """The status cache (STATUS_CACHE_SECONDS) never hides a connector created or deleted since the last scrape."""
+    from webapp.connect_metrics import ConnectMetricsCollector
+
+    collector = ConnectMetricsCollector(lambda: node, clock=lambda: 0.0)  # time stands still: only names refresh
+
+    def listed() -> set[str]:
+        return {s.labels["connector"] for f in collector.collect() if f.name == "kafka_connect_connector_metrics"
+                for s in f.samples}
+
+    assert "fresh" not in listed()
+    node.store.put_connector_config("fresh", {"connector.class": "FileSinkConnector", "topics": "t"})
+    assert "fresh" in listed()
+    node.store.remove_connector_config("fresh")
+    assert "fresh" not in listed()
