@@ -217,7 +217,7 @@ class _GroupCommit:
         error: BaseException | None = None
         if batch:
             try:
-                self.store._atomic_write(lambda: self.store._write_offsets_of(merged))
+                self.store._commit_offsets_of(merged)
             except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
                 error = exc
         with self._lock:
@@ -279,6 +279,9 @@ class RelationalMetadataStore(MetadataStore):
     LEASE_LOCKS: dict[str, str] = {"postgresql": "FOR SHARE", "mysql": "LOCK IN SHARE MODE",
                                    # Oracle has no shared row lock: there the lease check serializes writers.
                                    "oracle": "FOR UPDATE"}
+    #: backends whose offset commits are one autocommit statement that checks the lease itself
+    #: (:meth:`_fenced_upsert`); others (Oracle, plugins) run a transaction with :meth:`_lease` first.
+    FENCED_UPSERT = ("postgresql", "mysql")
     #: backends whose database :meth:`prepare` creates when missing (others: the schema is the user's own).
     CREATES_DATABASE = ("postgresql", "mysql")
     #: the no-op query of :meth:`ping` where plain ``SELECT 1`` is not SQL the backend accepts.
@@ -395,13 +398,18 @@ class RelationalMetadataStore(MetadataStore):
                 self._lease()
                 return fn()
 
+        return self._retrying(run, retry_integrity=retry_integrity)
+
+    def _retrying(self, fn: Callable[[], T], *, retry_integrity: bool = False) -> T:
+        """``fn()``, run again (up to 5 attempts) after a deadlock or lock-wait timeout, or with
+        ``retry_integrity`` a unique-key clash; errors as :meth:`_call`."""
         def conflict(exc: BaseException) -> bool:
             return _lock_conflict(exc) or (retry_integrity and isinstance(exc, IntegrityError))
 
         retrying = Retrying(retry=retry_if_exception(conflict), stop=stop_after_attempt(5),
                             wait=wait_random(0.002, 0.05), reraise=True)
         try:
-            return retrying(run)
+            return retrying(fn)
         except (OperationalError, InterfaceError) as exc:
             raise self._unavailable(exc) from None
 
@@ -703,10 +711,90 @@ class RelationalMetadataStore(MetadataStore):
 
     def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
         """Apply ``(partition, offset | None)`` entries in the caller's transaction; the last entry of a key wins."""
-        self._write_offsets_of({name: entries})
+        self._write_offset_rows(*self._offset_rows({name: entries}))
 
-    def _write_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
-        """:meth:`_write_offsets` for many connectors in the caller's transaction: one upsert statement for all.
+    @staticmethod
+    def _offset_rows(entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> tuple[list, dict]:
+        """``(kept, gone)``: the rows to upsert as ``Offset`` instances in (connector, key hash) order,
+        and ``{connector: [key hash, ...]}`` of the partitions to remove; the last entry of a key wins."""
+        from .models import Offset
+
+        kept: list = []
+        gone: dict[str, list[str]] = {}
+        for name in sorted(entries_by_connector):
+            final: dict[str, tuple[dict, dict | None]] = {}
+            for partition, offset in entries_by_connector[name]:
+                final[partition_key(partition)] = (dict(partition), dict(offset) if offset is not None else None)
+            removed = sorted(_key_hash(k) for k, (_, o) in final.items() if o is None)
+            if removed:
+                gone[name] = removed
+            kept += sorted((Offset(connector=name, key_hash=_key_hash(k), partition_key=k, partition=p, offset=o)
+                            for k, (p, o) in final.items() if o is not None), key=lambda o: o.key_hash)
+        return kept, gone
+
+    def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
+        """Write a group commit's offsets (``{connector: [(partition, offset | None), ...]}``) durably, lease checked.
+
+        Where the backend has a fenced upsert (:attr:`FENCED_UPSERT`) and nothing is removed, one
+        autocommit statement does it all (:meth:`_fenced_upsert`): one round trip instead of four
+        (BEGIN, the lease check, the upsert, COMMIT). When that statement wrote nothing (the lease
+        names another term, is read-only, or was never claimed) the commit runs again as a
+        transaction that checks the lease first (:meth:`_atomic_write`), which raises the precise
+        :class:`LeaseLost` or, when no term was ever claimed, writes. Errors: :class:`LeaseLost`,
+        :class:`StoreUnavailable`.
+        """
+        kept, gone = self._offset_rows(entries_by_connector)
+        if kept and not gone and self.upsert and self.backend in self.FENCED_UPSERT:
+            if self._retrying(lambda: self._fenced_upsert(kept)):
+                return
+        self._atomic_write(lambda: self._write_offset_rows(kept, gone))
+
+    def _fenced_upsert(self, kept: list) -> bool:
+        """Upsert ``kept`` (``Offset`` rows) in one autocommit statement that holds the writer lease.
+
+        ``INSERT INTO offsets SELECT rows JOIN lease WHERE lease is ours FOR SHARE ... ON CONFLICT /
+        ON DUPLICATE KEY UPDATE``: the rows are selected only while the lease row names this
+        writer's term and is not read-only, and the statement holds the lease row under the same
+        shared lock as :meth:`_lease` until it commits. So, as with the transaction, either the write
+        commits before a new leader's :meth:`claim` (which takes the row exclusively) or it waits for
+        that claim and then matches no row (PostgreSQL re-evaluates the condition on the updated row;
+        InnoDB's locking read reads the latest committed version). Returns whether the rows were
+        written: the statement's row count is 0 exactly when the lease did not match (PostgreSQL counts
+        an updated row even if unchanged; Django's MySQL backend sets ``CLIENT.FOUND_ROWS``, so an
+        unchanged row counts there too).
+        """
+        import json
+
+        from .models import LEASE_ID, Offset, WriterLease
+
+        connection = connections[self.alias]
+        q = connection.ops.quote_name
+        table, lease = q(Offset._meta.db_table), q(WriterLease._meta.db_table)
+        columns = ", ".join(q(c) for c in ("connector", "key_hash", "partition_key", "partition", "offset"))
+        params: list[Any] = []
+        for o in kept:
+            params += [o.connector, o.key_hash, o.partition_key, json.dumps(o.partition), json.dumps(o.offset)]
+        if self.backend == "postgresql":
+            values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(kept))
+            sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p::jsonb, v.o::jsonb "
+                   f"FROM (VALUES {values}) AS v (c, h, k, p, o) CROSS JOIN {lease} AS l "
+                   f"WHERE l.id = %s AND l.term = %s AND NOT l.read_only ORDER BY v.c, v.h FOR SHARE OF l "
+                   f"ON CONFLICT ({q('connector')}, {q('key_hash')}) DO UPDATE SET "
+                   + ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in ("partition_key", "partition", "offset")))
+        else:  # MySQL / MariaDB
+            first = "SELECT %s AS c, %s AS h, %s AS k, %s AS p, %s AS o"
+            values = " UNION ALL ".join([first] + ["SELECT %s, %s, %s, %s, %s"] * (len(kept) - 1))
+            sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o "
+                   f"FROM ({values}) AS v JOIN {lease} AS l ON l.id = %s AND l.term = %s AND NOT l.read_only "
+                   f"ORDER BY v.c, v.h {self.LEASE_LOCKS[self.backend]} ON DUPLICATE KEY UPDATE "
+                   + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in ("partition_key", "partition", "offset")))
+        params += [LEASE_ID, self._term or 0]
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.rowcount > 0
+
+    def _write_offset_rows(self, kept: list, gone: dict[str, list[str]]) -> None:
+        """Upsert ``kept`` and delete ``gone`` (see :meth:`_offset_rows`) in the caller's transaction.
 
         A group-committed transaction holds commits of many tasks, usually of as many
         connectors: one statement per connector made its cost grow with the batch (32
@@ -717,19 +805,10 @@ class RelationalMetadataStore(MetadataStore):
 
         from .models import Offset
 
-        kept: list = []
         removed = Q()
-        any_removed = False
-        for name in sorted(entries_by_connector):
-            final: dict[str, tuple[dict, dict | None]] = {}
-            for partition, offset in entries_by_connector[name]:
-                final[partition_key(partition)] = (dict(partition), dict(offset) if offset is not None else None)
-            gone = sorted(_key_hash(k) for k, (_, o) in final.items() if o is None)
-            if gone:
-                removed |= Q(connector=name, key_hash__in=gone)
-                any_removed = True
-            kept += sorted((Offset(connector=name, key_hash=_key_hash(k), partition_key=k, partition=p, offset=o)
-                            for k, (p, o) in final.items() if o is not None), key=lambda o: o.key_hash)
+        any_removed = bool(gone)
+        for name, hashes in gone.items():
+            removed |= Q(connector=name, key_hash__in=hashes)
         rows = Offset.objects.using(self.alias)
         if any_removed:
             rows.filter(removed).delete()
