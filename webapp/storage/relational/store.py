@@ -80,6 +80,8 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
         self.fence = fence
         self._term: int | None = None
         self._group = OffsetGroupCommit(self)
+        #: the statement of ``_fenced_upsert`` (``None``: none for this backend), made on first use
+        self._fenced_sql: str | None | bool = False
         #: whether Django's backend can upsert (``INSERT ... ON CONFLICT``); ``False`` on Oracle
         self.upsert = self.backend != "oracle"
         self.alias = f"metadata_{uuid.uuid4().hex[:12]}"
