@@ -78,3 +78,24 @@ def test_redactor_leaves_short_values_and_plain_urls_alone():
 def test_unknown_log_format_is_refused():
     with pytest.raises(ValueError, match="plain or json"):
         logging_config("xml")
+
+
+def test_waitress_queue_depth_warnings_pass_once_per_interval_with_the_count_held_back():
+    import logging
+
+    from webapp.logconfig import ThrottleFilter
+
+    now = [100.0]
+    throttle = ThrottleFilter(interval=10.0, clock=lambda: now[0])
+
+    def record(depth: int) -> logging.LogRecord:
+        return logging.LogRecord("waitress.queue", logging.WARNING, __file__, 1, "Task queue depth is %d", (depth,), None)
+
+    first = record(1)
+    assert throttle.filter(first) and first.getMessage() == "Task queue depth is 1"
+    now[0] = 105.0
+    assert not any(throttle.filter(record(d)) for d in (2, 3, 4))
+    now[0] = 111.0
+    later = record(5)
+    assert throttle.filter(later) and later.getMessage() == "Task queue depth is 5 (3 more in the last 11 s)"
+    assert logging_config()["loggers"]["waitress.queue"] == {"filters": ["every_10s"]}

@@ -15,6 +15,11 @@ process was given (``RAFTCONNECT_CLUSTER_SECRET``, ``RAFTCONNECT_SECRET_KEY``,
 and ``RAFTCONNECT_CELERY_BROKER`` URLs). Secret values shorter than
 :data:`MIN_SECRET_LENGTH` characters are only masked inside URLs (masking every
 occurrence of a two-letter word would garble the log).
+
+It also thins out waitress's ``Task queue depth is N`` warnings (:class:`ThrottleFilter`):
+waitress logs one for every request that finds all REST threads busy, which under 32
+concurrent clients was ~70 % of the leader's requests (benchmarks/cluster, issue 16), a
+line and a handler write each.
 """
 from __future__ import annotations
 
@@ -22,13 +27,15 @@ import json
 import logging
 import os
 import re
+import threading
+import time
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
 from pythonjsonlogger.json import JsonFormatter
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "Redactor", "RedactingFormatter", "RedactingJsonFormatter",
-           "logging_config"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "RedactingFormatter", "RedactingJsonFormatter", "Redactor",
+           "ThrottleFilter", "logging_config"]
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -94,6 +101,39 @@ class RedactingJsonFormatter(JsonFormatter):
         return self._redact(super().format(record))
 
 
+class ThrottleFilter(logging.Filter):
+    """Lets at most one record through per ``interval`` seconds; the next one that passes says how many were held back.
+
+    For a logger whose every record says the same thing under load (waitress's queue depth).
+    The passed record's message gets `` (N more in the last S s)`` appended. Thread-safe.
+
+    Args:
+        interval: seconds between two records that pass.
+        clock: monotonic seconds (tests).
+    """
+
+    def __init__(self, interval: float = 10.0, clock=time.monotonic) -> None:
+        super().__init__()
+        self.interval = float(interval)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self._held = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self._clock()
+        with self._lock:
+            if self._last is not None and now - self._last < self.interval:
+                self._held += 1
+                return False
+            held, since = self._held, (now - self._last if self._last is not None else 0.0)
+            self._last, self._held = now, 0
+        if held:
+            record.msg = f"{record.getMessage()} ({held} more in the last {since:.0f} s)"
+            record.args = None
+        return True
+
+
 def logging_config(fmt: str = "plain", level: str = "INFO") -> dict[str, Any]:
     """The ``LOGGING`` dict for :func:`logging.config.dictConfig`.
 
@@ -121,5 +161,8 @@ def logging_config(fmt: str = "plain", level: str = "INFO") -> dict[str, Any]:
         "formatters": {fmt: formatters[fmt]},
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": fmt}},
         "root": {"handlers": ["console"], "level": level},
-        "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
+        "filters": {"every_10s": {"()": f"{__name__}.ThrottleFilter", "interval": 10.0}},
+        "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"},
+                    # one line per request that waited for a REST thread: one per 10 s with the count
+                    "waitress.queue": {"filters": ["every_10s"]}},
     }
