@@ -466,3 +466,51 @@ def test_a_relational_offset_commit_is_one_statement_and_refused_under_a_stale_l
         assert offsets_of(b, c) == {key(part): {"position": 5}}
     finally:
         b.close()
+
+
+def test_a_relational_offset_commit_waits_for_a_claim_in_progress_and_is_then_refused(backend):
+    """The fenced upsert holds the lease row shared: a new leader's claim (the row held exclusively)
+    makes it wait, and once the claim commits a newer term the waiting commit writes nothing."""
+    import threading
+
+    from django.db import connections, transaction
+
+    from webapp.storage.base import LeaseLost
+    from webapp.storage.models import LEASE_ID, WriterLease
+    from webapp.storage.relational import RelationalMetadataStore
+
+    if not isinstance(backend.store, RelationalMetadataStore):
+        pytest.skip("relational stores only: the lease is a row of their database")
+    a, b = backend.store, backend.reopen()
+    try:
+        b.prepare()
+        term = WriterLease.objects.using(a.alias).get(id=LEASE_ID).term + 10
+        a.claim(term)
+        c = unique("claiming")
+        gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+        task, part = ConnectorTaskId(c, 0), {"filename": "/data/a.csv"}
+        a.commit_offsets(task, [SourceOffset(part, {"position": 1})], worker_id="w1", generation=gen)
+        outcome: list[BaseException | None] = []
+
+        def late_commit() -> None:
+            try:
+                a.commit_offsets(task, [SourceOffset(part, {"position": 2})], worker_id="w1", generation=gen)
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                outcome.append(exc)
+            finally:
+                connections.close_all()
+
+        with transaction.atomic(using=b.alias):  # a new leader's claim, in progress
+            WriterLease.objects.using(b.alias).select_for_update().get(id=LEASE_ID)
+            writer = threading.Thread(target=late_commit)
+            writer.start()
+            writer.join(0.5)
+            assert writer.is_alive() and not outcome, "the commit did not wait for the claim holding the lease"
+            WriterLease.objects.using(b.alias).filter(id=LEASE_ID).update(term=term + 1)
+        writer.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], LeaseLost), outcome
+        assert offsets_of(b, c) == {key(part): {"position": 1}}
+        a.claim(term + 2)  # the module's store writes again for the tests after this one
+    finally:
+        b.close()

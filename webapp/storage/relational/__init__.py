@@ -25,7 +25,9 @@ MySQL/MariaDB) and refuses with :class:`LeaseLost` unless it names the term this
 object claimed (:meth:`RelationalMetadataStore.claim`) and is not read-only.
 Writers share the lock; a new leader's claim takes it exclusively, so it waits
 for writes in flight and every later write of the old term fails. An object that
-never claimed may write only while no term was ever claimed (tools, tests).
+never claimed may write only while no term was ever claimed (tools, tests). Offset commits
+(PostgreSQL, MariaDB >= 10.6, MySQL >= 8.0.4) fold the check into their one autocommit
+statement, under the same shared lock (:mod:`.offsets`).
 
 Oracle (``oracle://user:password@host:port/service``) goes through Django's
 Oracle backend with python-oracledb in thin mode. It differs in two places:
