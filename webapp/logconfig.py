@@ -16,10 +16,10 @@ and ``RAFTCONNECT_CELERY_BROKER`` URLs). Secret values shorter than
 :data:`MIN_SECRET_LENGTH` characters are only masked inside URLs (masking every
 occurrence of a two-letter word would garble the log).
 
-It also thins out waitress's ``Task queue depth is N`` warnings (:class:`ThrottleFilter`):
-waitress logs one for every request that finds all REST threads busy, which under 32
-concurrent clients was ~70 % of the leader's requests (benchmarks/cluster, issue 16), a
-line and a handler write each.
+:class:`ThrottledLogger` thins out waitress's ``Task queue depth is N`` warnings (the node's
+REST server installs it): waitress logs one, under its task lock, for every request that finds
+all REST threads busy, which under 32 concurrent clients was ~70 % of the leader's requests
+(benchmarks/cluster, issue 16).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlsplit
 from pythonjsonlogger.json import JsonFormatter
 
 __all__ = ["MASK", "MIN_SECRET_LENGTH", "RedactingFormatter", "RedactingJsonFormatter", "Redactor",
-           "ThrottleFilter", "logging_config"]
+           "ThrottledLogger", "logging_config"]
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -101,37 +101,41 @@ class RedactingJsonFormatter(JsonFormatter):
         return self._redact(super().format(record))
 
 
-class ThrottleFilter(logging.Filter):
-    """Lets at most one record through per ``interval`` seconds; the next one that passes says how many were held back.
+class ThrottledLogger:
+    """A stand-in for a logger whose every record says the same thing under load: at most one
+    warning per ``interval`` seconds goes to ``logger``, with `` (N more in the last S s)`` appended.
 
-    For a logger whose every record says the same thing under load (waitress's queue depth).
-    The passed record's message gets `` (N more in the last S s)`` appended. Thread-safe.
+    Decides before a record exists, so a held-back warning costs a clock read and a lock. Made
+    for waitress's queue logger (``ThreadedTaskDispatcher.queue_logger``), which it calls while
+    holding its task lock. Thread-safe; only ``warning`` is offered (all waitress calls there).
 
     Args:
-        interval: seconds between two records that pass.
+        logger: where the warnings that pass go.
+        interval: seconds between two warnings that pass.
         clock: monotonic seconds (tests).
     """
 
-    def __init__(self, interval: float = 10.0, clock=time.monotonic) -> None:
-        super().__init__()
+    def __init__(self, logger: logging.Logger, interval: float = 10.0, clock=time.monotonic) -> None:
+        self.logger = logger
         self.interval = float(interval)
         self._clock = clock
         self._lock = threading.Lock()
         self._last: float | None = None
         self._held = 0
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def warning(self, msg: str, *args: Any) -> None:
+        """``logger.warning(msg, *args)`` unless one passed less than ``interval`` seconds ago."""
         now = self._clock()
         with self._lock:
             if self._last is not None and now - self._last < self.interval:
                 self._held += 1
-                return False
+                return
             held, since = self._held, (now - self._last if self._last is not None else 0.0)
             self._last, self._held = now, 0
         if held:
-            record.msg = f"{record.getMessage()} ({held} more in the last {since:.0f} s)"
-            record.args = None
-        return True
+            self.logger.warning(msg + " (%d more in the last %.0f s)", *args, held, since)
+        else:
+            self.logger.warning(msg, *args)
 
 
 def logging_config(fmt: str = "plain", level: str = "INFO") -> dict[str, Any]:
@@ -161,8 +165,5 @@ def logging_config(fmt: str = "plain", level: str = "INFO") -> dict[str, Any]:
         "formatters": {fmt: formatters[fmt]},
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": fmt}},
         "root": {"handlers": ["console"], "level": level},
-        "filters": {"every_10s": {"()": f"{__name__}.ThrottleFilter", "interval": 10.0}},
-        "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"},
-                    # one line per request that waited for a REST thread: one per 10 s with the count
-                    "waitress.queue": {"filters": ["every_10s"]}},
+        "loggers": {"pysyncobj": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
     }
