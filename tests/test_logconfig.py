@@ -78,3 +78,32 @@ def test_redactor_leaves_short_values_and_plain_urls_alone():
 def test_unknown_log_format_is_refused():
     with pytest.raises(ValueError, match="plain or json"):
         logging_config("xml")
+
+
+def test_waitress_queue_depth_warnings_pass_once_per_interval_with_the_count_held_back(caplog):
+    import logging
+
+    from webapp.logconfig import ThrottledLogger
+
+    now = [100.0]
+    throttled = ThrottledLogger(logging.getLogger("waitress.queue"), interval=10.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="waitress.queue"):
+        throttled.warning("Task queue depth is %d", 1)
+        now[0] = 105.0
+        for depth in (2, 3, 4):
+            throttled.warning("Task queue depth is %d", depth)
+        now[0] = 111.0
+        throttled.warning("Task queue depth is %d", 5)
+    assert [r.getMessage() for r in caplog.records if r.name == "waitress.queue"] == [
+        "Task queue depth is 1", "Task queue depth is 5 (3 more in the last 11 s)"]
+
+
+def test_the_rest_server_throttles_waitress_queue_warnings():
+    from webapp.connect.management.commands.runnode import rest_server
+    from webapp.logconfig import ThrottledLogger
+
+    server = rest_server(lambda environ, start_response: [], host="127.0.0.1", port=0, threads=1, connection_limit=10)
+    try:
+        assert isinstance(server.task_dispatcher.queue_logger, ThrottledLogger)
+    finally:
+        server.close()

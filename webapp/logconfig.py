@@ -15,6 +15,11 @@ process was given (``RAFTCONNECT_CLUSTER_SECRET``, ``RAFTCONNECT_SECRET_KEY``,
 and ``RAFTCONNECT_CELERY_BROKER`` URLs). Secret values shorter than
 :data:`MIN_SECRET_LENGTH` characters are only masked inside URLs (masking every
 occurrence of a two-letter word would garble the log).
+
+:class:`ThrottledLogger` thins out waitress's ``Task queue depth is N`` warnings (the node's
+REST server installs it): waitress logs one, under its task lock, for every request that finds
+all REST threads busy, which under 32 concurrent clients was ~70 % of the leader's requests
+(benchmarks/cluster, issue 16).
 """
 from __future__ import annotations
 
@@ -22,13 +27,15 @@ import json
 import logging
 import os
 import re
+import threading
+import time
 from typing import Any, Mapping
 from urllib.parse import unquote, urlsplit
 
 from pythonjsonlogger.json import JsonFormatter
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "Redactor", "RedactingFormatter", "RedactingJsonFormatter",
-           "logging_config"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "RedactingFormatter", "RedactingJsonFormatter", "Redactor",
+           "ThrottledLogger", "logging_config"]
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -92,6 +99,43 @@ class RedactingJsonFormatter(JsonFormatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return self._redact(super().format(record))
+
+
+class ThrottledLogger:
+    """A stand-in for a logger whose every record says the same thing under load: at most one
+    warning per ``interval`` seconds goes to ``logger``, with `` (N more in the last S s)`` appended.
+
+    Decides before a record exists, so a held-back warning costs a clock read and a lock. Made
+    for waitress's queue logger (``ThreadedTaskDispatcher.queue_logger``), which it calls while
+    holding its task lock. Thread-safe; only ``warning`` is offered (all waitress calls there).
+
+    Args:
+        logger: where the warnings that pass go.
+        interval: seconds between two warnings that pass.
+        clock: monotonic seconds (tests).
+    """
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0, clock=time.monotonic) -> None:
+        self.logger = logger
+        self.interval = float(interval)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self._held = 0
+
+    def warning(self, msg: str, *args: Any) -> None:
+        """``logger.warning(msg, *args)`` unless one passed less than ``interval`` seconds ago."""
+        now = self._clock()
+        with self._lock:
+            if self._last is not None and now - self._last < self.interval:
+                self._held += 1
+                return
+            held, since = self._held, (now - self._last if self._last is not None else 0.0)
+            self._last, self._held = now, 0
+        if held:
+            self.logger.warning(msg + " (%d more in the last %.0f s)", *args, held, since)
+        else:
+            self.logger.warning(msg, *args)
 
 
 def logging_config(fmt: str = "plain", level: str = "INFO") -> dict[str, Any]:

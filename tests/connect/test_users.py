@@ -211,3 +211,16 @@ def test_a_new_users_password_reaches_neither_the_logs_nor_the_replicated_state(
         assert post(admin_api, USERS, {"name": "pat", "password": secret, "role": "viewer"}).status_code == 409
     assert secret not in "\n".join(r.getMessage() + str(r.args) for r in caplog.records)
     assert secret not in repr(node.raft.state._serialize())
+
+
+@pytest.mark.django_db
+def test_the_mirror_row_read_on_every_request_gives_what_the_orm_gives(django_user_model):
+    """``accounts._mirror_row`` (a plain SELECT, the ORM's query cost ~10x more) builds the same user."""
+    from webapp.connect.api.accounts import _mirror_row
+
+    row = django_user_model.objects.create_user("mirrored", password="pw", is_staff=True, email="m@example.org")
+    got = _mirror_row(django_user_model, "mirrored")
+    for f in django_user_model._meta.concrete_fields:
+        assert getattr(got, f.attname) == getattr(row, f.attname), f.attname
+    assert got.is_staff is True and got.is_superuser is False and got.check_password("pw")
+    assert _mirror_row(django_user_model, "nobody") is None

@@ -416,3 +416,101 @@ def test_writer_lease_fences_an_older_term_and_read_only_blocks_all(backend):
         assert b.get_connector(name).target_state == "STARTED"
     finally:
         b.close()
+
+
+def test_a_relational_offset_commit_is_one_statement_and_refused_under_a_stale_lease(backend):
+    """The group commit's fenced upsert checks the writer lease in the statement that writes.
+
+    One statement per commit (no BEGIN, lease SELECT and COMMIT round trips); after a newer
+    leader claimed the store, or while it is read-only, that statement itself writes nothing
+    (checked without the transactional fallback) and the commit fails with ``LeaseLost``.
+    """
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from webapp.storage.base import LeaseLost
+    from webapp.storage.models import WriterLease
+    from webapp.storage.relational import RelationalMetadataStore
+
+    if not isinstance(backend.store, RelationalMetadataStore):
+        pytest.skip("relational stores only: the lease is a row of their database")
+    a, b = backend.store, backend.reopen()
+    try:
+        b.prepare()
+        lease = WriterLease.objects.using(a.alias).first()
+        term = (lease.term if lease is not None else 0) + 10
+        a.claim(term)
+        c = unique("stale")
+        gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+        task, part = ConnectorTaskId(c, 0), {"filename": "/data/a.csv"}
+        with CaptureQueriesContext(connections[a.alias]) as ran:
+            a.commit_offsets(task, [SourceOffset(part, {"position": 1})], worker_id="w1", generation=gen)
+        assert len(ran.captured_queries) == 1, [q["sql"][:80] for q in ran.captured_queries]
+        a.commit_offsets(task, [SourceOffset(part, {"position": 1})], worker_id="w1", generation=gen)  # unchanged row
+        assert offsets_of(b, c) == {key(part): {"position": 1}}
+
+        b.claim(term + 1)  # a newer leader: the old one's commits are refused
+        rows, _ = a._offset_rows({c: [(part, {"position": 2})]})
+        assert a._fenced_upsert(rows) is False
+        with pytest.raises(LeaseLost, match="term"):
+            a.commit_offsets(task, [SourceOffset(part, {"position": 3})], worker_id="w1", generation=gen)
+        assert offsets_of(b, c) == {key(part): {"position": 1}}
+
+        b.claim(term + 1, read_only=True)  # switched away: nobody writes
+        assert b._fenced_upsert(rows) is False
+        with pytest.raises(LeaseLost, match="read-only"):
+            b.commit_offsets(task, [SourceOffset(part, {"position": 4})], worker_id="w1", generation=gen)
+        assert offsets_of(a, c) == {key(part): {"position": 1}}
+        a.claim(term + 2)  # the module's store writes again for the tests after this one
+        a.commit_offsets(task, [SourceOffset(part, {"position": 5})], worker_id="w1", generation=gen)
+        assert offsets_of(b, c) == {key(part): {"position": 5}}
+    finally:
+        b.close()
+
+
+def test_a_relational_offset_commit_waits_for_a_claim_in_progress_and_is_then_refused(backend):
+    """The fenced upsert holds the lease row shared: a new leader's claim (the row held exclusively)
+    makes it wait, and once the claim commits a newer term the waiting commit writes nothing."""
+    import threading
+
+    from django.db import connections, transaction
+
+    from webapp.storage.base import LeaseLost
+    from webapp.storage.models import LEASE_ID, WriterLease
+    from webapp.storage.relational import RelationalMetadataStore
+
+    if not isinstance(backend.store, RelationalMetadataStore):
+        pytest.skip("relational stores only: the lease is a row of their database")
+    a, b = backend.store, backend.reopen()
+    try:
+        b.prepare()
+        term = WriterLease.objects.using(a.alias).get(id=LEASE_ID).term + 10
+        a.claim(term)
+        c = unique("claiming")
+        gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+        task, part = ConnectorTaskId(c, 0), {"filename": "/data/a.csv"}
+        a.commit_offsets(task, [SourceOffset(part, {"position": 1})], worker_id="w1", generation=gen)
+        outcome: list[BaseException | None] = []
+
+        def late_commit() -> None:
+            try:
+                a.commit_offsets(task, [SourceOffset(part, {"position": 2})], worker_id="w1", generation=gen)
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - asserted below
+                outcome.append(exc)
+            finally:
+                connections.close_all()
+
+        with transaction.atomic(using=b.alias):  # a new leader's claim, in progress
+            WriterLease.objects.using(b.alias).select_for_update().get(id=LEASE_ID)
+            writer = threading.Thread(target=late_commit)
+            writer.start()
+            writer.join(0.5)
+            assert writer.is_alive() and not outcome, "the commit did not wait for the claim holding the lease"
+            WriterLease.objects.using(b.alias).filter(id=LEASE_ID).update(term=term + 1)
+        writer.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], LeaseLost), outcome
+        assert offsets_of(b, c) == {key(part): {"position": 1}}
+        a.claim(term + 2)  # the module's store writes again for the tests after this one
+    finally:
+        b.close()

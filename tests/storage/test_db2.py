@@ -77,7 +77,7 @@ def test_unreachable_db2_is_unavailable_without_the_password():
 def test_db2_deadlock_victims_are_retried_like_the_other_backends():
     from django.db import OperationalError
 
-    from webapp.storage.relational import _lock_conflict
+    from webapp.storage.relational.store import lock_conflict as _lock_conflict
 
     assert _lock_conflict(OperationalError("[IBM][CLI Driver][DB2/LINUXX8664] SQL0911N  The current transaction "
                                            "has been rolled back because of a deadlock or timeout.  Reason code "

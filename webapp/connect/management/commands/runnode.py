@@ -54,11 +54,20 @@ def rest_server(application, *, host: str, port: int, threads: int, connection_l
     waitress stops accepting until one closes. Its default of 100 is below what the leader needs at
     100 workers (each agent keeps its heartbeat and task connections alive, followers forward
     theirs): found by ``benchmarks/scale``, where the leader stopped answering at 20 simulated workers.
+    Its queue-depth warnings pass once per 10 s (:class:`webapp.logconfig.ThrottledLogger`).
     """
+    import logging
+
     from waitress import create_server
 
-    return create_server(application, host=host.strip("[]"), port=port, threads=threads, ident="raftconnect",
-                         clear_untrusted_proxy_headers=True, connection_limit=connection_limit)
+    from webapp.logconfig import ThrottledLogger
+
+    server = create_server(application, host=host.strip("[]"), port=port, threads=threads, ident="raftconnect",
+                           clear_untrusted_proxy_headers=True, connection_limit=connection_limit)
+    # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
+    # thread: one warning per 10 s with the count instead (benchmarks/cluster, issue 16)
+    server.task_dispatcher.queue_logger = ThrottledLogger(logging.getLogger("waitress.queue"), 10.0)
+    return server
 
 
 class Command(BaseCommand):

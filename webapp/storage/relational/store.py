@@ -1,134 +1,41 @@
-"""Relational metadata stores: PostgreSQL, MySQL/MariaDB and Oracle, one implementation on Django's ORM.
+"""The relational metadata store: configs, statuses, topics, switch support, the writer lease.
 
-Owns turning a store URL (``postgresql://user[:password]@host:port/db``,
-``mysql://user[:password]@host:port/db``) into a Django database alias created at
-run time, preparing that database (create it if missing, apply this app's
-migrations), and implementing :class:`~webapp.storage.base.MetadataStore` on the
-tables of :mod:`webapp.storage.models`.
-
-Consistency: every write is one database transaction (``transaction.atomic``) that
-locks the connector's row where the write depends on it, so a check (existence,
-fencing) and its write commit together or not at all. Reads see the last
-committed state of the database.
-
-Fencing: this store cannot see the Raft assignment, so it is given a
-``fence(connector, task, worker_id, generation) -> str | None`` callable (for
-example a node's ``raft.state.check_fence``) that returns why a write must be
-refused, or ``None``. A returned reason raises :class:`FencedWrite` before
-anything is written. Writes with ``worker_id=None`` (the coordinator's own) skip
-fencing, as in :mod:`webapp.storage.raft`.
-
-Writer lease: a deposed leader could still reach the database, so every write
-transaction first reads the single :class:`~webapp.storage.models.WriterLease`
-row under a shared lock (``FOR SHARE`` on PostgreSQL, ``LOCK IN SHARE MODE`` on
-MySQL/MariaDB) and refuses with :class:`LeaseLost` unless it names the term this
-object claimed (:meth:`RelationalMetadataStore.claim`) and is not read-only.
-Writers share the lock; a new leader's claim takes it exclusively, so it waits
-for writes in flight and every later write of the old term fails. An object that
-never claimed may write only while no term was ever claimed (tools, tests).
-
-Oracle (``oracle://user:password@host:port/service``) goes through Django's
-Oracle backend with python-oracledb in thin mode. It differs in two places:
-offsets are replaced (delete, insert) where the others upsert, and the lease
-check locks the row exclusively, so writers are serialized. No Oracle server
-runs on our machines: the contract suite has not been run against one; the
-replace path is exercised on PostgreSQL by the tests.
-
-Errors: connection and operational failures become :class:`StoreUnavailable`
-(retryable; messages name the URL with its password redacted, never the
-password); other errors are as documented on each method. Passwords never appear
-in messages, ``repr`` or logs of this module: use :func:`redact_url`.
+Owns :class:`RelationalMetadataStore` (see the package docstring for its consistency, fencing and
+lease rules) and its connections on a runtime Django alias; its offsets are
+:class:`~webapp.storage.relational.offsets.RelationalOffsets`, their group commit
+:class:`~webapp.storage.relational.group_commit.OffsetGroupCommit`. Must not import the web layer.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any, Callable, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
-try:  # mysqlclient needs MySQL's C headers to build; PyMySQL stands in for it.
-    import MySQLdb  # noqa: F401
-except ImportError:  # pragma: no cover - depends on what is installed
-    import pymysql
-
-    pymysql.install_as_MySQLdb()
-
-import dj_database_url
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, transaction
 
-from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
+from webapp.plugin import SourceOffset, partition_key
 from webapp.states import TargetState
 
-from .base import (
+from ..base import (
     KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, LeaseLost, MetadataStore,
-    NameSnapshot, NotFound, StoreError, StoreUnavailable, empty_statuses,
+    NameSnapshot, NotFound, StoreUnavailable, empty_statuses,
 )
+from .databases import database_settings, redact_url
+from .group_commit import OffsetGroupCommit
+from .offsets import RelationalOffsets, key_hash
 
-__all__ = ["RelationalMetadataStore", "FenceCheck", "SCHEMES", "redact_url", "database_settings"]
+__all__ = ["FenceCheck", "RelationalMetadataStore", "lock_conflict"]
 
 #: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``.
 FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
 
-#: URL scheme → canonical backend name (``postgresql`` or ``mysql``).
-SCHEMES = {
-    "postgresql": "postgresql", "postgres": "postgresql", "pgsql": "postgresql",
-    "mysql": "mysql", "mariadb": "mysql",
-    "oracle": "oracle",
-}
-
-_CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
 
 T = TypeVar("T")
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``; safe to show in messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username or ''}:***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def database_settings(url: str) -> dict[str, Any]:
-    """Django ``DATABASES`` entry for a store URL (``postgresql://``, ``mysql://`` or
-    ``oracle://user:password@host:port/service``; aliases in :data:`SCHEMES`).
-
-    Adds a connect timeout and, for MySQL, utf8mb4 and READ COMMITTED isolation.
-    Errors: :class:`ValueError` for another scheme or a URL without a database
-    name (the message carries the redacted URL).
-    """
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    backend = SCHEMES.get(scheme)
-    if backend is None:
-        raise ValueError(f"not a relational store URL: {redact_url(url)} (schemes: {', '.join(sorted(SCHEMES))})")
-    cfg = dj_database_url.parse(backend + url[len(scheme):])
-    if not cfg.get("NAME"):
-        raise ValueError(f"store URL names no database: {redact_url(url)}")
-    options = cfg.setdefault("OPTIONS", {})
-    if backend == "oracle":  # python-oracledb (thin mode, no Oracle client libraries needed)
-        options.setdefault("tcp_connect_timeout", float(_CONNECT_TIMEOUT))
-        options.setdefault("retry_count", 0)
-    else:
-        options.setdefault("connect_timeout", _CONNECT_TIMEOUT)
-    if backend == "mysql":
-        options.setdefault("charset", "utf8mb4")
-        options.setdefault("isolation_level", "read committed")
-    return cfg
-
-
-def _lock_conflict(exc: BaseException) -> bool:
+def lock_conflict(exc: BaseException) -> bool:
     """Whether ``exc`` is a deadlock or lock-wait timeout after which the transaction may simply run again."""
     if not isinstance(exc, OperationalError):
         return False
@@ -139,104 +46,13 @@ def _lock_conflict(exc: BaseException) -> bool:
             or "SQLSTATE=40001" in str(cause))
 
 
-def _key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
 
 def _status_dict(row: Any) -> dict[str, Any]:
     return {"state": row.state, "trace": row.trace, "worker_id": row.worker_id, "generation": row.generation}
 
 
-class _Pending:
-    __slots__ = ("connector", "entries", "event", "lead", "done", "error")
 
-    def __init__(self, connector: str, entries: list) -> None:
-        self.connector, self.entries = connector, entries
-        self.event = threading.Event()
-        self.lead = self.done = False
-        self.error: BaseException | None = None
-
-
-class _GroupCommit:
-    """Group commit of offset commits: concurrent callers share transactions.
-
-    Leader/follower, as databases do for their logs: a caller that finds fewer than
-    ``max_flushes`` transactions running becomes a leader and writes every pending
-    commit (up to ``max_batch``, in arrival order) in one transaction with one lease
-    check; the others wait for their commit's transaction. After its flush a leader
-    hands the role to the oldest waiting caller, so no caller flushes for others
-    indefinitely. A failed transaction fails every commit in it (none was written).
-
-    Up to ``max_flushes`` transactions run at once, each on its leader's own
-    connection: with one, every batch waited for the previous one's commit (its WAL
-    flush, on PostgreSQL), and the store reached 0.08 of plain batched upserts from
-    32 threads (benchmarks/stores, issue 16); concurrent transactions let the
-    database share its log flush between them. Their lease checks take a shared
-    row lock, so they do not serialize each other. A backend without upsert
-    (Oracle, a plugin setting ``upsert`` false) replaces rows by delete and insert,
-    which two transactions on one key would make clash: there one transaction runs
-    at a time, as before. Each transaction writes its rows in key order, so two of
-    them touching the same rows cannot deadlock. One caller has
-    at most one commit pending, so its own commits stay in order.
-    """
-
-    def __init__(self, store: "RelationalMetadataStore", max_batch: int = 256, max_flushes: int = 4) -> None:
-        self.store = store
-        self.max_batch = max_batch
-        self.max_flushes = max_flushes
-        self._lock = threading.Lock()
-        self._pending: list[_Pending] = []
-        self._flushing = 0
-
-    def submit(self, connector: str, entries: list) -> None:
-        """Write ``entries`` (``(partition, offset | None)``) of ``connector``; returns once committed."""
-        p = _Pending(connector, entries)
-        with self._lock:
-            self._pending.append(p)
-            if self._flushing < (self.max_flushes if self.store.upsert else 1):
-                self._flushing += 1
-                p.lead = True
-        while not p.done:
-            if p.lead:
-                self._flush(p)
-            else:
-                p.event.wait()
-                p.event.clear()
-        if p.error is not None:
-            if isinstance(p.error, StoreError):  # a fresh exception per caller (they are raised in many threads)
-                raise type(p.error)(str(p.error))
-            raise p.error
-
-    def _flush(self, leader: _Pending) -> None:
-        with self._lock:
-            batch = self._pending[:self.max_batch]
-            del self._pending[:self.max_batch]
-        merged: dict[str, list] = {}
-        for q in batch:
-            merged.setdefault(q.connector, []).extend(q.entries)
-        error: BaseException | None = None
-        if batch:
-            try:
-                self.store._atomic_write(lambda: self.store._write_offsets_of(merged))
-            except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
-                error = exc
-        with self._lock:
-            for q in batch:
-                q.error, q.done, q.lead = error, True, False
-            leader.lead = False
-            # the role passes to the oldest waiting caller not already leading (others may be flushing)
-            nxt = next((q for q in self._pending if not q.lead), None)
-            if nxt is not None:
-                nxt.lead = True
-            else:
-                self._flushing -= 1
-        for q in batch:
-            q.event.set()
-        if nxt is not None:
-            nxt.event.set()
-
-
-class RelationalMetadataStore(MetadataStore):
+class RelationalMetadataStore(RelationalOffsets, MetadataStore):
     """Metadata in a PostgreSQL or MySQL/MariaDB database (see module docstring).
 
     Args:
@@ -263,7 +79,9 @@ class RelationalMetadataStore(MetadataStore):
         self.backend = self.backend_for_engine(self._settings["ENGINE"])
         self.fence = fence
         self._term: int | None = None
-        self._group = _GroupCommit(self)
+        self._group = OffsetGroupCommit(self)
+        #: the statement of ``_fenced_upsert`` (``None``: none for this backend), made on first use
+        self._fenced_sql: str | None | bool = False
         #: whether Django's backend can upsert (``INSERT ... ON CONFLICT``); ``False`` on Oracle
         self.upsert = self.backend != "oracle"
         self.alias = f"metadata_{uuid.uuid4().hex[:12]}"
@@ -358,7 +176,7 @@ class RelationalMetadataStore(MetadataStore):
             raise FencedWrite(why)
 
     def _locked_connector(self, name: str):
-        from .models import Connector
+        from ..models import Connector
 
         row = Connector.objects.using(self.alias).select_for_update().filter(name=name).first()
         if row is None:
@@ -367,7 +185,7 @@ class RelationalMetadataStore(MetadataStore):
 
     def _lease(self) -> None:
         """Check the writer lease inside the caller's transaction (see module docstring)."""
-        from .models import LEASE_ID, WriterLease
+        from ..models import LEASE_ID, WriterLease
 
         table = connections[self.alias].ops.quote_name(WriterLease._meta.db_table)
         lock = self.LEASE_LOCKS[self.backend]
@@ -395,13 +213,18 @@ class RelationalMetadataStore(MetadataStore):
                 self._lease()
                 return fn()
 
+        return self._retrying(run, retry_integrity=retry_integrity)
+
+    def _retrying(self, fn: Callable[[], T], *, retry_integrity: bool = False) -> T:
+        """``fn()``, run again (up to 5 attempts) after a deadlock or lock-wait timeout, or with
+        ``retry_integrity`` a unique-key clash; errors as :meth:`_call`."""
         def conflict(exc: BaseException) -> bool:
-            return _lock_conflict(exc) or (retry_integrity and isinstance(exc, IntegrityError))
+            return lock_conflict(exc) or (retry_integrity and isinstance(exc, IntegrityError))
 
         retrying = Retrying(retry=retry_if_exception(conflict), stop=stop_after_attempt(5),
                             wait=wait_random(0.002, 0.05), reraise=True)
         try:
-            return retrying(run)
+            return retrying(fn)
         except (OperationalError, InterfaceError) as exc:
             raise self._unavailable(exc) from None
 
@@ -411,7 +234,7 @@ class RelationalMetadataStore(MetadataStore):
         Errors: :class:`LeaseLost` when a newer term already claimed the store,
         :class:`StoreUnavailable`.
         """
-        from .models import LEASE_ID, WriterLease
+        from ..models import LEASE_ID, WriterLease
 
         def write() -> None:
             with transaction.atomic(using=self.alias):
@@ -500,13 +323,13 @@ class RelationalMetadataStore(MetadataStore):
     # ------------------------------------------------------------------ config
     def connector_names(self) -> list[str]:
         """Names of all connectors, sorted; last committed state. Errors: :class:`StoreUnavailable`."""
-        from .models import Connector
+        from ..models import Connector
 
         return self._call(lambda: sorted(Connector.objects.using(self.alias).values_list("name", flat=True)))
 
     def get_connector(self, name: str) -> ConnectorRecord | None:
         """The connector's record, or ``None`` when it does not exist. Errors: :class:`StoreUnavailable`."""
-        from .models import Connector
+        from ..models import Connector
 
         row = self._call(lambda: Connector.objects.using(self.alias).filter(name=name).first())
         if row is None:
@@ -522,7 +345,7 @@ class RelationalMetadataStore(MetadataStore):
         """
         from django.db.models import F, Func, IntegerField
 
-        from .models import Connector
+        from ..models import Connector
 
         template = self.JSON_ARRAY_LENGTH_SQL.get(self.backend)
         tasks = Func(F("task_configs"), template=template, output_field=IntegerField()) if template else "task_configs"
@@ -541,7 +364,7 @@ class RelationalMetadataStore(MetadataStore):
         with ``create_only``, :class:`ValueError` for an unknown target state,
         :class:`StoreUnavailable`.
         """
-        from .models import Connector
+        from ..models import Connector
 
         if target_state is not None and target_state not in TARGET_STATES:
             raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
@@ -572,7 +395,7 @@ class RelationalMetadataStore(MetadataStore):
 
         Errors: :class:`NotFound`, :class:`StoreUnavailable`.
         """
-        from .models import ActiveTopic, Connector, Status
+        from ..models import ActiveTopic, Connector, Status
 
         def write() -> None:
             deleted, _ = Connector.objects.using(self.alias).filter(name=name).delete()
@@ -588,7 +411,7 @@ class RelationalMetadataStore(MetadataStore):
 
         Errors: :class:`NotFound`, :class:`ValueError` for an unknown state, :class:`StoreUnavailable`.
         """
-        from .models import Connector
+        from ..models import Connector
 
         if target_state not in TARGET_STATES:
             raise ValueError(f"unknown target state {target_state!r} (one of {', '.join(TARGET_STATES)})")
@@ -608,7 +431,7 @@ class RelationalMetadataStore(MetadataStore):
         instance) unless ``worker_id`` is ``None`` (the coordinator's own write).
         Errors: :class:`NotFound` (checked first), :class:`FencedWrite`, :class:`StoreUnavailable`.
         """
-        from .models import Status
+        from ..models import Status
 
         new = [dict(t) for t in task_configs]
 
@@ -631,7 +454,7 @@ class RelationalMetadataStore(MetadataStore):
         ``fence(name, task, worker_id, generation)``. Errors: :class:`NotFound`
         (checked first), :class:`FencedWrite`, :class:`StoreUnavailable`.
         """
-        from .models import CONNECTOR_TASK, Status
+        from ..models import CONNECTOR_TASK, Status
 
         def write() -> None:
             self._locked_connector(name)
@@ -648,7 +471,7 @@ class RelationalMetadataStore(MetadataStore):
         ``{"state", "trace", "worker_id", "generation"}``; the empty shape for an unknown
         connector. Errors: :class:`StoreUnavailable`.
         """
-        from .models import CONNECTOR_TASK, Status
+        from ..models import CONNECTOR_TASK, Status
 
         rows = self._call(lambda: list(Status.objects.using(self.alias).filter(connector=name).order_by("task")))
         out: dict[str, Any] = {"connector": None, "tasks": {}}
@@ -663,7 +486,7 @@ class RelationalMetadataStore(MetadataStore):
     def put_topics(self, name: str, topics: list[str]) -> None:
         """Add active topics in one transaction holding the connector's row lock (so concurrent adds
         cannot clash); ignored when the connector does not exist. Errors: :class:`StoreUnavailable`."""
-        from .models import ActiveTopic, Connector
+        from ..models import ActiveTopic, Connector
 
         wanted = sorted(set(topics))
 
@@ -679,115 +502,18 @@ class RelationalMetadataStore(MetadataStore):
 
     def get_topics(self, name: str) -> list[str]:
         """Active topics of ``name``, sorted. Errors: :class:`StoreUnavailable`."""
-        from .models import ActiveTopic
+        from ..models import ActiveTopic
 
         return self._call(lambda: sorted(
             ActiveTopic.objects.using(self.alias).filter(connector=name).values_list("topic", flat=True)))
 
     def reset_topics(self, name: str) -> None:
         """Forget the active topics of ``name``. Errors: :class:`StoreUnavailable`."""
-        from .models import ActiveTopic
+        from ..models import ActiveTopic
 
         self._atomic_write(lambda: ActiveTopic.objects.using(self.alias).filter(connector=name).delete())
 
-    # ----------------------------------------------------------------- offsets
-    def get_offsets(self, name: str) -> list[SourceOffset]:
-        """Committed offsets of ``name`` (empty when none; kept after the connector is removed).
-
-        Errors: :class:`StoreUnavailable`.
-        """
-        from .models import Offset
-
-        rows = self._call(lambda: list(Offset.objects.using(self.alias).filter(connector=name).order_by("id")))
-        return [SourceOffset(row.partition, row.offset) for row in rows]
-
-    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
-        """Apply ``(partition, offset | None)`` entries in the caller's transaction; the last entry of a key wins."""
-        self._write_offsets_of({name: entries})
-
-    def _write_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
-        """:meth:`_write_offsets` for many connectors in the caller's transaction: one upsert statement for all.
-
-        A group-committed transaction holds commits of many tasks, usually of as many
-        connectors: one statement per connector made its cost grow with the batch (32
-        round trips for 32 threads' commits, benchmarks/stores). Rows are written in
-        (connector, key) order, so concurrent transactions lock shared rows in one order.
-        """
-        from django.db.models import Q
-
-        from .models import Offset
-
-        kept: list = []
-        removed = Q()
-        any_removed = False
-        for name in sorted(entries_by_connector):
-            final: dict[str, tuple[dict, dict | None]] = {}
-            for partition, offset in entries_by_connector[name]:
-                final[partition_key(partition)] = (dict(partition), dict(offset) if offset is not None else None)
-            gone = sorted(_key_hash(k) for k, (_, o) in final.items() if o is None)
-            if gone:
-                removed |= Q(connector=name, key_hash__in=gone)
-                any_removed = True
-            kept += sorted((Offset(connector=name, key_hash=_key_hash(k), partition_key=k, partition=p, offset=o)
-                            for k, (p, o) in final.items() if o is not None), key=lambda o: o.key_hash)
-        rows = Offset.objects.using(self.alias)
-        if any_removed:
-            rows.filter(removed).delete()
-        if kept and not self.upsert:
-            # No INSERT ... ON CONFLICT in Django's backend (Oracle): replace the rows instead. Safe
-            # because writers are serialized by the lease row there (FOR UPDATE).
-            replaced = Q()
-            for o in kept:
-                replaced |= Q(connector=o.connector, key_hash=o.key_hash)
-            rows.filter(replaced).delete()
-            rows.bulk_create(kept)
-        elif kept:
-            # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target (the unique key is implied).
-            unique = ["connector", "key_hash"] if self.backend == "postgresql" else None
-            rows.bulk_create(kept, update_conflicts=True, unique_fields=unique,
-                             update_fields=["partition_key", "partition", "offset"])
-
-    def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
-                       generation: int) -> None:
-        """Atomically store all ``offsets`` of one batch of ``task_id`` (one transaction, one upsert).
-
-        Within a batch the last offset of a partition wins. Fenced with
-        ``fence(connector, task, worker_id, generation)``; the connector need not
-        exist. Concurrent commits share transactions (:class:`_GroupCommit`): the
-        call returns once the transaction holding its offsets committed.
-        Errors: :class:`FencedWrite`, :class:`StoreUnavailable`.
-        """
-        entries = [(o.partition, o.offset) for o in offsets]
-
-        self._check_fence(task_id.connector, task_id.task, worker_id, generation)
-        self._group.submit(task_id.connector, entries)
-
-    def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
-        """Operator change of a stopped connector's offsets in one transaction; an offset of ``None``
-        removes the partition. Not fenced (the operator's write; also how a store switch mirrors
-        offset commits, hence group-committed like them). Errors: :class:`StoreUnavailable`.
-        """
-        entries = []
-        for item in offsets:
-            partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
-            entries.append((partition, offset))
-
-        self._group.submit(name, entries)
-
-    def reset_offsets(self, name: str) -> None:
-        """Remove every offset of ``name`` (no error when there are none). Errors: :class:`StoreUnavailable`."""
-        from .models import Offset
-
-        self._atomic_write(lambda: Offset.objects.using(self.alias).filter(connector=name).delete())
-
     # ------------------------------------------------------------ switch support
-    def offset_names(self) -> list[str]:
-        """Names with committed offsets (deleted connectors included), sorted. Errors: :class:`StoreUnavailable`."""
-        from .models import Offset
-
-        return self._call(lambda: sorted(set(
-            Offset.objects.using(self.alias).values_list("connector", flat=True).distinct())))
-
     def connectors_with_statuses(self) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
         """Every connector with its statuses, in name order, from two queries: every status row,
         then :meth:`connector_summaries` (in that order, so a connector deleted in between is not
@@ -795,7 +521,7 @@ class RelationalMetadataStore(MetadataStore):
         connector's statuses are built as the caller reaches it, its tasks in no particular order
         (as the Raft store's). Errors: :class:`StoreUnavailable`.
         """
-        from .models import CONNECTOR_TASK, Status
+        from ..models import CONNECTOR_TASK, Status
 
         rows = self._call(lambda: list(Status.objects.using(self.alias).values_list(
             "connector", "task", "state", "trace", "worker_id", "generation")))
@@ -822,7 +548,7 @@ class RelationalMetadataStore(MetadataStore):
 
         Errors: :class:`StoreUnavailable`.
         """
-        from .models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
+        from ..models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
 
         def read():
             conns = {r.name: r for r in Connector.objects.using(self.alias).filter(name__in=names)}
@@ -857,7 +583,7 @@ class RelationalMetadataStore(MetadataStore):
         Errors: :class:`LeaseLost`, :class:`StoreUnavailable`, :class:`ValueError`
         for an unknown target state.
         """
-        from .models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
+        from ..models import CONNECTOR_TASK, ActiveTopic, Connector, Offset, Status
 
         names = [s.name for s in snapshots]
         for snap in snapshots:
@@ -891,7 +617,7 @@ class RelationalMetadataStore(MetadataStore):
                 rows = []
                 for s in snapshots:
                     last = {partition_key(o.partition): o for o in s.offsets}
-                    rows += [Offset(connector=s.name, key_hash=_key_hash(k), partition_key=k,
+                    rows += [Offset(connector=s.name, key_hash=key_hash(k), partition_key=k,
                                     partition=dict(o.partition), offset=dict(o.offset)) for k, o in last.items()]
                 Offset.objects.using(db).bulk_create(rows)
 
@@ -899,7 +625,7 @@ class RelationalMetadataStore(MetadataStore):
 
     def clear(self) -> None:
         """Remove every connector, status and offset in one transaction. Errors: :class:`LeaseLost`, :class:`StoreUnavailable`."""
-        from .models import ActiveTopic, Connector, Offset, Status
+        from ..models import ActiveTopic, Connector, Offset, Status
 
         def write() -> None:
             for model in (Connector, Status, Offset, ActiveTopic):

@@ -1,0 +1,75 @@
+"""Store URLs of the relational backends: which schemes exist, their Django ``DATABASES`` entries,
+and the redaction of their passwords.
+
+Owns turning ``postgresql://``, ``mysql://`` and ``oracle://`` URLs into Django settings and
+making PyMySQL stand in for mysqlclient. Must not open a connection or import the store.
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+try:  # mysqlclient needs MySQL's C headers to build; PyMySQL stands in for it.
+    import MySQLdb  # noqa: F401
+except ImportError:  # pragma: no cover - depends on what is installed
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+
+import dj_database_url
+
+__all__ = ["CONNECT_TIMEOUT", "SCHEMES", "database_settings", "redact_url"]
+
+#: URL scheme → canonical backend name (``postgresql`` or ``mysql``).
+SCHEMES = {
+    "postgresql": "postgresql", "postgres": "postgresql", "pgsql": "postgresql",
+    "mysql": "mysql", "mariadb": "mysql",
+    "oracle": "oracle",
+}
+
+CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``; safe to show in messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username or ''}:***@{host}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def database_settings(url: str) -> dict[str, Any]:
+    """Django ``DATABASES`` entry for a store URL (``postgresql://``, ``mysql://`` or
+    ``oracle://user:password@host:port/service``; aliases in :data:`SCHEMES`).
+
+    Adds a connect timeout and, for MySQL, utf8mb4 and READ COMMITTED isolation.
+    Errors: :class:`ValueError` for another scheme or a URL without a database
+    name (the message carries the redacted URL).
+    """
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    backend = SCHEMES.get(scheme)
+    if backend is None:
+        raise ValueError(f"not a relational store URL: {redact_url(url)} (schemes: {', '.join(sorted(SCHEMES))})")
+    cfg = dj_database_url.parse(backend + url[len(scheme):])
+    if not cfg.get("NAME"):
+        raise ValueError(f"store URL names no database: {redact_url(url)}")
+    options = cfg.setdefault("OPTIONS", {})
+    if backend == "oracle":  # python-oracledb (thin mode, no Oracle client libraries needed)
+        options.setdefault("tcp_connect_timeout", float(CONNECT_TIMEOUT))
+        options.setdefault("retry_count", 0)
+    else:
+        options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+    if backend == "mysql":
+        options.setdefault("charset", "utf8mb4")
+        options.setdefault("isolation_level", "read committed")
+    return cfg
+
