@@ -35,10 +35,6 @@ class RelationalOffsets:
         rows = self._call(lambda: list(Offset.objects.using(self.alias).filter(connector=name).order_by("id")))
         return [SourceOffset(row.partition, row.offset) for row in rows]
 
-    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
-        """Apply ``(partition, offset | None)`` entries in the caller's transaction; the last entry of a key wins."""
-        self._write_offset_rows(*self._offset_rows({name: entries}))
-
     @staticmethod
     def _offset_rows(entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> tuple[list, dict]:
         """``(kept, gone)``: the rows to upsert, ``(connector, key hash, partition key, partition, offset)``
