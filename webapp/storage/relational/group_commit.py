@@ -7,12 +7,19 @@ Must not import the store.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..base import StoreError
 
-if TYPE_CHECKING:
-    from .store import RelationalMetadataStore
+
+class OffsetWriter(Protocol):
+    """What a group commit needs of its store (:class:`~webapp.storage.relational.RelationalMetadataStore`)."""
+
+    #: whether the backend upserts (several flushes may then run at once) or replaces rows (one at a time)
+    upsert: bool
+
+    def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
+        """Write one group commit's offsets durably, lease checked (raises LeaseLost, StoreUnavailable)."""
 
 __all__ = ["OffsetGroupCommit"]
 
@@ -50,7 +57,7 @@ class OffsetGroupCommit:
     at most one commit pending, so its own commits stay in order.
     """
 
-    def __init__(self, store: "RelationalMetadataStore", max_batch: int = 256, max_flushes: int = 4) -> None:
+    def __init__(self, store: OffsetWriter, max_batch: int = 256, max_flushes: int = 4) -> None:
         self.store = store
         self.max_batch = max_batch
         self.max_flushes = max_flushes
