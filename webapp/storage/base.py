@@ -15,13 +15,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.states import TARGET_STATES as _TARGET_STATES
 from webapp.states import TargetState
 
 __all__ = [
+    "FenceCheck",
+    "check_fence",
     "ConnectorRecord",
     "ConnectorSummary",
     "empty_statuses",
@@ -77,6 +79,24 @@ class FencedWrite(StoreError):
     """A write from a worker or generation that no longer owns the connector or task."""
 
     http_status = 409
+
+
+#: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``: the check a
+#: store is given for worker writes (the leader's assignment, ``raftnode.state``'s ``check_fence``).
+FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
+
+
+def check_fence(fence: FenceCheck | None, connector: str, task: int | None, worker_id: str | None,
+                generation: int) -> None:
+    """Refuse a worker's write that ``fence`` rejects: raises :class:`FencedWrite` with its reason.
+
+    Writes without a ``worker_id`` (REST, the leader itself) and stores without a fence pass.
+    """
+    if worker_id is None or fence is None:
+        return
+    why = fence(connector, task, worker_id, generation)
+    if why:
+        raise FencedWrite(why)
 
 
 @dataclass

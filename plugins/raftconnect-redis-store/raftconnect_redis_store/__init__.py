@@ -21,8 +21,8 @@ import redis
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
-    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
-    NotFound, StoreUnavailable,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, LeaseLost, MetadataStore, NameSnapshot,
+    NotFound, StoreUnavailable, check_fence,
 )
 from webapp.storage.relational import redact_url
 
@@ -222,11 +222,7 @@ class RedisMetadataStore(MetadataStore):
                                                      args=[self._term or 0, *args]))
 
     def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
-        if worker_id is None or self.fence is None:
-            return
-        why = self.fence(connector, task, worker_id, generation)
-        if why:
-            raise FencedWrite(why)
+        check_fence(self.fence, connector, task, worker_id, generation)
 
     # ------------------------------------------------------------ lifecycle
     def prepare(self) -> None:

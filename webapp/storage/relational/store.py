@@ -19,8 +19,8 @@ from webapp.plugin import SourceOffset, partition_key
 from webapp.states import TargetState
 
 from ..base import (
-    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, LeaseLost, MetadataStore,
-    NameSnapshot, NotFound, StoreUnavailable, empty_statuses,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, ConnectorSummary, FenceCheck, LeaseLost, MetadataStore,
+    NameSnapshot, NotFound, StoreUnavailable, check_fence, empty_statuses,
 )
 from .databases import database_settings, redact_url
 from .group_commit import OffsetGroupCommit
@@ -28,8 +28,6 @@ from .offsets import RelationalOffsets, key_hash
 
 __all__ = ["FenceCheck", "RelationalMetadataStore", "lock_conflict"]
 
-#: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``.
-FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
 
 
 T = TypeVar("T")
@@ -169,11 +167,7 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
             raise self._unavailable(exc) from None
 
     def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
-        if worker_id is None or self.fence is None:
-            return
-        why = self.fence(connector, task, worker_id, generation)
-        if why:
-            raise FencedWrite(why)
+        check_fence(self.fence, connector, task, worker_id, generation)
 
     def _locked_connector(self, name: str):
         from ..models import Connector
