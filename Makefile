@@ -54,11 +54,17 @@ chromium:
 demo: setup
 	$(PY) manage.py demo
 
+# The suite runs in TEST_WORKERS pytest-xdist processes, each taking whole test files (--dist loadfile:
+# a file's module fixtures - a broker, a cluster, a Spark session - are built once). Most of a test's time
+# is waiting on processes it started (elections, Spark, nodes), so two workers on two cores halve the run.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+
 test: setup frontend-test
-	$(PY) -m pytest -ra --durations=15 -m "not chaos"
+	$(PY) -m pytest -ra --durations=15 $(PYTEST_PARALLEL) -m "not chaos"
 
 test-fast: setup frontend-test
-	$(PY) -m pytest -ra -m "not integration and not chaos"
+	$(PY) -m pytest -ra $(PYTEST_PARALLEL) -m "not integration and not chaos"
 
 # schema fuzzing of a live node with many more examples per operation than `make test` (5)
 fuzz: setup
@@ -112,7 +118,7 @@ STRESS_RUNS ?= 3
 stress: setup
 	@command -v stress-ng >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq stress-ng; }
-	$(PY) benchmarks/stress/run.py --runs $(STRESS_RUNS)
+	$(PY) benchmarks/stress/run.py --runs $(STRESS_RUNS) --workers $(TEST_WORKERS)
 
 clean:
 	rm -rf var .pytest_cache $(CONSOLE_DIST)

@@ -2,7 +2,7 @@
 """The test suite under CPU starvation: ``make test``'s pytest run, ``--runs`` times in a row, while
 ``stress-ng`` keeps every core busy (issue 19 item 6: a suite that never flakes).
 
-Each run is a fresh ``pytest -m "not chaos"`` process on this checkout; the stressor is one
+Each run is a fresh ``pytest -m "not chaos" -n 2 --dist loadfile`` on this checkout (as ``make test``); the stressor is one
 ``stress-ng --cpu N`` for the whole campaign (N = the number of cores, at normal priority, so the
 tests compete for every core). The campaign stops at the first failing run. Every run appends one
 row to ``RESULTS.md`` beside this script: start time, duration, passed / failed / skipped counts,
@@ -50,6 +50,7 @@ def failures(output: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2, help="pytest-xdist processes, as make test (TEST_WORKERS)")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, e.g. a test path")
     args = ap.parse_args()
     if shutil.which("stress-ng") is None:
@@ -62,7 +63,7 @@ def main() -> int:
     with RESULTS.open("a") as out:
         out.write(f"\n## {started:%Y-%m-%d %H:%M} UTC — {machine()}\n\n"
                   f"`stress-ng --cpu {cores}` for the whole campaign; "
-                  f"`pytest -ra -m \"not chaos\" {args.pytest_args}`, {args.runs} runs, stop at the first failure.\n\n"
+                  f"`pytest -ra -m \"not chaos\" -n {args.workers} --dist loadfile {args.pytest_args}`, {args.runs} runs, stop at the first failure.\n\n"
                   "| run | started (UTC) | minutes | passed | failed | skipped | load at end | failing tests |\n"
                   "|---|---|---|---|---|---|---|---|\n")
     status = 0
@@ -72,7 +73,7 @@ def main() -> int:
             begun = datetime.now(timezone.utc)
             print(f"== run {run} of {args.runs} under stress-ng --cpu {cores}", flush=True)
             proc = subprocess.run([sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider", "-m", "not chaos",
-                                   *shlex.split(args.pytest_args)], cwd=ROOT, text=True,
+                                   "-n", str(args.workers), "--dist", "loadfile", *shlex.split(args.pytest_args)], cwd=ROOT, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             sys.stdout.write(proc.stdout[-4000:])
             minutes = (time.monotonic() - t0) / 60
