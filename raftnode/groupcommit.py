@@ -32,6 +32,14 @@ Guarantees kept (``tests/raftnode/test_groupcommit.py``):
 * a command still queued when its caller gives up (timeout) is taken out of the
   queue and never proposed; one already proposed has the usual unknown outcome of a
   timed-out write;
+* a proposal that pysyncobj never answers does not hold its slot for ever: pysyncobj
+  drops a command without calling its callback when the journal write of its entry
+  fails (a full disk: ``raftnode.durability.JournalWriteFailed`` in the tick that
+  appends it). Once every caller of an outstanding proposal has given up (each
+  caller's own timeout), the proposal is abandoned: its slot is freed and the queue
+  moves on (its callers got ``Timeout``, the usual unknown outcome; should pysyncobj
+  answer it after all, the answer is ignored). Found by the chaos campaign: a leader
+  whose disk filled and came back kept leading for minutes without committing anything;
 * the queue is proposed only while this member is the leader; otherwise its commands
   fail with ``NOT_LEADER`` (nothing appended), which ``RaftNode.propose`` retries
   (pysyncobj then forwards each to the new leader) or, inside
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -58,14 +67,26 @@ log = logging.getLogger(__name__)
 class _Proposal:
     """One caller's command waiting in (or taken from) the queue."""
 
-    __slots__ = ("args", "cancelled", "error", "event", "name", "result", "taken")
+    __slots__ = ("args", "cancelled", "deadline", "error", "event", "name", "result", "taken")
 
-    def __init__(self, name: str, args: tuple) -> None:
+    def __init__(self, name: str, args: tuple, deadline: float) -> None:
         self.name, self.args = name, args
+        self.deadline = deadline  # time.monotonic() at which the caller gives up
         self.event = threading.Event()
         self.result: Any = None
         self.error: int | str = FAIL_REASON.SUCCESS
         self.taken = self.cancelled = False
+
+
+class _InFlight:
+    """One proposal handed to pysyncobj: its commands, and whether its slot was given up waiting for it."""
+
+    __slots__ = ("abandoned", "batch", "deadline")
+
+    def __init__(self, batch: list[_Proposal]) -> None:
+        self.batch = batch
+        self.deadline = max(p.deadline for p in batch)  # when its last caller gives up
+        self.abandoned = False
 
 
 class GroupCommitter:
@@ -93,6 +114,9 @@ class GroupCommitter:
         self._lock = threading.Lock()
         self._queue: deque[_Proposal] = deque()
         self._in_flight = 0
+        self._outstanding: list[_InFlight] = []
+        #: proposals abandoned because pysyncobj never answered them (see module docstring)
+        self.abandoned = 0
         #: counters for tests and status: proposals made, of which batches, and commands in batches
         self.proposals = 0
         self.batches = 0
@@ -106,8 +130,9 @@ class GroupCommitter:
         the command failed (``NOT_LEADER``, ``MISSING_LEADER``, ``QUEUE_FULL`` and
         ``DISCARDED``: not applied), or ``'Timeout'``.
         """
-        p = _Proposal(name, args)
+        p = _Proposal(name, args, time.monotonic() + max(0.0, timeout))
         with self._lock:
+            self._abandon_unanswered_locked()
             self._queue.append(p)
             batch = self._take_locked() if self._in_flight < self.max_in_flight else None
         if batch:
@@ -120,6 +145,10 @@ class GroupCommitter:
                         self._queue.remove(p)
                     except ValueError:
                         pass
+                self._abandon_unanswered_locked()
+                nxt = self._take_locked() if self._in_flight < self.max_in_flight else None
+            if nxt:
+                self._propose(nxt)
             if not p.event.is_set():
                 raise SyncObjException("Timeout")
         if p.error != FAIL_REASON.SUCCESS:
@@ -131,7 +160,19 @@ class GroupCommitter:
         return len(self._queue)
 
     # ------------------------------------------------------------------ internals
-    def _take_locked(self) -> list[_Proposal]:
+    def _abandon_unanswered_locked(self) -> None:
+        """Free the slots of outstanding proposals whose every caller has given up (under ``_lock``)."""
+        now = time.monotonic()
+        for entry in [e for e in self._outstanding if e.deadline <= now]:
+            entry.abandoned = True
+            self._outstanding.remove(entry)
+            self._in_flight -= 1
+            self.abandoned += 1
+            log.warning("raft: a proposal of %d command(s) (%s) was never answered (its entry was not "
+                        "appended, e.g. a journal write failed); its callers gave up, the queue moves on",
+                        len(entry.batch), entry.batch[0].name)
+
+    def _take_locked(self) -> _InFlight | None:
         """Up to ``max_batch`` queued commands (under ``_lock``); takes a slot when it returns any."""
         batch: list[_Proposal] = []
         while self._queue and len(batch) < self.max_batch:
@@ -139,18 +180,23 @@ class GroupCommitter:
             if not p.cancelled:
                 p.taken = True
                 batch.append(p)
-        if batch:
-            self._in_flight += 1
-        return batch
+        if not batch:
+            return None
+        self._in_flight += 1
+        entry = _InFlight(batch)
+        self._outstanding.append(entry)
+        return entry
 
-    def _propose(self, batch: list[_Proposal]) -> None:
-        """Hand ``batch`` to pysyncobj (one entry); its callback resolves every caller and proposes the next batch."""
+    def _propose(self, entry: _InFlight) -> None:
+        """Hand ``entry``'s commands to pysyncobj (one log entry); its callback resolves every caller and
+        proposes the next batch."""
+        batch = entry.batch
         if not self._is_leader():
-            self._finish(batch, None, FAIL_REASON.NOT_LEADER)
+            self._finish(entry, None, FAIL_REASON.NOT_LEADER)
             return
 
         def done(result: Any, error: int) -> None:
-            self._finish(batch, result, error)
+            self._finish(entry, result, error)
 
         self.proposals += 1
         try:
@@ -163,13 +209,19 @@ class GroupCommitter:
                 getattr(self._state, BATCH_COMMAND)([[p.name, list(p.args)] for p in batch], callback=done)
         except Exception:  # e.g. an argument that does not pickle: fail these callers, keep the queue moving
             log.exception("raft: could not propose %d command(s) (%s)", len(batch), batch[0].name)
-            self._finish(batch, None, FAIL_REASON.REQUEST_DENIED)
+            self._finish(entry, None, FAIL_REASON.REQUEST_DENIED)
             return
         if self._on_proposed is not None:
             self._on_proposed()
 
-    def _finish(self, batch: list[_Proposal], result: Any, error: int) -> None:
-        """Resolve ``batch`` with the entry's outcome, free its slot and propose what queued meanwhile."""
+    def _finish(self, entry: _InFlight, result: Any, error: int) -> None:
+        """Resolve ``entry``'s commands with the log entry's outcome, free its slot and propose what queued
+        meanwhile. An abandoned entry's late answer resolves nobody (its callers are gone) and frees nothing."""
+        batch = entry.batch
+        with self._lock:
+            if entry.abandoned:
+                return
+            self._outstanding.remove(entry)
         if error == FAIL_REASON.SUCCESS and len(batch) > 1:
             results = result if isinstance(result, list) and len(result) == len(batch) else None
             for i, p in enumerate(batch):

@@ -161,6 +161,42 @@ def test_a_failed_entry_fails_each_of_its_commands_and_a_timed_out_command_is_ne
     assert [out for _, out in waiting] == [{"error": FAIL_REASON.NOT_LEADER}] * 2
 
 
+def test_a_proposal_pysyncobj_never_answers_does_not_block_the_queue_once_its_caller_gave_up():
+    """pysyncobj drops a command without its callback when the journal cannot store its entry (full
+    disk). Its slot must be freed once its caller gave up, or the leader commits nothing again."""
+    state = _ManualState()
+    gc = GroupCommitter(state, lambda: True, max_in_flight=1)
+    with pytest.raises(SyncObjException) as lost:
+        gc.submit("_become_coordinator", ("lost",), 0.05)  # proposed at once, never answered
+    assert lost.value.errorCode == "Timeout" and len(state.proposed) == 1 and gc.abandoned == 1
+    after, out = _submit_in_thread(gc, "_become_coordinator", ("next",))
+    state.wait_for_proposals(2)  # proposed although the lost one never got its callback
+    assert state.proposed[1][:2] == ("_become_coordinator", ("next",))
+    state.proposed[1][2]({"ok": 2}, FAIL_REASON.SUCCESS)
+    after.join(30)
+    assert out == {"result": {"ok": 2}}
+    state.proposed[0][2]({"ok": 1}, FAIL_REASON.SUCCESS)  # a late answer to the abandoned one changes nothing
+    third, third_out = _submit_in_thread(gc, "_put_status", ("x",))
+    state.wait_for_proposals(3)
+    state.proposed[2][2]({"ok": 3}, FAIL_REASON.SUCCESS)
+    third.join(30)
+    assert third_out == {"result": {"ok": 3}} and gc.abandoned == 1
+
+
+def test_a_lost_proposal_queued_behind_is_freed_by_the_next_caller_that_gives_up():
+    state = _ManualState()
+    gc = GroupCommitter(state, lambda: True, max_in_flight=1)
+    first, first_out = _submit_in_thread(gc, "_put_status", ("lost",), timeout=0.2)
+    state.wait_for_proposals(1)  # never answered
+    queued, queued_out = _submit_in_thread(gc, "_put_status", ("queued",), timeout=30.0)
+    first.join(30)
+    assert first_out == {"error": "Timeout"}
+    state.wait_for_proposals(2)  # the first caller's timeout freed the slot: the queued command went out
+    state.proposed[1][2]({"ok": 1}, FAIL_REASON.SUCCESS)
+    queued.join(30)
+    assert queued_out == {"result": {"ok": 1}}
+
+
 def test_a_member_that_no_longer_leads_proposes_nothing_of_its_queue():
     state = _ManualState()
     leading = [True]
