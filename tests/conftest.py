@@ -23,6 +23,23 @@ from pathlib import Path
 import pytest
 
 
+def _own_port_range() -> None:
+    """Under pytest-xdist, give this worker process its own range for ``free_port`` (inherited by the nodes
+    it starts): two workers then never pick the same port (``webapp.kafka.embedded.PORT_RANGE_ENV``)."""
+    from webapp.kafka.embedded import PORT_RANGE_ENV
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...
+    if not worker.startswith("gw") or PORT_RANGE_ENV in os.environ:
+        return
+    count = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    width = (32000 - 15000) // count  # below Linux's ephemeral ports (32768-60999)
+    low = 15000 + int(worker[2:]) * width
+    os.environ[PORT_RANGE_ENV] = f"{low}-{low + width - 1}"
+
+
+_own_port_range()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def file_allowed_paths(tmp_path_factory):
     """Set ``RAFTCONNECT_FILE_ALLOWED_PATHS`` to pytest's base temp dir for the session; yields that path."""

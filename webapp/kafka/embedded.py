@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,15 +27,41 @@ import threading
 import time
 from typing import Sequence
 
-__all__ = ["EmbeddedKafka", "EmbeddedKafkaError", "free_port", "main"]
+__all__ = ["EmbeddedKafka", "EmbeddedKafkaError", "free_port", "main", "PORT_RANGE_ENV"]
 
 
 class EmbeddedKafkaError(RuntimeError):
     """The embedded broker could not be started (message includes the log tail)."""
 
 
+#: ``LO-HI``: :func:`free_port` draws ports from this range instead of the kernel's ephemeral ones. The
+#: test suite gives each of its parallel processes (pytest-xdist) a range of its own below the ephemeral
+#: range (tests/conftest.py), so a port one process picked is never picked by the other, nor taken as
+#: the local port of an outgoing connection, before the node it is meant for binds it.
+PORT_RANGE_ENV = "RAFTCONNECT_TEST_PORT_RANGE"
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago (bind to port 0, then release)."""
+    """A TCP port on ``host`` that was free a moment ago.
+
+    Without :data:`PORT_RANGE_ENV`: the kernel's pick (bind to port 0, then release). With it: a random
+    port of that range that binds now and that this process has not handed out before (the set is
+    cleared when the range is nearly used up); the kernel's pick if none is found in 200 tries.
+    """
+    spec = os.environ.get(PORT_RANGE_ENV, "")
+    if spec:
+        lo, _, hi = spec.partition("-")
+        low, high = int(lo), int(hi)
+        with _handed_out_lock:
+            if len(_handed_out) > (high - low) * 3 // 4:
+                _handed_out.clear()
+            for _ in range(200):
+                port = random.randint(low, high)
+                if port not in _handed_out and _port_is_free(host, port):
+                    _handed_out.add(port)
+                    return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
