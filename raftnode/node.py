@@ -147,6 +147,18 @@ class RaftConfig:
             stop land right after a compaction more often. 0 losses in 60 + 50 trials since
             (``tests/raftnode/test_durability.py``,
             ``test_fast_writes_with_frequent_compactions_then_a_stop_lose_nothing``).
+        append_entries_max_bytes: pysyncobj's ``appendEntriesBatchSizeBytes``: the command bytes
+            one append-entries message gathers before it is sent. pysyncobj sends a single entry
+            at least this large in chunks, and marks the last chunk by comparing the offset with
+            the command's length rather than with the length of the pickled entry it cuts up;
+            its pickle protocol 2 writes bytes as latin-1 text, so a command with many bytes
+            above 0x7f pickles up to twice as large and the follower is told "finish" long before
+            the end. It then unpickles the partial entry (pickle's pure-Python fallback, for
+            every chunk that follows), logs a "failed _onTick" trace each time and takes the
+            entry only with its real last chunk. At 10,000 connectors every assignment
+            (~1 MB) did that on both followers (benchmarks/scale). pysyncobj's default is
+            64 KiB; 16 MiB keeps every entry RaftConnect writes in one message, and a
+            catching-up follower's messages bounded by it.
         group_commit: on the leader, concurrent proposals share log entries
             (:mod:`raftnode.groupcommit`); ``group_commit_max_batch`` commands at most
             per entry, ``group_commit_max_in_flight`` entries outstanding at once (1: one
@@ -166,6 +178,7 @@ class RaftConfig:
     log_compaction_min_entries: int = 20000
     log_compaction_min_time: float = 120.0
     append_entries_immediately: bool = True
+    append_entries_max_bytes: int = 16 * 2**20
     group_commit: bool = True
     group_commit_max_batch: int = 256
     group_commit_max_in_flight: int = 1
@@ -250,6 +263,7 @@ class RaftNode:
             raftMinTimeout=config.raft_min_timeout,
             raftMaxTimeout=config.raft_max_timeout,
             appendEntriesPeriod=config.append_entries_period,
+            appendEntriesBatchSizeBytes=config.append_entries_max_bytes,
             connectionTimeout=config.connection_timeout,
             connectionRetryTime=1.0,
             logCompactionMinEntries=config.log_compaction_min_entries,
