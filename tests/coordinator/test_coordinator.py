@@ -52,15 +52,29 @@ def _setup(store, coordinator, workers, connectors):
 
 
 def _counting(coordinator, monkeypatch) -> list[str]:
+    """Worker ids whose views are (re)assembled from now on."""
     built: list[str] = []
-    real = coordinator.worker_view
+    real = coordinator.views.build
 
-    def worker_view(worker_id):
+    def build(worker_id, *args):
         built.append(worker_id)
-        return real(worker_id)
+        return real(worker_id, *args)
 
-    monkeypatch.setattr(coordinator, "worker_view", worker_view)
+    monkeypatch.setattr(coordinator.views, "build", build)
     return built
+
+
+def _reads(store, monkeypatch) -> list[str]:
+    """Connector names read from the store from now on."""
+    reads: list[str] = []
+    real = store.get_connector
+
+    def get_connector(name):
+        reads.append(name)
+        return real(name)
+
+    monkeypatch.setattr(store, "get_connector", get_connector)
+    return reads
 
 
 def test_status_reports_and_offset_commits_do_not_rebuild_views_but_config_changes_do(cluster, monkeypatch):
@@ -102,10 +116,50 @@ def test_a_poke_rebuilds_views(cluster, monkeypatch):
     _setup(store, coordinator, ["w1"], {"a": 1})
     first = coordinator.heartbeat("w1", MEMBER, {})
     built = _counting(coordinator, monkeypatch)
+    reads = _reads(store, monkeypatch)
     coordinator.poke()
     again = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
-    assert built == ["w1"]
+    assert built == ["w1"] and reads == ["a"]
     assert again["unchanged"] is True  # rebuilt, and the same content gives the same digest
+
+
+def test_a_poke_for_one_connector_rereads_that_connector_in_the_views_naming_it_only(cluster, monkeypatch):
+    _, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1", "w2"], {"a": 2, "b": 2, "c": 2, "d": 2})
+    first = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2")}
+    name = next(n for n, o in a["connectors"].items() if o == "w1")
+    named = {w for w, v in first.items() if name in v["connectors"] or any(
+        t["connector"] == name for t in v["tasks"].values())}
+    built, reads = _counting(coordinator, monkeypatch), _reads(store, monkeypatch)
+    coordinator.poke(name)
+    again = {w: coordinator.heartbeat(w, MEMBER, {"view_digest": first[w]["digest"]}) for w in ("w1", "w2")}
+    assert reads == [name]  # read once, for every view naming it
+    assert sorted(built) == sorted(named)
+    assert all(v["unchanged"] is True for v in again.values())
+
+
+def test_a_new_generation_reassembles_views_from_the_fragments_it_has(cluster, monkeypatch):
+    """At 10,000 connectors every generation moved every view, and each rebuild copied every record of
+    the worker out of the store (half of the leader's time in benchmarks/scale)."""
+    raft, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1"], {"a": 2, "b": 1})
+    first = coordinator.heartbeat("w1", MEMBER, {})
+    reads = _reads(store, monkeypatch)
+    store.put_connector_config("z", {"connector.class": "X", "tasks.max": "1"})
+    coordinator.rebalance()
+    after = raft.state.assignment
+    assert after["generation"] > a["generation"] and after["connectors"]["z"] == "w1"
+    reads.clear()  # the rebalance reads every connector; the view must not read them again
+    view = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
+    assert reads == ["z"]
+    assert "unchanged" not in view and view["generation"] == after["generation"]
+    assert set(view["connectors"]) == {"a", "b", "z"} and set(view["tasks"]) == set(first["tasks"])
+    # the reassembled view is the one a fresh builder makes from nothing
+    coordinator.views.clear()
+    coordinator._views.clear()
+    fresh = coordinator.heartbeat("w1", MEMBER, {})
+    assert fresh["digest"] == view["digest"]
+    assert {k: fresh[k] for k in ("connectors", "tasks")} == {k: view[k] for k in ("connectors", "tasks")}
 
 
 def test_views_cut_the_assignment_into_disjoint_complete_parts(cluster):

@@ -104,7 +104,7 @@ class Herder:
         members: callable returning Raft members ``{node_id: {..., "rest_address"}}``
             (used to show ``worker_id`` as Connect does, host:port).
         assignment: callable returning the committed assignment (see ClusterStateMachine).
-        poke: called after every write so the coordinator acts at once.
+        poke: ``poke(name)`` after every write to connector ``name``, so the coordinator acts at once.
         restarts: ``restarts(name, connector: bool, tasks: list[int])`` commits a restart
             request (see ``ClusterStateMachine._request_restart``); ``None``: restarts refused (503).
     """
@@ -139,9 +139,9 @@ class Herder:
             )
         return plugin
 
-    def _poke(self) -> None:
+    def _poke(self, name: str) -> None:
         if self.poke:
-            self.poke()
+            self.poke(name)
 
     # ------------------------------------------------------------- services
     def connector_create(self, *, name: Any, config: Any, initial_state: str | None = None) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class Herder:
             self.store.put_connector_config(name, config, target_state=target.value, create_only=True)
         except AlreadyExists as exc:
             raise Conflict(f"Connector {name} already exists") from exc
-        self._poke()
+        self._poke(name)
         return self.connector_info(name)
 
     def connector_put_config(self, *, name: str, config: Any) -> tuple[bool, dict[str, Any]]:
@@ -176,7 +176,7 @@ class Herder:
         config = self._unhidden(name, config)
         self.validate_config(name, config)
         created = self.store.put_connector_config(name, config)
-        self._poke()
+        self._poke(name)
         return created, self.connector_info(name)
 
     def connector_delete(self, *, name: str) -> None:
@@ -185,13 +185,13 @@ class Herder:
             self.store.remove_connector_config(name)
         except NotFound as exc:
             raise NotFoundError(f"Connector {name} not found") from exc
-        self._poke()
+        self._poke(name)
 
     def connector_set_target_state(self, *, name: str, target_state: str) -> None:
         """Pause (PAUSED), resume (STARTED) or stop (STOPPED) a connector and its tasks."""
         self._record(name)
         self.store.put_target_state(name, TargetState(target_state).value)
-        self._poke()
+        self._poke(name)
 
     # ------------------------------------------------------------- selectors
     def _record(self, name: str) -> ConnectorRecord:
@@ -377,7 +377,7 @@ class Herder:
         config["name"] = name
         self.validate_config(name, config)
         self.store.put_connector_config(name, config)
-        self._poke()
+        self._poke(name)
         return self.connector_info(name)
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
@@ -399,7 +399,7 @@ class Herder:
             raise ConnectRestError("Restarts are not available on this node", 503)
         if connector or tasks:
             self.restarts(name, connector, tasks)
-            self._poke()
+            self._poke(name)
 
     def connector_restart(self, *, name: str, include_tasks: bool = False, only_failed: bool = False
                           ) -> dict[str, Any] | None:

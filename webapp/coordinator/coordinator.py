@@ -13,8 +13,6 @@ assignment gives work one session timeout of grace before declaring any dead.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
@@ -25,6 +23,7 @@ from webapp.states import TargetState
 from webapp.storage.base import MetadataStore
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
+from .views import ViewBuilder
 
 __all__ = ["GroupCoordinator", "Dispatcher", "NotCoordinator"]
 
@@ -77,7 +76,8 @@ class GroupCoordinator:
         self._sent_views: dict[str, str] = {}
         self._inputs_sig: Any = None
         self._views: dict[str, tuple[Any, dict[str, Any], str]] = {}  # worker -> (marker, view, digest)
-        self._view_epoch = 0
+        self._view_epoch = 0  # pokes, for the loop (the views track them per connector)
+        self.views = ViewBuilder(lambda: self.raft.state, store)
         self._owned_index: tuple[dict[str, Any], dict[str, tuple[list[str], list[str], list[str]]]] | None = None
 
     # ------------------------------------------------------------- lifecycle
@@ -167,27 +167,26 @@ class GroupCoordinator:
 
     def _worker_marker(self, worker_id: str) -> tuple:
         """What ``worker_id``'s view is made of, cheaply: the assignment's generation and epoch, the
-        versions of the connectors it names (``ClusterStateMachine.connector_versions``), the restart
-        counters of its instances, changes that touch every view, and the pokes. A change to another
-        worker's connectors leaves it as it was: at 5,000 connectors over 50 workers, rebuilding every
-        view for each connector's task configs took half of the leader's time."""
+        record keys of the connectors it names (:meth:`ViewBuilder.record_key`: their Raft versions,
+        changes that touch every view, the pokes for them) and the restart counters of its instances.
+        A change to another worker's connectors leaves it as it was: at 5,000 connectors over 50
+        workers, rebuilding every view for each connector's task configs took half of the leader's time."""
         st = self.raft.state
         a = st.assignment
         connectors, tasks, names = self._owned(a).get(worker_id, ((), (), ()))
-        versions, restarts = st.connector_versions, st.restarts
-        return (a["generation"], a["epoch"], st.views_version, self._view_epoch,
-                tuple(versions.get(n) for n in names),
+        restarts, record_key = st.restarts, self.views.record_key
+        return (a["generation"], a["epoch"], tuple(record_key(n) for n in names),
                 tuple(restarts.get(k, 0) for k in connectors), tuple(restarts.get(k, 0) for k in tasks))
 
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
-        """``(worker_view, its digest)``, rebuilt only when the :meth:`_worker_marker` moved (building one
-        reads every connector of the worker)."""
+        """``(worker_view, its digest)``, reassembled only when the :meth:`_worker_marker` moved, and then
+        from the connector fragments that did not change (:class:`ViewBuilder`)."""
         marker = self._worker_marker(worker_id)
         hit = self._views.get(worker_id)
         if hit is not None and hit[0] == marker:
             return hit[1], hit[2]
-        view = self.worker_view(worker_id)
-        digest = hashlib.sha1(json.dumps(view, sort_keys=True).encode()).hexdigest()
+        a = self.raft.state.assignment
+        view, digest = self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))
         self._views[worker_id] = (marker, view, digest)
         return view, digest
 
@@ -209,6 +208,8 @@ class GroupCoordinator:
             self.last_seen.pop(worker_id, None)
             self.reported.pop(worker_id, None)
             self._sent_views.pop(worker_id, None)
+            self._views.pop(worker_id, None)
+        self.views.forget(worker_id)
         log.info("coordinator: worker %s left", worker_id)
         self.rebalance()
 
@@ -284,34 +285,7 @@ class GroupCoordinator:
         (the worker restarts an instance when it changes).
         """
         a = self.raft.state.assignment
-        owned_connectors, owned_tasks, _ = self._owned(a).get(worker_id, ((), (), ()))
-        view: dict[str, Any] = {"worker_id": worker_id, "generation": a["generation"], "epoch": a["epoch"],
-                                "connectors": {}, "tasks": {}}
-        records: dict[str, Any] = {}
-
-        def record(name: str):
-            if name not in records:
-                records[name] = self.store.get_connector(name)
-            return records[name]
-
-        for name in owned_connectors:
-            rec = record(name)
-            if rec is not None:
-                view["connectors"][name] = {"config": rec.config, "target_state": rec.target_state,
-                                            "generation": a["assigned_at"].get(name, a["generation"]),
-                                            "tasks": rec.tasks,
-                                            "restart": self.raft.state.restart_seq(name)}
-        for key in owned_tasks:
-            name, _, num = key.rpartition("-")
-            rec = record(name)
-            if rec is None or int(num) >= len(rec.tasks) or rec.target_state == TargetState.STOPPED:
-                continue
-            view["tasks"][key] = {"connector": name, "task": int(num),
-                                  "config": {**rec.config, **rec.tasks[int(num)]},
-                                  "target_state": rec.target_state,
-                                  "generation": a["assigned_at"].get(key, a["generation"]),
-                                  "restart": self.raft.state.restart_seq(key)}
-        return view
+        return self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))[0]
 
     def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str], list[str]]]:
         """``{worker_id: (connector names, task keys, names of every connector either belongs to)}`` of
@@ -328,6 +302,7 @@ class GroupCoordinator:
         for connectors, tasks, names in index.values():
             names.extend(sorted(set(connectors) | {k.rpartition("-")[0] for k in tasks}))
         self._owned_index = (assignment, index)
+        self.views.prune(assignment["connectors"])
         return index
 
     def dispatch(self, force: bool = False) -> None:
@@ -360,6 +335,7 @@ class GroupCoordinator:
                               if "worker" in m.get("roles", []) and w in owners}
             self._sent_views.clear()
             self._views.clear()  # a snapshot installed while following may have reset view_version
+            self.views.clear()
             self._inputs_sig = None
         log.info("coordinator: active for epoch %s", term)
 
@@ -372,6 +348,8 @@ class GroupCoordinator:
                 del self.last_seen[w]
                 self.reported.pop(w, None)
                 self._sent_views.pop(w, None)
+                self._views.pop(w, None)
+                self.views.forget(w)
         for w in dead:
             log.warning("coordinator: worker %s session expired", w)
         return dead
@@ -409,7 +387,10 @@ class GroupCoordinator:
             except Exception:
                 log.exception("coordinator loop error")
 
-    def poke(self) -> None:
-        """Ask the loop to re-evaluate now (after a config or target-state change)."""
-        self._view_epoch += 1  # a metadata store other than Raft changes without a Raft write
+    def poke(self, name: str | None = None) -> None:
+        """Ask the loop to re-evaluate now, after a change to connector ``name``'s config, target state or
+        task configs (``None``: any connector's, e.g. a store switch). A metadata store other than Raft
+        changes without a Raft write: only the views naming ``name`` are rebuilt for it."""
+        self._view_epoch += 1
+        self.views.changed(name)
         self._wake.set()

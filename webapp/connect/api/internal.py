@@ -172,7 +172,7 @@ class TaskConfigsView(InternalView):
         _touch(body.get("worker_id", ""))
         current().store.put_task_configs(name, configs, worker_id=self.field(body, "worker_id", str),
                                          generation=self.field(body, "generation", int))
-        _coordinator().poke()
+        _coordinator().poke(name)
         return Response(status=204)
 
 
