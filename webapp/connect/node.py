@@ -26,7 +26,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from raftnode import RaftConfig, RaftNode
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from raftnode import RaftConfig, RaftNode, RaftUnavailable
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.runtime.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
@@ -206,8 +208,26 @@ class ConnectNode:
         for on_start, _ in list(_lifecycle_hooks):  # e.g. the console's task history starts sampling
             on_start(self)
         self.switches.start()
-        self.raft.commands.register_member(node_id=o.node_id, info=self.member_info(), timeout=ready_timeout)
+        self._register(ready_timeout)
         set_current(self)
+
+    def _register(self, timeout: float) -> None:
+        """Commit this node's member entry (roles, addresses, weight), retried for up to ``timeout`` seconds.
+
+        The entry is idempotent, so an attempt whose outcome became unknown (the leader changed
+        between append and commit, or no leader for a moment) is simply made again. A member
+        replacing one whose disk was lost starts while the cluster changes its membership: one
+        ``LEADER_CHANGED`` there made the node exit (``make chaos``, damage-snapshot).
+        Errors: :class:`RaftUnavailable` when no attempt committed within ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        for attempt in Retrying(retry=retry_if_exception_type(RaftUnavailable), stop=stop_after_delay(timeout),
+                                wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
+            with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    log.info("registering this node in Raft again (attempt %d)", attempt.retry_state.attempt_number)
+                self.raft.commands.register_member(node_id=self.options.node_id, info=self.member_info(),
+                                                   timeout=max(1.0, deadline - time.monotonic()))
 
     def _init_metadata_store(self, wanted: str, timeout: float) -> None:
         """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
