@@ -227,3 +227,18 @@ def test_a_connector_change_rebuilds_only_the_views_that_name_it(cluster, monkey
         assert ("unchanged" in after[w]) is (w not in concerned)
     task_owner = a["tasks"][f"{name}-0"]
     assert after[task_owner]["tasks"][f"{name}-0"]["config"]["v"] == "2"
+
+
+def test_cached_records_and_pokes_of_a_deleted_connector_are_dropped_with_the_next_generation(cluster):
+    """The view caches are bounded by the assignment: connectors created and deleted under one leader
+    leave nothing behind."""
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1"], {"a": 1, "b": 1})
+    coordinator.heartbeat("w1", MEMBER, {})
+    coordinator.poke("a")
+    assert {"a", "b"} <= set(coordinator.views._records) and "a" in coordinator.views._pokes
+    store.remove_connector_config("a")
+    coordinator.rebalance()
+    view = coordinator.heartbeat("w1", MEMBER, {})
+    assert set(view["connectors"]) == {"b"}
+    assert "a" not in coordinator.views._records and "a" not in coordinator.views._pokes

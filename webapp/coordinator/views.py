@@ -73,10 +73,13 @@ class ViewBuilder:
     def prune(self, assigned: dict[str, Any]) -> None:
         """Drop cached records and pokes of connectors not in ``assigned`` (``{name: owner}``)."""
         with self._lock:
-            for name in [n for n in self._records if n not in assigned]:
-                del self._records[name]
-            for name in [n for n in self._pokes if n not in assigned]:
-                del self._pokes[name]
+            # list() copies the keys in one step: views being built meanwhile add records
+            for name in list(self._records):
+                if name not in assigned:
+                    self._records.pop(name, None)
+            for name in list(self._pokes):
+                if name not in assigned:
+                    self._pokes.pop(name, None)
 
     def forget(self, worker_id: str) -> None:
         """Drop ``worker_id``'s fragments (it left or its session expired)."""
