@@ -160,6 +160,7 @@ class ConnectNode:
         #: how many times the watchdog started the agent again after it exited
         self.agent_restarts = 0
         self._agent_stopping = threading.Event()  # set by stop_agent: the watchdog must not start it again
+        self._stopped = threading.Event()  # set by stop: background work of the node ends
         self._agent_watchdog: threading.Thread | None = None
         #: the checks of GET /health (webapp.connect.health)
         self.health = NodeHealth(self)
@@ -212,22 +213,40 @@ class ConnectNode:
         set_current(self)
 
     def _register(self, timeout: float) -> None:
-        """Commit this node's member entry (roles, addresses, weight), retried for up to ``timeout`` seconds.
+        """Commit this node's member entry (roles, addresses, weight): tried for up to ``timeout`` seconds,
+        then in the background until it commits or the node stops.
 
         The entry is idempotent, so an attempt whose outcome became unknown (the leader changed
-        between append and commit, or no leader for a moment) is simply made again. A member
-        replacing one whose disk was lost starts while the cluster changes its membership: one
-        ``LEADER_CHANGED`` there made the node exit (``make chaos``, damage-snapshot).
-        Errors: :class:`RaftUnavailable` when no attempt committed within ``timeout``.
+        between append and commit, no leader for a moment, a commit slower than the attempt) is
+        simply made again. A member replacing one whose disk was lost starts while the cluster
+        changes its membership and sends it a snapshot; one ``LEADER_CHANGED``, and under a load
+        of 16 on 2 cores one 30 s timeout, made such a node exit (``make chaos``, damage-journal
+        and damage-snapshot). Workers also register with every heartbeat; what this entry adds is
+        a Raft-only member's REST address, which can come late without harm.
         """
         deadline = time.monotonic() + timeout
-        for attempt in Retrying(retry=retry_if_exception_type(RaftUnavailable), stop=stop_after_delay(timeout),
+        try:
+            self._register_attempts(stop_after_delay(timeout), lambda: max(1.0, min(10.0, deadline - time.monotonic())))
+        except RaftUnavailable as exc:
+            log.warning("this node's member entry is not committed yet (%s); trying again in the background", exc)
+            threading.Thread(target=self._register_in_background, name="member-registration", daemon=True).start()
+
+    def _register_in_background(self) -> None:
+        try:
+            self._register_attempts(lambda state: self._stopped.is_set(), lambda: 10.0)
+            if not self._stopped.is_set():
+                log.info("this node's member entry is committed")
+        except RaftUnavailable:  # only when the node stops
+            pass
+
+    def _register_attempts(self, stop: Any, attempt_timeout: Callable[[], float]) -> None:
+        for attempt in Retrying(retry=retry_if_exception_type(RaftUnavailable), stop=stop,
                                 wait=wait_exponential(multiplier=0.1, max=2.0), reraise=True):
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
                     log.info("registering this node in Raft again (attempt %d)", attempt.retry_state.attempt_number)
                 self.raft.commands.register_member(node_id=self.options.node_id, info=self.member_info(),
-                                                   timeout=max(1.0, deadline - time.monotonic()))
+                                                   timeout=attempt_timeout())
 
     def _init_metadata_store(self, wanted: str, timeout: float) -> None:
         """Make a new cluster start on ``wanted``; warn when the cluster already uses another store."""
@@ -385,6 +404,7 @@ class ConnectNode:
 
     def stop(self, graceful_timeout: float = 30.0) -> None:
         """Stop the agent (waiting for its tasks to stop), then the coordinator and Raft."""
+        self._stopped.set()
         self.health.close()
         for _, on_stop in list(_lifecycle_hooks):
             on_stop(self)
