@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""In-process: the coordinator building every worker's view at 10,000 connectors × 10 tasks, before and after.
+
+The full scale run (``run.py``, 10,000 connectors over 100 workers) found the leader spending half
+its time in ``GroupCoordinator._cached_view``: every create and task-config write poked the
+coordinator, which rebuilt every worker's view from the store, and so did every new generation.
+This measures that work alone, in one process, on two source trees in the same run (each in
+its own child process, alternately, as ``expand.py`` does): BASELINE (a git revision, default
+the commit before per-connector fragments) and this checkout.
+
+Each child fills a ``ClusterStateMachine`` with CONNECTORS file source connectors of 10 config
+keys and TASKS task configs each, an assignment over WORKERS workers (``expand.py``'s content),
+and runs a ``GroupCoordinator`` on it as the active coordinator (no Raft thread, no REST). Then,
+ROUNDS times each, the process CPU time (and wall time) to have every worker's view ready
+(``_cached_view`` of each worker, as the heartbeats and the dispatch ask for them):
+
+* **cold** — no view cached (a new coordinator);
+* **new generation** — the assignment committed again with the next generation, nothing moved
+  (what every rebalance does to every worker, e.g. while connectors are being created);
+* **one connector changed** — one connector's task configs written and the coordinator poked
+  for it, as the Herder and the task-config endpoint do.
+
+Each round also checks that the two trees' views hold the same tasks. Usage: ``python
+benchmarks/scale/views.py [--connectors 10000] [--tasks 10] [--workers 100] [--rounds 3]
+[--passes 2] [--baseline REV] [--no-record]``; results are appended to ``RESULTS.md`` beside
+this file with the machine and its load average.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import inspect
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the last commit before per-connector view fragments and named pokes
+DEFAULT_BASELINE = "d4fb0ad"
+PHASES = ("cold", "new generation", "one connector changed")
+
+
+def child(args: argparse.Namespace) -> None:
+    """Measure the tree ``args.tree`` (this process imports its code only); print one JSON line."""
+    sys.path.insert(0, args.tree)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
+    os.environ["RAFTCONNECT_DEVELOPMENT"] = "1"
+    import django
+
+    django.setup()
+    import raftnode
+    import webapp
+    from raftnode.state import ClusterStateMachine
+    from webapp.coordinator.coordinator import GroupCoordinator
+    from webapp.storage.raft import RaftMetadataStore
+
+    for package in (webapp, raftnode):  # the tree's code, not an installed checkout's
+        assert Path(package.__file__).resolve().is_relative_to(Path(args.tree).resolve()), package.__file__
+    sys.path.insert(0, str(ROOT / "benchmarks" / "scale"))
+    from expand import fill_state
+
+    state = ClusterStateMachine()
+    fill_state(state, args.connectors, args.tasks, args.workers)
+
+    class Replica:  # what the coordinator and RaftMetadataStore read of a member: a leader's applied state
+        is_leader = True
+
+    replica = Replica()
+    replica.state = state
+    store = RaftMetadataStore(replica)
+    workers = sorted({o for o in state.assignment["tasks"].values()})
+    names = sorted(state.connectors)
+    named_poke = "name" in inspect.signature(GroupCoordinator.poke).parameters
+
+    def new_coordinator() -> GroupCoordinator:
+        c = GroupCoordinator(raft=replica, store=store, node_id="bench")
+        c.epoch = state.assignment["epoch"]
+        return c
+
+    def all_views(c: GroupCoordinator) -> tuple[float, float, str]:
+        w0, c0 = time.perf_counter(), time.process_time()
+        views = [c._cached_view(w)[0] for w in workers]
+        w1, c1 = time.perf_counter(), time.process_time()
+        tasks = sorted(k for v in views for k in v["tasks"])
+        return w1 - w0, c1 - c0, hashlib.sha256(json.dumps(tasks).encode()).hexdigest()
+
+    out: dict[str, Any] = {phase: [] for phase in PHASES}
+    checks = set()
+    for r in range(args.rounds):
+        c = new_coordinator()
+        wall, cpu, check = all_views(c)
+        out["cold"].append({"wall": wall, "cpu": cpu})
+        checks.add(check)
+        a = state.assignment
+        state._set_assignment(a["epoch"], a["generation"] + 1, dict(a["connectors"]), dict(a["tasks"]), _doApply=True)
+        wall, cpu, check = all_views(c)
+        out["new generation"].append({"wall": wall, "cpu": cpu})
+        checks.add(check)
+        name = names[(r * 7919) % len(names)]
+        rec = state.connectors[name]
+        state._put_task_configs(name, None, 0, [dict(t, round=str(r)) for t in rec["tasks"]], _doApply=True)
+        if named_poke:
+            c.poke(name)
+        else:
+            c.poke()
+        wall, cpu, check = all_views(c)
+        out["one connector changed"].append({"wall": wall, "cpu": cpu})
+        checks.add(check)
+    out["tasks_sha256"] = sorted(checks)
+    print(json.dumps(out))
+
+
+def run_child(tree: str, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", "--tree", tree, "--connectors", str(args.connectors), "--tasks",
+           str(args.tasks), "--workers", str(args.workers), "--rounds", str(args.rounds)]
+    # cwd: Celery's Django fixup puts the working directory first on sys.path
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=tree)
+    if proc.returncode:
+        raise RuntimeError(f"child for {tree} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--connectors", type=int, default=10_000)
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the three phases in each child")
+    parser.add_argument("--passes", type=int, default=2, help="children per tree, alternating")
+    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
+    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return 0
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._common import machine
+
+    work = Path(tempfile.mkdtemp(prefix="bench-views-"))
+    baseline_tree = work / "baseline"
+    baseline_tree.mkdir()
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(baseline_tree)], input=archive, check=True)
+    load_start = os.getloadavg()[0]
+    results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for p in range(args.passes):
+        for label, tree in (("before", str(baseline_tree)), ("after", str(ROOT))):
+            t0 = time.monotonic()
+            results[label].append(run_child(tree, args))
+            print(f"pass {p + 1}: {label} done in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    load_end = os.getloadavg()[0]
+
+    def figures(label: str, phase: str, key: str) -> tuple[float, float]:
+        values = [r[key] for res in results[label] for r in res[phase]]
+        return min(values) * 1000, statistics.median(values) * 1000
+
+    same = {s for res in results["before"] + results["after"] for s in res["tasks_sha256"]}
+    n = args.passes * args.rounds
+    lines = [f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {machine()} — every worker's view, in process", "",
+             f"Command: `python benchmarks/scale/views.py --connectors {args.connectors} --tasks {args.tasks} "
+             f"--workers {args.workers} --rounds {args.rounds} --passes {args.passes}` — {args.connectors:,} connectors, "
+             f"{args.connectors * args.tasks:,} tasks, {args.workers} workers; before = {rev}, after = {head}. "
+             f"Process CPU time to have all {args.workers} views ready, best of {n} rounds per figure "
+             f"({args.passes} alternating child processes per tree × {args.rounds} rounds), median beside it, "
+             f"median wall time in brackets; load average (1 min) {load_start:.2f} at start, "
+             f"{load_end:.2f} at end. Views of both trees held the same tasks in every round: "
+             f"{'yes' if len(same) == 1 else 'NO'}.", "",
+             "| all views ready after | before: CPU best (median) [wall median] | after: CPU best (median) [wall median] | ratio (best CPU) |",
+             "|---|---|---|---|"]
+    for phase in PHASES:
+        b_best, b_med = figures("before", phase, "cpu")
+        a_best, a_med = figures("after", phase, "cpu")
+        _, b_wall = figures("before", phase, "wall")
+        _, a_wall = figures("after", phase, "wall")
+        lines.append(f"| {phase} | {b_best:,.0f} ms ({b_med:,.0f}) [{b_wall:,.0f}] | {a_best:,.0f} ms ({a_med:,.0f}) "
+                     f"[{a_wall:,.0f}] | **{b_best / max(a_best, 1e-3):.1f}×** |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.no_record:
+        with (Path(__file__).with_name("RESULTS.md")).open("a") as fh:
+            fh.write("\n" + text)
+        print(f"recorded in {Path(__file__).with_name('RESULTS.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
