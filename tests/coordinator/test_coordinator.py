@@ -64,16 +64,21 @@ def _counting(coordinator, monkeypatch) -> list[str]:
     return built
 
 
-def _reads(store, monkeypatch) -> list[str]:
-    """Connector names read from the store from now on."""
+def _reads(coordinator, monkeypatch) -> list[str]:
+    """Connector names the views read from the store from now on (not the coordinator loop's rebalance,
+    which runs in its own thread whenever it is woken and reads every connector)."""
     reads: list[str] = []
-    real = store.get_connector
+    store = coordinator.views.store
 
-    def get_connector(name):
-        reads.append(name)
-        return real(name)
+    class Counting:
+        def __getattr__(self, attr):
+            return getattr(store, attr)
 
-    monkeypatch.setattr(store, "get_connector", get_connector)
+        def get_connector(self, name):
+            reads.append(name)
+            return store.get_connector(name)
+
+    monkeypatch.setattr(coordinator.views, "store", Counting())
     return reads
 
 
@@ -116,7 +121,7 @@ def test_a_poke_rebuilds_views(cluster, monkeypatch):
     _setup(store, coordinator, ["w1"], {"a": 1})
     first = coordinator.heartbeat("w1", MEMBER, {})
     built = _counting(coordinator, monkeypatch)
-    reads = _reads(store, monkeypatch)
+    reads = _reads(coordinator, monkeypatch)
     coordinator.poke()
     again = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
     assert built == ["w1"] and reads == ["a"]
@@ -130,7 +135,7 @@ def test_a_poke_for_one_connector_rereads_that_connector_in_the_views_naming_it_
     name = next(n for n, o in a["connectors"].items() if o == "w1")
     named = {w for w, v in first.items() if name in v["connectors"] or any(
         t["connector"] == name for t in v["tasks"].values())}
-    built, reads = _counting(coordinator, monkeypatch), _reads(store, monkeypatch)
+    built, reads = _counting(coordinator, monkeypatch), _reads(coordinator, monkeypatch)
     coordinator.poke(name)
     again = {w: coordinator.heartbeat(w, MEMBER, {"view_digest": first[w]["digest"]}) for w in ("w1", "w2")}
     assert reads == [name]  # read once, for every view naming it
@@ -144,7 +149,7 @@ def test_a_new_generation_reassembles_views_from_the_fragments_it_has(cluster, m
     raft, store, coordinator = cluster
     a = _setup(store, coordinator, ["w1"], {"a": 2, "b": 1})
     first = coordinator.heartbeat("w1", MEMBER, {})
-    reads = _reads(store, monkeypatch)
+    reads = _reads(coordinator, monkeypatch)
     store.put_connector_config("z", {"connector.class": "X", "tasks.max": "1"})
     coordinator.rebalance()
     after = raft.state.assignment
