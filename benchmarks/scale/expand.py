@@ -39,7 +39,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
@@ -126,22 +125,15 @@ def fill_relational(url: str, connectors: int, tasks: int, workers: int) -> None
 # ----------------------------------------------------------------------------- one tree, one child
 def child(args: argparse.Namespace) -> None:
     """Measure the tree ``args.tree`` (this process imports its code only); print one JSON line."""
-    sys.path.insert(0, args.tree)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
-    os.environ["RAFTCONNECT_DEVELOPMENT"] = "1"
-    import django
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import enter
 
-    django.setup()
+    enter(args.tree)
     from rest_framework.settings import api_settings
 
     from raftnode.state import ClusterStateMachine
     from webapp.connect.herder import Herder
 
-    import raftnode
-    import webapp
-
-    for package in (webapp, raftnode):  # the tree's code, not an installed checkout's
-        assert Path(package.__file__).resolve().is_relative_to(Path(args.tree).resolve()), package.__file__
     state = ClusterStateMachine()
     t0 = time.perf_counter()
     if args.store == "raft":
@@ -181,16 +173,11 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(tree: str, args: argparse.Namespace, url: str | None) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", "--tree", tree, "--store", args.store, "--connectors",
-           str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers), "--rounds",
-           str(args.rounds), "--expand", args.expand]
-    if url:
-        cmd += ["--url", url]
-    # cwd: Celery's Django fixup puts the working directory first on sys.path
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=tree)
-    if proc.returncode:
-        raise RuntimeError(f"child for {tree} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from benchmarks._trees import run_child as run
+
+    extra = ["--store", args.store, "--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers",
+             str(args.workers), "--rounds", str(args.rounds), "--expand", args.expand]
+    return run(__file__, tree, extra + (["--url", url] if url else []))
 
 
 # ----------------------------------------------------------------------------- the comparison
@@ -219,17 +206,11 @@ def main() -> int:
     from benchmarks._common import machine
     from tools.databases import drop_database
 
-    work = Path(tempfile.mkdtemp(prefix="bench-expand-"))
-    baseline_tree = work / "baseline"
-    baseline_tree.mkdir()
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    from benchmarks._trees import extract
+
+    baseline_tree, rev, head = extract(args.baseline, "bench-expand-")
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
                             ":!benchmarks/scale/RESULTS.md"], capture_output=True, text=True).stdout.strip()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(baseline_tree)], input=archive, check=True)
 
     url, db = args.url, None
     load_start = Path("/proc/loadavg").read_text().split()[0]

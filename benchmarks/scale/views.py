@@ -33,9 +33,7 @@ import inspect
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,20 +47,14 @@ PHASES = ("cold", "new generation", "one connector changed")
 
 def child(args: argparse.Namespace) -> None:
     """Measure the tree ``args.tree`` (this process imports its code only); print one JSON line."""
-    sys.path.insert(0, args.tree)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
-    os.environ["RAFTCONNECT_DEVELOPMENT"] = "1"
-    import django
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import enter
 
-    django.setup()
-    import raftnode
-    import webapp
+    enter(args.tree)
     from raftnode.state import ClusterStateMachine
     from webapp.coordinator.coordinator import GroupCoordinator
     from webapp.storage.raft import RaftMetadataStore
 
-    for package in (webapp, raftnode):  # the tree's code, not an installed checkout's
-        assert Path(package.__file__).resolve().is_relative_to(Path(args.tree).resolve()), package.__file__
     sys.path.insert(0, str(ROOT / "benchmarks" / "scale"))
     from expand import fill_state
 
@@ -118,13 +110,10 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(tree: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", "--tree", tree, "--connectors", str(args.connectors), "--tasks",
-           str(args.tasks), "--workers", str(args.workers), "--rounds", str(args.rounds)]
-    # cwd: Celery's Django fixup puts the working directory first on sys.path
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=tree)
-    if proc.returncode:
-        raise RuntimeError(f"child for {tree} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from benchmarks._trees import run_child as run
+
+    return run(__file__, tree, ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers",
+                                str(args.workers), "--rounds", str(args.rounds)])
 
 
 def main() -> int:
@@ -146,15 +135,9 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine
 
-    work = Path(tempfile.mkdtemp(prefix="bench-views-"))
-    baseline_tree = work / "baseline"
-    baseline_tree.mkdir()
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(baseline_tree)], input=archive, check=True)
+    from benchmarks._trees import extract
+
+    baseline_tree, rev, head = extract(args.baseline, "bench-views-")
     load_start = os.getloadavg()[0]
     results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for p in range(args.passes):

@@ -1,0 +1,64 @@
+"""Two source trees measured in one run: the baseline revision extracted, and a child process per tree.
+
+Used by the in-process scale benchmarks (``benchmarks/scale/expand.py``, ``views.py``): each
+measures BASELINE and this checkout alternately, each tree in its own child process that
+imports only that tree's code, and compares the two in the same run. Not part of the product.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["extract", "enter", "run_child"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _git(*args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True).stdout
+
+
+def extract(rev: str, prefix: str) -> tuple[Path, str, str]:
+    """``(tree, rev, head)``: ``rev`` of this repository written to a new temporary directory (``git
+    archive``), and the short hashes of ``rev`` and of ``HEAD``. Errors: ``CalledProcessError``
+    for an unknown revision."""
+    tree = Path(tempfile.mkdtemp(prefix=prefix)) / "baseline"
+    tree.mkdir()
+    short = _git("rev-parse", "--short", rev).decode().strip()
+    head = _git("rev-parse", "--short", "HEAD").decode().strip()
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=_git("archive", short), check=True)
+    return tree, short, head
+
+
+def enter(tree: str) -> None:
+    """In a child: import ``tree``'s code from now on and set Django up for it (development mode).
+
+    Errors: ``AssertionError`` if ``webapp`` or ``raftnode`` still come from elsewhere."""
+    sys.path.insert(0, tree)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
+    os.environ["RAFTCONNECT_DEVELOPMENT"] = "1"
+    import django
+
+    django.setup()
+    import raftnode
+    import webapp
+
+    for package in (webapp, raftnode):
+        assert Path(package.__file__).resolve().is_relative_to(Path(tree).resolve()), package.__file__
+
+
+def run_child(script: str, tree: str, args: list[str]) -> dict[str, Any]:
+    """Run ``script --child --tree TREE *args`` and return the JSON object on its last line of output.
+
+    The working directory is the tree (Celery's Django fixup puts it first on ``sys.path``).
+    Errors: ``RuntimeError`` with the child's stderr tail when it fails."""
+    proc = subprocess.run([sys.executable, script, "--child", "--tree", tree, *args], capture_output=True, text=True,
+                          timeout=3600, cwd=tree)
+    if proc.returncode:
+        raise RuntimeError(f"child for {tree} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
