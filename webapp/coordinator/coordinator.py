@@ -185,10 +185,19 @@ class GroupCoordinator:
         hit = self._views.get(worker_id)
         if hit is not None and hit[0] == marker:
             return hit[1], hit[2]
-        a = self.raft.state.assignment
-        view, digest = self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))
+        view, digest = self._build_view(worker_id)
         self._views[worker_id] = (marker, view, digest)
         return view, digest
+
+    def _build_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
+        """``(view, digest)`` of ``worker_id`` for the committed assignment (:meth:`ViewBuilder.build`)."""
+        a = self.raft.state.assignment
+        return self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))
+
+    def _forget_view(self, worker_id: str) -> None:
+        """Drop ``worker_id``'s cached view and its fragments (it left or its session expired)."""
+        self._views.pop(worker_id, None)
+        self.views.forget(worker_id)
 
     def touch(self, worker_id: str) -> None:
         """Count any signed request from a known, live worker as proof of life.
@@ -208,8 +217,7 @@ class GroupCoordinator:
             self.last_seen.pop(worker_id, None)
             self.reported.pop(worker_id, None)
             self._sent_views.pop(worker_id, None)
-            self._views.pop(worker_id, None)
-        self.views.forget(worker_id)
+            self._forget_view(worker_id)
         log.info("coordinator: worker %s left", worker_id)
         self.rebalance()
 
@@ -284,8 +292,7 @@ class GroupCoordinator:
         with the task config; ``restart`` is the instance's restart counter in Raft
         (the worker restarts an instance when it changes).
         """
-        a = self.raft.state.assignment
-        return self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))[0]
+        return self._build_view(worker_id)[0]
 
     def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str], list[str]]]:
         """``{worker_id: (connector names, task keys, names of every connector either belongs to)}`` of
@@ -348,8 +355,7 @@ class GroupCoordinator:
                 del self.last_seen[w]
                 self.reported.pop(w, None)
                 self._sent_views.pop(w, None)
-                self._views.pop(w, None)
-                self.views.forget(w)
+                self._forget_view(w)
         for w in dead:
             log.warning("coordinator: worker %s session expired", w)
         return dead
