@@ -64,12 +64,17 @@ class ClusterCommands:
         return self._propose("_become_coordinator", epoch, leader, timeout=timeout)
 
     def set_assignment(self, *, epoch: int, generation: int, connectors: dict[str, str], tasks: dict[str, str],
-                       timeout: float = DEFAULT_TIMEOUT) -> Result:
+                       base_generation: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Commit an assignment: ``connectors`` ``{name: worker}``, ``tasks`` ``{"name-N": worker}``.
 
-        Rejected for a stale ``epoch`` or a ``generation`` not above the committed one.
+        With ``base_generation``, ``connectors`` and ``tasks`` are only the changes to the committed
+        assignment of that generation (``{key: worker, or None to drop it}``; see
+        :meth:`webapp.coordinator.assignor.Assignment.changes_from`), and the entry is rejected
+        (409) when the committed generation is another. Rejected for a stale ``epoch`` or a
+        ``generation`` not above the committed one.
         """
-        return self._propose("_set_assignment", epoch, generation, connectors, tasks, timeout=timeout)
+        return self._propose("_set_assignment", epoch, generation, connectors, tasks, base_generation,
+                             timeout=timeout)
 
     def request_restart(self, *, name: str, connector: bool, tasks: list[int],
                         timeout: float = DEFAULT_TIMEOUT) -> Result:

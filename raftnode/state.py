@@ -372,22 +372,47 @@ class ClusterStateMachine(SyncObjConsumer):
 
     @replicated
     def _set_assignment(self, epoch: int, generation: int, connectors: dict[str, str],
-                        tasks: dict[str, str]) -> dict[str, Any]:
+                        tasks: dict[str, str], base_generation: int | None = None) -> dict[str, Any]:
+        """Commit assignment ``generation`` of coordinator ``epoch``.
+
+        Without ``base_generation`` (the first journals' form), ``connectors`` and ``tasks`` are the
+        whole assignment. With it, they are changes to the committed assignment of that generation,
+        ``{key: new owner, or None to drop the key}``, and the entry is refused (409) if another
+        generation was committed meanwhile: at 100,000 tasks the whole assignment is a 4 MB entry
+        that every member pickled, logged and applied (~50 ms) after each create, while a create
+        changes eleven keys (benchmarks/scale). Both forms give the same state.
+        """
         if epoch < self.epoch:
             return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
-        if generation <= self.assignment["generation"]:
-            return Rejected(f"stale generation {generation} <= {self.assignment['generation']}")
         old = self.assignment
-        assigned_at = {}
-        for key, owner in list(connectors.items()) + list(tasks.items()):
-            prev_owner = old["connectors"].get(key) if key in connectors else old["tasks"].get(key)
-            assigned_at[key] = old["assigned_at"].get(key, generation) if prev_owner == owner else generation
+        if generation <= old["generation"]:
+            return Rejected(f"stale generation {generation} <= {old['generation']}")
+        if base_generation is None:
+            new_connectors, new_tasks = dict(connectors), dict(tasks)
+            assigned_at = {}
+            for key, owner in list(connectors.items()) + list(tasks.items()):
+                prev_owner = old["connectors"].get(key) if key in connectors else old["tasks"].get(key)
+                assigned_at[key] = old["assigned_at"].get(key, generation) if prev_owner == owner else generation
+        else:
+            if base_generation != old["generation"]:
+                return Rejected(f"assignment changes to generation {base_generation} do not apply to the committed "
+                                f"generation {old['generation']}", 409)
+            new_connectors, new_tasks = dict(old["connectors"]), dict(old["tasks"])
+            assigned_at = dict(old["assigned_at"])
+            for changes, current in ((connectors, new_connectors), (tasks, new_tasks)):
+                for key, owner in changes.items():
+                    if owner is None:
+                        current.pop(key, None)
+                        assigned_at.pop(key, None)
+                    elif current.get(key) != owner:
+                        current[key] = owner
+                        assigned_at[key] = generation
         self.assignment = {
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
-            "connectors": dict(connectors), "tasks": dict(tasks), "assigned_at": assigned_at,
+            "connectors": new_connectors, "tasks": new_tasks, "assigned_at": assigned_at,
         }
         # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
-        self.restarts = {k: v for k, v in self.restarts.items() if k in connectors or k in tasks}
+        self.restarts = {k: v for k, v in self.restarts.items() if k in new_connectors or k in new_tasks}
         self.view_version += 1
         return {"ok": True, "generation": generation}
 

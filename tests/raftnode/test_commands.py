@@ -17,7 +17,7 @@ class _Recorder:
         return {"ok": True}
 
 
-_SAMPLES = {"node_id": "n1", "info": {"roles": ["raft"]}, "epoch": 3, "leader": "n1", "generation": 4,
+_SAMPLES = {"node_id": "n1", "info": {"roles": ["raft"]}, "epoch": 3, "leader": "n1", "generation": 4, "base_generation": 3,
             "connectors": {"c": "w"}, "tasks": [0], "name": "c", "connector": True, "config": {"k": "v"},
             "target_state": "PAUSED", "create_only": False, "worker_id": "w", "task_configs": [{}], "task": 0,
             "status": {"state": "RUNNING"}, "entries": [], "topics": ["t"], "items": [], "switch_id": "s",

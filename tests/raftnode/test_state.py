@@ -176,3 +176,54 @@ def test_reads_are_deep_copies_of_json_shaped_records():
     snap = st.snapshot()
     snap["connectors"]["c"]["config"]["k"] = "y"
     assert st.connectors["c"]["config"] == {"k": "v"}
+
+
+def _apply(sm, command: str, *args):
+    return getattr(sm, command)(*args, _doApply=True)
+
+
+def test_assignment_changes_give_the_state_the_whole_assignment_gives():
+    """The coordinator commits only what a rebalance changed (``base_generation``); every member must
+    reach the state the first journals' whole-assignment entries give, ``assigned_at`` and dropped
+    restart counters included."""
+    from raftnode.state import ClusterStateMachine
+
+    from webapp.coordinator.assignor import Assignment
+
+    steps = [
+        ({"a": "w1", "b": "w2"}, {"a-0": "w1", "a-1": "w2", "b-0": "w2"}),
+        ({"a": "w1", "b": "w1", "c": "w2"}, {"a-0": "w1", "a-1": "w1", "b-0": "w2", "c-0": "w2"}),  # b, a-1 move
+        ({"a": "w1", "c": "w2"}, {"a-0": "w2", "c-0": "w2", "c-1": "w1"}),  # b dropped, a-0 moves, c-1 new
+        ({}, {}),
+        ({"a": "w3"}, {"a-0": "w3"}),
+    ]
+    whole, changes = ClusterStateMachine(), ClusterStateMachine()
+    for sm in (whole, changes):
+        _apply(sm, "_request_restart", "a", True, [0, 1])
+        _apply(sm, "_request_restart", "b", False, [0])
+    prev = Assignment({}, {})
+    for generation, (connectors, tasks) in enumerate(steps, start=1):
+        new = Assignment(connectors, tasks)
+        assert _apply(whole, "_set_assignment", 1, generation, connectors, tasks)["ok"]
+        c_changes, t_changes = new.changes_from(prev)
+        assert _apply(changes, "_set_assignment", 1, generation, c_changes, t_changes, generation - 1)["ok"]
+        assert changes.assignment == whole.assignment, generation
+        assert changes.restarts == whole.restarts
+        assert changes.view_version == whole.view_version
+        prev = new
+    # changes name only what moved: the last step from nothing gives one connector and one task
+    assert Assignment({"a": "w3", "b": "w3"}, {"a-0": "w3"}).changes_from(prev) == ({"b": "w3"}, {})
+
+
+def test_assignment_changes_against_another_generation_are_refused_and_change_nothing():
+    from raftnode.state import ClusterStateMachine
+
+    sm = ClusterStateMachine()
+    assert _apply(sm, "_become_coordinator", 1, "n1")["ok"]
+    assert _apply(sm, "_set_assignment", 1, 1, {"a": "w1"}, {"a-0": "w1"})["ok"]
+    before = dict(sm.assignment)
+    refused = _apply(sm, "_set_assignment", 1, 3, {"a": "w2"}, {}, 2)
+    assert refused["code"] == 409 and "generation 2" in refused["rejected"] and "committed generation 1" in refused["rejected"]
+    assert sm.assignment == before
+    stale = _apply(sm, "_set_assignment", 0, 2, {"a": "w2"}, {}, 1)
+    assert "stale coordinator epoch" in stale["rejected"] and sm.assignment == before

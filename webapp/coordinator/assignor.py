@@ -48,6 +48,21 @@ class Assignment:
             moved += sum(1 for k, w in new.items() if k in old and old[k] != w)
         return moved
 
+    def changes_from(self, previous: "Assignment") -> tuple[dict[str, str | None], dict[str, str | None]]:
+        """``(connector changes, task changes)`` that turn ``previous`` into this assignment.
+
+        Each is ``{key: new worker}`` for keys added or moved and ``{key: None}`` for keys dropped;
+        keys that kept their worker are left out. What the coordinator commits
+        (``ClusterCommands.set_assignment(base_generation=...)``), so the log entry of a rebalance is
+        as large as what it changed, not as the whole assignment.
+        """
+        out = []
+        for new, old in ((self.connectors, previous.connectors), (self.tasks, previous.tasks)):
+            changes: dict[str, str | None] = {k: w for k, w in new.items() if old.get(k) != w}
+            changes.update((k, None) for k in old if k not in new)
+            out.append(changes)
+        return out[0], out[1]
+
 
 def apportion(n: int, weights: Mapping[str, float]) -> dict[str, int]:
     """Split ``n`` items over workers in proportion to ``weights`` (largest remainder).
@@ -109,8 +124,10 @@ class WeightedRoundRobinAssignor:
         weights = self.effective_weights(workers, leader_worker)
         prev = previous or Assignment({}, {})
         return Assignment(
-            connectors=self._assign_pool(sorted(set(connectors)), weights, prev.connectors),
-            tasks=self._assign_pool(sorted(set(tasks), key=_task_sort_key), weights, prev.tasks),
+            # dict.fromkeys keeps the caller's order: keys given in order (the coordinator's are)
+            # sort in one pass instead of n log n key comparisons (100,000 tasks in benchmarks/scale)
+            connectors=self._assign_pool(sorted(dict.fromkeys(connectors)), weights, prev.connectors),
+            tasks=self._assign_pool(sorted(dict.fromkeys(tasks), key=_task_sort_key), weights, prev.tasks),
         )
 
     @staticmethod

@@ -230,9 +230,17 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------- assignment
     def _desired_items(self) -> tuple[list[str], list[str]]:
+        """``(connector names, task keys "name-i")`` that must be assigned, in name and task order.
+
+        Records come through :meth:`ViewBuilder.record`, the cache the views use, so a rebalance
+        reads only the connectors that changed since the last one: at 10,000 connectors × 10 tasks
+        it copied every record with its task configs out of the store, 0.3 s of the leader's CPU
+        for each rebalance, one after every create (benchmarks/scale). Errors: the store's.
+        """
         connectors, tasks = [], []
+        record = self.views.record
         for name in self.store.connector_names():
-            rec = self.store.get_connector(name)
+            rec = record(name)
             if rec is None:
                 continue
             connectors.append(name)
@@ -264,8 +272,9 @@ class GroupCoordinator:
                 return False
             generation = current["generation"] + 1
             try:
-                self.raft.commands.set_assignment(epoch=self.epoch, generation=generation, connectors=new.connectors,
-                                                  tasks=new.tasks)
+                connector_changes, task_changes = new.changes_from(prev)
+                self.raft.commands.set_assignment(epoch=self.epoch, generation=generation, connectors=connector_changes,
+                                                  tasks=task_changes, base_generation=current["generation"])
             except (RaftUnavailable, CommandRejected) as exc:
                 log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
                 return False
