@@ -292,3 +292,40 @@ def test_a_rebalance_reads_only_changed_connectors_and_commits_only_what_moved(c
         [f"s{i}-{t}" for i in range(1, 8) for t in range(3)] + ["new-0", "new-1"])
     assert set(raft.state.assignment["assigned_at"]) == set(raft.state.assignment["tasks"]) | set(
         raft.state.assignment["connectors"])
+
+
+def test_heartbeats_and_reports_are_answered_while_a_generation_is_being_committed(cluster, monkeypatch):
+    """The rebalance held the coordinator's lock across its Raft commit, so every heartbeat, status report
+    and offset commit of every worker waited behind it (0.5 s heartbeats at 10,000 connectors)."""
+    import threading
+
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2"], {"a": 2})
+    committing, release = threading.Event(), threading.Event()
+    real = raft.commands.set_assignment
+
+    def set_assignment(**kwargs):
+        committing.set()
+        assert release.wait(30), "the test never released the commit"
+        return real(**kwargs)
+
+    monkeypatch.setattr(raft.commands, "set_assignment", set_assignment)
+    store.put_connector_config("b", {"connector.class": "X", "tasks.max": "1"})
+    rebalancing = threading.Thread(target=coordinator.rebalance)
+    rebalancing.start()
+    try:
+        assert committing.wait(15), "the rebalance did not reach its commit"
+        answered = threading.Event()
+
+        def worker():
+            coordinator.touch("w1")
+            coordinator.heartbeat("w2", MEMBER, {})
+            answered.set()
+
+        threading.Thread(target=worker, daemon=True).start()
+        assert answered.wait(15), "a heartbeat waited for the generation's commit"
+        assert not release.is_set()  # still committing when it was answered
+    finally:
+        release.set()
+        rebalancing.join(30)
+    wait_for(lambda: "b" in raft.state.assignment["connectors"], 15, interval=0.02, what="the generation with b")

@@ -65,7 +65,13 @@ class GroupCoordinator:
         self.assignor = WeightedRoundRobinAssignor(leader_weight_cap)
         self.clock = clock
         self.loop_interval = loop_interval
+        # _lock guards the sessions, reports and view caches, and is held only briefly: every heartbeat,
+        # status report and offset commit takes it. _rebalance_lock serializes rebalances (and their
+        # reset at activation) and is held across the Raft commit of a generation, which under load
+        # takes tens to hundreds of ms (benchmarks/scale: heartbeats waited 0.5 s behind it). Order:
+        # _rebalance_lock before _lock, never the other way.
         self._lock = threading.RLock()
+        self._rebalance_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -256,7 +262,10 @@ class GroupCoordinator:
         """
         if not self.active:
             return False
-        with self._lock:
+        with self._rebalance_lock:
+            epoch = self.epoch  # read once: a leader change may clear it meanwhile (under _lock only)
+            if epoch is None:
+                return False
             workers = self.live_workers()
             connectors, tasks = self._desired_items()
             current = self.raft.state.assignment
@@ -267,13 +276,13 @@ class GroupCoordinator:
             prev = Assignment(dict(current["connectors"]), dict(current["tasks"]))
             new = self.assignor.assign(workers=workers, leader_worker=self._leader_worker(),
                                        connectors=connectors, tasks=tasks, previous=prev)
-            if new == prev and current["epoch"] == self.epoch:
+            if new == prev and current["epoch"] == epoch:
                 self._inputs_sig = sig
                 return False
             generation = current["generation"] + 1
             try:
                 connector_changes, task_changes = new.changes_from(prev)
-                self.raft.commands.set_assignment(epoch=self.epoch, generation=generation, connectors=connector_changes,
+                self.raft.commands.set_assignment(epoch=epoch, generation=generation, connectors=connector_changes,
                                                   tasks=task_changes, base_generation=current["generation"])
             except (RaftUnavailable, CommandRejected) as exc:
                 log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
@@ -340,7 +349,7 @@ class GroupCoordinator:
         now = self.clock()
         a = self.raft.state.assignment
         owners = set(a["connectors"].values()) | set(a["tasks"].values())
-        with self._lock:
+        with self._rebalance_lock, self._lock:
             self.epoch = term
             # Grace: every worker the committed assignment still gives work gets one full session before
             # it can expire. Not every registered member: members stay registered after their session
