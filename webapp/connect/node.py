@@ -200,8 +200,7 @@ class ConnectNode:
                              assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke,
                              restarts=lambda name, connector, tasks: self.raft.commands.request_restart(
                                  name=name, connector=connector, tasks=list(tasks)))
-        if not self.raft.wait_ready(ready_timeout):
-            raise RuntimeError(f"Raft did not elect a leader within {ready_timeout:.0f} s")
+        self._await_leader(ready_timeout)
         self._init_metadata_store(wanted, ready_timeout)
         if self.raft.is_leader:
             self.coordinator.on_leader_change(True, self.raft.term)
@@ -211,6 +210,28 @@ class ConnectNode:
         self.switches.start()
         self._register(ready_timeout)
         set_current(self)
+
+    def _await_leader(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a Raft leader; without one, start anyway if this member
+        has state, else raise ``RuntimeError``.
+
+        A member restarted while no quorum is up (all three after a power cut, a minority side of a
+        partition) exited after 30 s, so its cluster could come back only if a quorum was started
+        within 30 s of each other, and every supervisor restart of it replayed its journal again.
+        Now it serves from the state its journal holds: ``/health`` answers 503 and writes wait for
+        a leader (``StoreUnavailable``: Connect's 503 with "retry") until the election succeeds,
+        which the coordinator and the member entry follow by themselves. A member without state
+        (a new cluster, or a new member) cannot know the metadata store yet and still refuses to
+        start.
+        """
+        if self.raft.wait_ready(timeout):
+            return
+        if not self.raft.state.store_initialized:
+            raise RuntimeError(f"Raft did not elect a leader within {timeout:.0f} s, and this member holds no "
+                               "cluster state yet: a new cluster needs a majority of its members running")
+        log.warning("Raft did not elect a leader within %.0f s: serving from this member's journal meanwhile "
+                    "(/health answers 503 and writes wait until a majority of %d members is up)",
+                    timeout, len(self.options.raft_peers) + 1)
 
     def _register(self, timeout: float) -> None:
         """Commit this node's member entry (roles, addresses, weight): tried for up to ``timeout`` seconds,
