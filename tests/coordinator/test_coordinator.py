@@ -329,3 +329,34 @@ def test_heartbeats_and_reports_are_answered_while_a_generation_is_being_committ
         release.set()
         rebalancing.join(30)
     wait_for(lambda: "b" in raft.state.assignment["connectors"], 15, interval=0.02, what="the generation with b")
+
+
+def test_the_raft_thread_never_waits_for_the_coordinator(cluster):
+    """on_leader_change runs on the Raft thread: it took the lock a rebalance held across its commit, so
+    a leader losing its leadership mid-commit stopped answering Raft for the commit's 10 s timeout."""
+    import threading
+
+    raft, store, coordinator = cluster
+    held, release = threading.Event(), threading.Event()
+
+    def hold_everything():
+        with coordinator._rebalance_lock, coordinator._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold_everything)
+    holder.start()
+    try:
+        assert held.wait(15)
+        done = threading.Event()
+
+        def raft_thread():
+            coordinator.on_leader_change(False, raft.term)
+            done.set()
+
+        threading.Thread(target=raft_thread, daemon=True).start()
+        assert done.wait(15), "on_leader_change waited for a coordinator lock"
+        assert coordinator.epoch is None and not coordinator.active
+    finally:
+        release.set()
+        holder.join(30)

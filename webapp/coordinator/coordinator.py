@@ -101,11 +101,18 @@ class GroupCoordinator:
             self._thread.join(1.0)
 
     def on_leader_change(self, is_leader: bool, term: int) -> None:
-        """Called from the Raft thread: only records the change (never proposes there)."""
-        with self._lock:
-            self._leader_term = term if is_leader else None
-            if not is_leader:
-                self.epoch = None
+        """Called from the Raft thread: only records the change (never proposes there) and takes no lock.
+
+        The Raft thread must never wait for the coordinator: this took the coordinator's lock, which a
+        rebalance held while it waited for its Raft commit, so a leader that lost its leadership
+        mid-commit stopped its Raft thread until the commit timed out (10 s without answering votes
+        or append-entries), and every election after it did the same (benchmarks/scale: a new term
+        every ~15 s). Two plain attribute stores; readers take ``epoch`` once (:meth:`rebalance`) and
+        :attr:`active` also asks Raft whether this member leads.
+        """
+        self._leader_term = term if is_leader else None
+        if not is_leader:
+            self.epoch = None
         self._wake.set()
 
     @property
