@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
-from pysyncobj.syncobj import SyncObjException
+from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 
 from . import durability
 from .commands import ClusterCommands
@@ -222,6 +222,35 @@ def _keep_next_index_monotonic(syncobj: SyncObj) -> None:
     transport.setOnMessageReceivedCallback(on_message)
 
 
+#: pysyncobj's states that wait for a leader's messages
+_FOLLOWING = (_RAFT_STATE.FOLLOWER, _RAFT_STATE.CANDIDATE)
+
+
+class _SyncObj(SyncObj):
+    """pysyncobj's ``SyncObj`` whose followers read the messages waiting for them before electing.
+
+    pysyncobj 0.3.17's tick checks the election deadline first and reads the network last
+    (``_onTick`` ends in ``poll``). A follower whose tick thread was held up for longer than the
+    election timeout (GIL contention with its REST threads, a slow journal write, applying a large
+    batch) therefore started an election although the leader's append-entries were waiting in its
+    socket: the leader stepped down and, its log being the longest, was elected again a few ms
+    later. Every such term made the coordinator start afresh (benchmarks/scale at 10,000
+    connectors: a new term every 20-40 s, none of them with a leader actually gone). Reading the
+    socket first (a zero-wait poll, as the end of the previous tick would have done a moment
+    later) resets the deadline when the leader is alive; an election follows only when nothing
+    came from it. Safety is pysyncobj's: only when messages are read moves.
+
+    A subclass, not an attribute set on the instance: pysyncobj's snapshot pickles every
+    attribute added to the instance after its ``__init__``.
+    """
+
+    def _onTick(self, timeToWait: float = 0.0) -> None:
+        if self._SyncObj__raftState in _FOLLOWING and self._SyncObj__raftElectionDeadline < time.monotonic() \
+                and self._SyncObj__transport.ready:
+            self._poller.poll(0)
+        super()._onTick(timeToWait)
+
+
 class RaftNode:
     """A Raft member holding a :class:`ClusterStateMachine`.
 
@@ -276,7 +305,7 @@ class RaftNode:
             autoTickPeriod=config.tick_period,
             onStateChanged=self._state_changed,
         )
-        self.syncobj = SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        self.syncobj = _SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
         if not had_snapshot:
             # the journal is the whole log: never the snapshot a previous process's writer renames in late
             durability.skip_initial_snapshot_load(self.syncobj, snapshot_file)
