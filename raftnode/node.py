@@ -238,17 +238,28 @@ class _SyncObj(SyncObj):
     connectors: a new term every 20-40 s, none of them with a leader actually gone). Reading the
     socket first (a zero-wait poll, as the end of the previous tick would have done a moment
     later) resets the deadline when the leader is alive; an election follows only when nothing
-    came from it. Safety is pysyncobj's: only when messages are read moves.
+    came from it. A leader's step-down check (no answer from a majority within
+    ``leaderFallbackTimeout``) gets the same treatment. Safety is pysyncobj's: only when messages
+    are read moves.
 
     A subclass, not an attribute set on the instance: pysyncobj's snapshot pickles every
     attribute added to the instance after its ``__init__``.
     """
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
-        if self._SyncObj__raftState in _FOLLOWING and self._SyncObj__raftElectionDeadline < time.monotonic() \
-                and self._SyncObj__transport.ready:
+        if self._SyncObj__transport.ready and self._timeout_due(time.monotonic()):
             self._poller.poll(0)
         super()._onTick(timeToWait)
+
+    def _timeout_due(self, now: float) -> bool:
+        """Whether this tick may act on a timeout: a follower's election deadline passed, or a
+        leader last heard from some follower longer ago than ``leaderFallbackTimeout`` (its step-down
+        check, also made before the sockets are read: a leader held up that long stepped down with
+        its followers' answers unread)."""
+        if self._SyncObj__raftState in _FOLLOWING:
+            return self._SyncObj__raftElectionDeadline < now
+        oldest = min(self._SyncObj__lastResponseTime.values(), default=now)
+        return oldest <= now - self._SyncObj__conf.leaderFallbackTimeout
 
 
 class RaftNode:

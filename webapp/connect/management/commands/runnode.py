@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 
 from django.contrib.auth import get_user_model
@@ -25,6 +26,9 @@ from webapp.kafka import client_overrides
 from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
                                          read_properties, report, worker_config)
 from webapp.storage.base import StoreError
+
+#: seconds between CPython's GIL hand-overs in a process that hosts a Raft member (default 0.005)
+RAFT_SWITCH_INTERVAL_S = 0.001
 
 log = logging.getLogger("raftconnect.node")
 
@@ -118,6 +122,13 @@ class Command(BaseCommand):
         if o["weight"] <= 0:
             raise CommandError("--weight must be positive")
         if "raft" in options.roles:
+            # The Raft thread shares the GIL with the REST threads; each time it blocks (poll, send,
+            # journal write) it waits to get the GIL back, and CPython hands it over every switch
+            # interval to one of the waiting threads. At 5 ms (the default) with 16 busy threads,
+            # a 5 ms tick took 72 ms at the median and up to 0.55 s, past the 0.4 s election
+            # timeout, and followers called elections against a live leader
+            # (benchmarks/scale/gil_ticks.py; 1 ms: 18 ms and 0.24 s).
+            sys.setswitchinterval(RAFT_SWITCH_INTERVAL_S)
             try:  # before the database, the agent or anything else starts (RaftNode checks it again)
                 check_space_at_start(os.path.join(data_dir, "raft"))
             except OSError as exc:
