@@ -113,6 +113,14 @@ class ClusterCommands:
         """Record the status of the connector (``task`` None) or one task; fenced."""
         return self._propose("_put_status", name, task, worker_id, generation, status, timeout=timeout)
 
+    def zzzz_put_statuses(self, *, worker_id: str, items: list[list], timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Record many statuses of ``worker_id`` in one log entry: ``items`` ``[[name, task or None,
+        generation, status], ...]``. Returns the list of per-item results (``{"ok": True}`` or a
+        ``Rejected``), each fenced on its own; raises only when the entry itself was not committed.
+        ``zzzz_`` keeps the command's name after every other one (pysyncobj numbers them by name).
+        """
+        return self._propose("_zzzz_put_statuses", worker_id, items, timeout=timeout)
+
     def commit_offsets(self, *, name: str, task: int | None, worker_id: str, generation: int, entries: list[list],
                        timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Write offsets ``[[key, partition, offset | None], ...]`` (None removes); fenced when ``task`` is set."""

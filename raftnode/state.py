@@ -46,7 +46,7 @@ LEGACY_COMMANDS = (
 )
 #: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
 #: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
-#: added later must sort after it (``_zzzz_...``); ``tests/raftnode/test_groupcommit.py`` pins its number.
+#: added later must sort after it (``_zzzz_put_statuses``); ``tests/raftnode/test_groupcommit.py`` pins its number.
 BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
@@ -822,6 +822,20 @@ class ClusterStateMachine(SyncObjConsumer):
                 results.append(Rejected(f"{name} failed in apply: {type(exc).__name__}: {exc}", 500))
         return results
 
+    # ------------------------------------------------------------ replicated: many statuses at once
+    @replicated
+    def _zzzz_put_statuses(self, worker_id: str, items: list[list]) -> list[dict[str, Any]]:
+        """Record many statuses reported by ``worker_id``: ``items`` ``[[name, task or None, generation,
+        status], ...]``; returns one result per item, in order, as :meth:`_put_status` gives it.
+
+        Each item is applied exactly as its own ``_put_status`` (store open, connector known, fenced
+        by owner and generation), so a fenced item fails alone. One log entry for what a worker
+        reports at once: at 100,000 tasks the workers' one status write per task was most of what
+        the leader did while every task started (benchmarks/scale). Named after
+        :data:`BATCH_COMMAND` so that the commands before it keep their numbers.
+        """
+        return [self._put_status(name, task, worker_id, generation, status, _doApply=True)
+                for name, task, generation, status in items]
 
 
 _BATCHABLE: frozenset[str] | None = None

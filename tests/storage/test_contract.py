@@ -11,7 +11,7 @@ import pytest
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
-    AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, StoreUnavailable,
+    AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, StatusReport, StoreUnavailable,
 )
 
 
@@ -82,6 +82,33 @@ def test_remove_deletes_config_tasks_and_statuses_but_keeps_offsets(backend):
     assert s.put_connector_config(c, {"k": "v"}) is True
     assert s.get_connector(c).tasks == []
     assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 3}}
+
+
+def test_many_statuses_are_recorded_at_once_and_a_refused_one_fails_alone(backend):
+    """put_statuses: what an agent starting many tasks reports together; each report is fenced on its own."""
+    s = backend.store
+    c, d = unique(), unique()
+    for name in (c, d):
+        s.put_connector_config(name, {"k": "v"})
+    gen = backend.assign({c: "w1", d: "w2"}, {f"{c}-0": "w1", f"{c}-1": "w1", f"{d}-0": "w2"})
+    running = {"state": "RUNNING", "trace": None}
+    outcomes = s.put_statuses([
+        StatusReport(c, None, running, gen),
+        StatusReport(c, 0, running, gen),
+        StatusReport(d, 0, running, gen),  # w2's task: fenced
+        StatusReport(c, 1, {"state": "FAILED", "trace": "boom"}, gen),
+        StatusReport(unique("missing"), 0, running, gen),  # no such connector
+        StatusReport(c, 0, running, gen - 1),  # stale generation
+    ], worker_id="w1")
+    assert [type(o).__name__ if o else None for o in outcomes] == [None, None, "FencedWrite", None, "NotFound",
+                                                                  "FencedWrite"]
+    assert "stale generation" in str(outcomes[5])
+    st = s.get_statuses(c)
+    assert st["connector"]["state"] == "RUNNING" and st["connector"]["worker_id"] == "w1"
+    assert st["tasks"]["0"]["state"] == "RUNNING" and st["tasks"]["0"]["generation"] == gen
+    assert (st["tasks"]["1"]["state"], st["tasks"]["1"]["trace"]) == ("FAILED", "boom")
+    assert s.get_statuses(d)["tasks"] == {}
+    assert s.put_statuses([], worker_id="w1") == []
 
 
 def test_task_configs_are_fenced_by_the_connector_assignment(backend):

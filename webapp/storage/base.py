@@ -22,6 +22,7 @@ from webapp.states import TARGET_STATES as _TARGET_STATES
 from webapp.states import TargetState
 
 __all__ = [
+    "StatusReport",
     "FenceCheck",
     "check_fence",
     "ConnectorRecord",
@@ -244,6 +245,22 @@ class ConfigBackingStore(ABC):
         """
 
 
+class StatusReport(NamedTuple):
+    """One status a worker reports (an item of :meth:`StatusBackingStore.put_statuses`).
+
+    Attributes:
+        name: connector name.
+        task: task number, or ``None`` for the connector instance.
+        status: ``{"state", "trace"}`` (see :class:`StatusBackingStore`).
+        generation: the assignment generation the worker runs the instance at (fencing).
+    """
+
+    name: str
+    task: int | None
+    status: dict[str, Any]
+    generation: int
+
+
 class StatusBackingStore(ABC):
     """Observed states of connectors and tasks (Connect's ``StatusBackingStore``).
 
@@ -258,6 +275,26 @@ class StatusBackingStore(ABC):
 
         Errors: :class:`FencedWrite`, :class:`NotFound`, :class:`StoreUnavailable`.
         """
+
+    def put_statuses(self, reports: list[StatusReport], *, worker_id: str) -> list[StoreError | None]:
+        """Record many statuses reported by ``worker_id`` at once; one outcome per report, in order:
+        ``None`` when recorded, else the :class:`FencedWrite` or :class:`NotFound` that refused it
+        alone (the others are recorded).
+
+        What a worker starting many tasks reports together (at 100,000 tasks, one request and one
+        write per task was most of the leader's work; ``benchmarks/scale``). This default calls
+        :meth:`put_status` for each report, so a third-party store works unchanged; backends that
+        can write many in one round trip override it. Errors: :class:`StoreUnavailable` for the
+        whole call (reports before it may be recorded; recording one again is harmless).
+        """
+        outcomes: list[StoreError | None] = []
+        for r in reports:
+            try:
+                self.put_status(r.name, r.task, r.status, worker_id=worker_id, generation=r.generation)
+                outcomes.append(None)
+            except (FencedWrite, NotFound) as exc:
+                outcomes.append(exc)
+        return outcomes
 
     @abstractmethod
     def get_statuses(self, name: str) -> dict[str, Any]:

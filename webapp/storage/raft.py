@@ -15,10 +15,21 @@ from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
     KINDS, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, MetadataStore, NameSnapshot, NotFound,
-    StoreUnavailable,
+    StatusReport, StoreError, StoreUnavailable,
 )
 
 __all__ = ["RaftMetadataStore"]
+
+
+def _store_error(reason: str, code: int) -> StoreError:
+    """The store error for a command the state machine refused with ``reason`` and HTTP ``code``."""
+    if code == 404:
+        return NotFound(reason)
+    if code == 503:
+        return StoreUnavailable(reason)
+    if "already exists" in reason:
+        return AlreadyExists(reason)
+    return FencedWrite(reason)
 
 
 class RaftMetadataStore(MetadataStore):
@@ -44,13 +55,7 @@ class RaftMetadataStore(MetadataStore):
         except RaftUnavailable as exc:
             raise StoreUnavailable(str(exc)) from exc
         except CommandRejected as exc:
-            if exc.code == 404:
-                raise NotFound(exc.reason) from exc
-            if exc.code == 503:
-                raise StoreUnavailable(exc.reason) from exc
-            if "already exists" in exc.reason:
-                raise AlreadyExists(exc.reason) from exc
-            raise FencedWrite(exc.reason) from exc
+            raise _store_error(exc.reason, exc.code) from exc
 
     def ping(self) -> None:
         """Reads come from the local replica and always answer; writes need a Raft leader.
@@ -100,6 +105,20 @@ class RaftMetadataStore(MetadataStore):
                    generation: int) -> None:
         self._commit(self.raft.commands.put_status, name=name, task=task, worker_id=worker_id, generation=generation,
                      status=dict(status))
+
+    def put_statuses(self, reports: list[StatusReport], *, worker_id: str) -> list[StoreError | None]:
+        """Every report in one log entry (``_zzzz_put_statuses``), each fenced on its own."""
+        if not reports:
+            return []
+        results = self._commit(self.raft.commands.zzzz_put_statuses, worker_id=worker_id,
+                               items=[[r.name, r.task, r.generation, dict(r.status)] for r in reports])
+        outcomes: list[StoreError | None] = []
+        for result in results:
+            error = _store_error(result["rejected"], result["code"]) if "rejected" in result else None
+            if isinstance(error, StoreUnavailable):  # the store closed (a switch): nothing was recorded
+                raise error
+            outcomes.append(error)
+        return outcomes
 
     def get_statuses(self, name: str) -> dict[str, Any]:
         return self.raft.state.status(name)

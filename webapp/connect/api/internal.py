@@ -24,6 +24,7 @@ from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import verify_request
 from webapp.states import STATES
+from webapp.storage.base import StatusReport
 
 from .views import ConnectAPIView
 
@@ -190,6 +191,38 @@ class StatusReportView(InternalView):
                                    worker_id=self.field(body, "worker_id", str),
                                    generation=self.field(body, "generation", int))
         return Response(status=204)
+
+
+class StatusReportsView(InternalView):
+    """``POST /raftconnect/v1/internal/statuses``: report many connector and task states at once.
+
+    Body: ``{"worker_id", "statuses": [{"connector", "task" (int or null), "generation", "state",
+    "trace"}, ...]}``. Answers 200 ``{"results": [...]}``, one entry per status in order: ``null``
+    when recorded, else ``{"error_code": 409 | 404, "message"}`` for a status refused alone (fenced,
+    unknown connector); the others are recorded. A malformed status fails the whole request (400).
+    What an agent's status reports become when many are due at once (``ControlPlaneClient``
+    gathers them): one request and, on the Raft store, one log entry instead of one per task.
+    """
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        worker_id = self.field(body, "worker_id", str)
+        reports = []
+        for item in self.field(body, "statuses", list):
+            if not isinstance(item, dict):
+                raise BadRequest("Each status must be an object")
+            state = self.field(item, "state", str)
+            if state not in STATES:
+                raise BadRequest(f"Unknown state {state}")
+            trace = item.get("trace")
+            if trace is not None and not isinstance(trace, str):
+                raise BadRequest("Field trace has the wrong type")
+            reports.append(StatusReport(self.field(item, "connector", str), self.field(item, "task", int, optional=True),
+                                        {"state": state, "trace": trace}, self.field(item, "generation", int)))
+        _touch(worker_id)
+        outcomes = current().store.put_statuses(reports, worker_id=worker_id)
+        return Response({"results": [None if e is None else {"error_code": e.http_status, "message": str(e)}
+                                     for e in outcomes]})
 
 
 class OffsetsCommitView(InternalView):

@@ -15,7 +15,9 @@ from raftnode import RaftNode
 from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
-from ..base import KINDS, ConnectorRecord, ConnectorSummary, MetadataStore, NameSnapshot, StoreUnavailable
+from ..base import (
+    KINDS, ConnectorRecord, ConnectorSummary, MetadataStore, NameSnapshot, StatusReport, StoreError, StoreUnavailable,
+)
 from .stores import StoreSet, UnknownStore
 
 __all__ = ["StoreRouter", "WriteGate"]
@@ -200,17 +202,27 @@ class StoreRouter(MetadataStore):
             if offsets is not None:
                 OFFSET_COMMIT_SECONDS.labels(active).observe(took)
 
-    def _write_gated(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
+    def _write_many(self, names: list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
+        """:meth:`_write` for one write that touches several connectors (``names``)."""
+        t0 = time.monotonic()
+        try:
+            return self._write_gated(names, kinds, fn)
+        finally:
+            STORE_WRITE_SECONDS.labels(self.active_name, kinds[0]).observe(time.monotonic() - t0)
+
+    def _write_gated(self, names: str | list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
+        names = [names] if isinstance(names, str) else names
         with self.gate.shared():
             store = self._writable()
             if self._mirror is None:
                 return fn(store)
-            with self.stripes([name]):
+            with self.stripes(names):
                 try:
                     return fn(store)
-                finally:  # even a failed write may have changed something: copy the name again
+                finally:  # even a failed write may have changed something: copy the names again
                     with self._pending_lock:
-                        self._pending.setdefault(name, set()).update(kinds)
+                        for name in names:
+                            self._pending.setdefault(name, set()).update(kinds)
 
     # ------------------------------------------------------------ reads
     def connector_names(self) -> list[str]:
@@ -261,6 +273,14 @@ class StoreRouter(MetadataStore):
                    generation: int) -> None:
         self._write(name, ("statuses",), lambda s: s.put_status(
             name, task, status, worker_id=worker_id, generation=generation))
+
+    def put_statuses(self, reports: list[StatusReport], *, worker_id: str) -> list[StoreError | None]:
+        """Many statuses in one write of the active store; while mirroring, every connector named is
+        marked pending (the stripes of all of them are held, in name order, as one write's are)."""
+        names = sorted({r.name for r in reports})
+        if not names:
+            return []
+        return self._write_many(names, ("statuses",), lambda s: s.put_statuses(reports, worker_id=worker_id))
 
     def put_topics(self, name: str, topics: list[str]) -> None:
         self._write(name, ("statuses",), lambda s: s.put_topics(name, topics))
