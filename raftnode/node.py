@@ -123,9 +123,17 @@ class RaftConfig:
         leader_fallback_timeout: seconds after which a leader that cannot reach a
             quorum steps down (pysyncobj's default of 30 s is far too long for
             a 99.95% target).
-        raft_min_timeout, raft_max_timeout: election timeout range, seconds.
+        raft_min_timeout, raft_max_timeout: election timeout range, seconds. 1-2 s (pysyncobj's
+            default is 0.4-1.4 s; etcd's is 1 s, Consul's 1-2 s in development and 5 s in
+            production): a leader process busy with many REST threads can leave its Raft thread
+            without the GIL for several hundred ms (``benchmarks/scale/gil_ticks.py``), and at
+            0.4 s followers called an election against a live leader every few minutes at 10,000
+            connectors, each one making the coordinator start afresh. A lone member (no peers)
+            has nobody to disagree with and keeps pysyncobj's 0.4-1.2 s (:data:`LONE_MEMBER_TIMEOUTS`),
+            which only delays its start.
         append_entries_period: leader heartbeat period, seconds.
-        connection_timeout: seconds before a silent peer connection is dropped.
+        connection_timeout: seconds before a silent peer connection is dropped (pysyncobj requires at
+            least ``raft_max_timeout``).
         tick_period: seconds the Raft thread waits for socket events per tick; a
             synchronous proposal costs about two ticks on a single member, so the
             pysyncobj default (50 ms) would make every REST write take 100 ms.
@@ -170,10 +178,10 @@ class RaftConfig:
     data_dir: str = "var/raft"
     password: str | None = None
     leader_fallback_timeout: float = 2.0
-    raft_min_timeout: float = 0.4
-    raft_max_timeout: float = 1.2
+    raft_min_timeout: float = 1.0
+    raft_max_timeout: float = 2.0
     append_entries_period: float = 0.01
-    connection_timeout: float = 1.5
+    connection_timeout: float = 2.5
     tick_period: float = 0.005
     log_compaction_min_entries: int = 20000
     log_compaction_min_time: float = 120.0
@@ -222,6 +230,8 @@ def _keep_next_index_monotonic(syncobj: SyncObj) -> None:
     transport.setOnMessageReceivedCallback(on_message)
 
 
+#: election timeout range (seconds) of a member without peers: it waits it out once at start
+LONE_MEMBER_TIMEOUTS = (0.4, 1.2)
 #: pysyncobj's states that wait for a leader's messages
 _FOLLOWING = (_RAFT_STATE.FOLLOWER, _RAFT_STATE.CANDIDATE)
 
@@ -300,8 +310,8 @@ class RaftNode:
             bindAddress=config.self_address if host else None,
             dynamicMembershipChange=True,
             leaderFallbackTimeout=config.leader_fallback_timeout,
-            raftMinTimeout=config.raft_min_timeout,
-            raftMaxTimeout=config.raft_max_timeout,
+            raftMinTimeout=config.raft_min_timeout if config.peers else LONE_MEMBER_TIMEOUTS[0],
+            raftMaxTimeout=config.raft_max_timeout if config.peers else LONE_MEMBER_TIMEOUTS[1],
             appendEntriesPeriod=config.append_entries_period,
             appendEntriesBatchSizeBytes=config.append_entries_max_bytes,
             connectionTimeout=config.connection_timeout,
