@@ -283,3 +283,23 @@ def test_rollback_aborts_a_running_switch_and_then_switches_back(parts):
     assert parts.wait_done()["phase"] == "completed"
     assert parts.raft.state.active_store == "raft"
     assert parts.router.get_connector("c").target_state == "PAUSED"
+
+
+def test_a_batch_of_statuses_marks_every_connector_it_names_for_the_copy(parts):
+    """put_statuses writes several connectors at once: while a switch mirrors, each must be copied again."""
+    from webapp.storage.base import StatusReport
+
+    router = parts.router
+    names = [f"s-{uuid.uuid4().hex[:6]}" for _ in range(3)]
+    for n in names:
+        router.put_connector_config(n, {"connector.class": "X"})
+    generation = parts.assign(names)
+    router.start_mirror(router.active)  # what a switch's copy phase does (only the marks matter here)
+    try:
+        outcomes = router.put_statuses([StatusReport(n, 0, {"state": "RUNNING", "trace": None}, generation)
+                                        for n in names[:2]], worker_id=WORKER)
+        assert outcomes == [None, None]
+        assert router.take_pending() == {names[0]: {"statuses"}, names[1]: {"statuses"}}
+    finally:
+        router.stop_mirror()
+    assert router.get_statuses(names[1])["tasks"]["0"]["state"] == "RUNNING"
