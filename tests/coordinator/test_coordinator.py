@@ -360,3 +360,27 @@ def test_the_raft_thread_never_waits_for_the_coordinator(cluster):
     finally:
         release.set()
         holder.join(30)
+
+
+def test_a_new_coordinator_waits_two_sessions_for_the_workers_of_the_assignment(tmp_path):
+    """After a leader change every worker must find the new leader while all rejoin at once: one session
+    was too short at 100 workers (4,324 tasks moved away and back in benchmarks/scale)."""
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    now = [1000.0]
+    coordinator = GroupCoordinator(raft=raft, store=RaftMetadataStore(raft), node_id="n1", clock=lambda: now[0],
+                                   session_timeout_ms=5000)
+    try:
+        assert raft.wait_ready(15)
+        store = coordinator.store
+        raft.commands.become_coordinator(epoch=raft.term, leader="n1")
+        raft.commands.register_member(node_id="w1", info=MEMBER)
+        store.put_connector_config("a", {"connector.class": "X"})
+        raft.commands.set_assignment(epoch=raft.term, generation=1, connectors={"a": "w1"}, tasks={})
+        coordinator._activate(raft.term)
+        now[0] += 1.5 * coordinator.session_timeout  # silent past one session: still in its grace
+        assert coordinator.expire_sessions() == [] and "w1" in coordinator.live_workers()
+        now[0] += coordinator.session_timeout  # past two sessions: expired
+        assert coordinator.expire_sessions() == ["w1"]
+    finally:
+        raft.destroy()

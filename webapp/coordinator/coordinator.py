@@ -363,7 +363,13 @@ class GroupCoordinator:
             # expired, and counting a long-dead one live moved tasks onto it at every leader change and
             # back once it expired (benchmarks/scale: 3,025 of 5,000 tasks, twice, after a restart). A
             # live worker that owns nothing joins with its next heartbeat and nothing has to move for it.
-            self.last_seen = {w: now for w, m in self.raft.state.members.items()
+            # Two sessions, not one: after a leader change every worker must find the new leader
+            # (through a member that now forwards) while all of them rejoin at once; at 100 workers
+            # and 100,000 tasks some took longer than one session, expired, and 4,324 tasks moved away
+            # and back a few seconds later (benchmarks/scale). Kafka Connect waits up to
+            # scheduled.rebalance.max.delay.ms (5 min) for a departed worker for the same reason.
+            grace = now + self.session_timeout
+            self.last_seen = {w: grace for w, m in self.raft.state.members.items()
                               if "worker" in m.get("roles", []) and w in owners}
             self._sent_views.clear()
             self._views.clear()  # a snapshot installed while following may have reset view_version
