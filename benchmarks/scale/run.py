@@ -9,8 +9,8 @@ HMAC-signed with the cluster secret): it heartbeats every second (the first
 heartbeat joins; reports are deltas after the first acknowledged one, and it sends
 the digest of the view it runs, as a real agent does), and on every new view it
 "starts" what it was given — posts ``tasks.max`` task configs for each connector it
-owns whose configs are missing, reports the connector RUNNING, reports each of its
-tasks RUNNING (one status report per task, as a ``WorkerTask`` does) — and commits
+owns whose configs are missing, reports the connector RUNNING, reports its tasks RUNNING
+together (``ControlPlaneClient.report_statuses``, up to 500 per request) — and commits
 one task's offsets every COMMIT_INTERVAL seconds. A worker that is "lost" simply
 stops (no leave message), like a killed agent. The writes of all workers go
 through one pool of CLIENT_THREADS threads.
@@ -194,9 +194,12 @@ class SimWorker:
                 futures.append(self.pool.submit(self._call, "tasks", name, None, c["generation"], configs))
             elif self.connectors_reported.get(name) != c["generation"]:
                 futures.append(self.pool.submit(self._call, "status", name, None, c["generation"], None))
-        for key, t in view["tasks"].items():
-            if self.reported.get(key) != t["generation"]:
-                futures.append(self.pool.submit(self._call, "status", t["connector"], t["task"], t["generation"], None))
+        # the view's task statuses together, as an agent starting them reports them (one request per
+        # MAX_STATUS_BATCH; reporting them one per pool thread tied every thread up in one client's batch)
+        due = [(key, t) for key, t in view["tasks"].items() if self.reported.get(key) != t["generation"]]
+        step = ControlPlaneClient.MAX_STATUS_BATCH
+        for i in range(0, len(due), step):
+            futures.append(self.pool.submit(self._report_tasks, due[i:i + step]))
         with self._lock:
             self.reported = {k: g for k, g in self.reported.items() if k in view["tasks"]}
             self.connectors_reported = {k: g for k, g in self.connectors_reported.items() if k in view["connectors"]}
@@ -207,11 +210,14 @@ class SimWorker:
         if self._stop.is_set():
             return False
         try:
+            # the connector's own RUNNING report as one direct request: report_status would park this pool
+            # thread behind the client's batch in flight, and the pool's threads are shared by every worker
+            item = {"connector": name, "task": task, "generation": generation, "state": "RUNNING"}
             if what == "tasks":
                 self.client().put_task_configs(name, generation, configs)
-                self.client().report_status(name, None, generation, "RUNNING")
-            else:
-                self.client().report_status(name, task, generation, "RUNNING")
+            [outcome] = self.client().report_statuses([item])
+            if outcome is not None:
+                raise outcome
         except (Fenced, ControlPlaneUnavailable, RuntimeError):
             return False
         with self._lock:
@@ -220,6 +226,22 @@ class SimWorker:
             else:
                 self.reported[f"{name}-{task}"] = generation
         return True
+
+    def _report_tasks(self, due: list[tuple[str, dict[str, Any]]]) -> bool:
+        """Report ``due`` (``[(task key, view entry)]``) RUNNING in one request; whether all were recorded."""
+        if self._stop.is_set():
+            return False
+        try:
+            outcomes = self.client().report_statuses([
+                {"connector": t["connector"], "task": t["task"], "generation": t["generation"], "state": "RUNNING"}
+                for _, t in due])
+        except (ControlPlaneUnavailable, RuntimeError):
+            return False
+        with self._lock:
+            for (key, t), outcome in zip(due, outcomes):
+                if outcome is None:
+                    self.reported[key] = t["generation"]
+        return all(o is None for o in outcomes)
 
     # ------------------------------------------------------------------- offsets
     def commit_one(self) -> bool:

@@ -89,3 +89,21 @@ def test_concurrent_reports_share_a_request_and_each_caller_gets_its_own_outcome
     assert sorted(s["task"] for s in leader.requests[1]) == [1, 2, 3, 4, 5]
     assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
     assert client._status_queue == [] and client._status_sending is False
+
+
+def test_report_statuses_sends_in_requests_of_at_most_the_batch_size(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
+    sent: list[list[dict]] = []
+
+    def call(method, path, payload=None, retry_for=15.0, timeout=None):
+        sent.append(payload["statuses"])
+        return {"results": [{"error_code": 404, "message": "gone"} if s["connector"] == "gone" else None
+                            for s in payload["statuses"]]}
+
+    monkeypatch.setattr(client, "call", call)
+    monkeypatch.setattr(ControlPlaneClient, "MAX_STATUS_BATCH", 2)
+    items = [{"connector": "c", "task": i, "generation": 1, "state": "RUNNING"} for i in range(4)]
+    items.append({"connector": "gone", "task": 0, "generation": 1, "state": "RUNNING"})
+    outcomes = client.report_statuses(items)
+    assert [len(r) for r in sent] == [2, 2, 1] and all(s["trace"] is None for r in sent for s in r)
+    assert outcomes[:4] == [None] * 4 and isinstance(outcomes[4], RuntimeError) and "404 gone" in str(outcomes[4])

@@ -183,6 +183,21 @@ class ControlPlaneClient:
                 self._status_sending = False
         return self._raise(me.outcome)
 
+    def report_statuses(self, items: list[dict[str, Any]]) -> list[Exception | None]:
+        """Report many states at once, for a caller that has them together (e.g. a worker starting a
+        view's tasks); ``items`` ``[{"connector", "task", "generation", "state", "trace"}, ...]``.
+
+        Returns one outcome per item, in order: ``None`` when recorded, else the exception its own
+        :meth:`report_status` would have raised (:class:`Fenced`, ``RuntimeError``). Sent in requests
+        of at most :attr:`MAX_STATUS_BATCH`. Errors: :class:`ControlPlaneUnavailable` for a request
+        that no node took (the outcomes of earlier requests are then unknown to the caller).
+        """
+        items = [{"trace": None, **item} for item in items]
+        outcomes: list[Exception | None] = []
+        for i in range(0, len(items), self.MAX_STATUS_BATCH):
+            outcomes.extend(self._send_statuses(items[i:i + self.MAX_STATUS_BATCH]))
+        return outcomes
+
     @staticmethod
     def _raise(outcome: Exception | None) -> None:
         if outcome is not None:
