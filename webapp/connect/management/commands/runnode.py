@@ -125,9 +125,9 @@ class Command(BaseCommand):
             # The Raft thread shares the GIL with the REST threads; each time it blocks (poll, send,
             # journal write) it waits to get the GIL back, and CPython hands it over every switch
             # interval to one of the waiting threads. At 5 ms (the default) with 16 busy threads,
-            # a 5 ms tick took 72 ms at the median and up to 0.55 s, past the 0.4 s election
-            # timeout, and followers called elections against a live leader
-            # (benchmarks/scale/gil_ticks.py; 1 ms: 18 ms and 0.24 s).
+            # a 5 ms tick took 200 ms at the median and up to 1.06 s, past the election timeout,
+            # and followers called elections against a live leader (benchmarks/scale/gil_ticks.py,
+            # RESULTS.md; at 1 ms: 38 ms and 0.17 s).
             sys.setswitchinterval(RAFT_SWITCH_INTERVAL_S)
             try:  # before the database, the agent or anything else starts (RaftNode checks it again)
                 check_space_at_start(os.path.join(data_dir, "raft"))
