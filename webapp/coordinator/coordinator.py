@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
+from raftnode.state import STORE_RAFT
 from webapp.states import TargetState
 from webapp.storage.base import MetadataStore
 
@@ -372,8 +373,9 @@ class GroupCoordinator:
             self.last_seen = {w: grace for w, m in self.raft.state.members.items()
                               if "worker" in m.get("roles", []) and w in owners}
             self._sent_views.clear()
-            self._views.clear()  # a snapshot installed while following may have reset view_version
-            self.views.clear()
+            self._views.clear()  # each marker names the epoch: views are reassembled from fragments
+            if not self.views.still_valid(self.raft.state.active_store == STORE_RAFT):
+                self.views.clear()
             self._inputs_sig = None
         log.info("coordinator: active for epoch %s", term)
 
