@@ -107,3 +107,24 @@ def test_report_statuses_sends_in_requests_of_at_most_the_batch_size(monkeypatch
     outcomes = client.report_statuses(items)
     assert [len(r) for r in sent] == [2, 2, 1] and all(s["trace"] is None for r in sent for s in r)
     assert outcomes[:4] == [None] * 4 and isinstance(outcomes[4], RuntimeError) and "404 gone" in str(outcomes[4])
+
+
+def test_a_node_without_the_batch_endpoint_gets_one_report_per_request(monkeypatch):
+    from webapp.runtime.client import _NoSuchEndpoint
+
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
+    paths: list[str] = []
+
+    def call(method, path, payload=None, retry_for=15.0, timeout=None):
+        paths.append(path)
+        if path.endswith("/internal/statuses"):
+            raise _NoSuchEndpoint(f"{method} {path} failed: 404")
+        if payload["task"] == 1:
+            raise Fenced("task c-1 is not assigned to worker w1")
+
+    monkeypatch.setattr(client, "call", call)
+    outcomes = client.report_statuses([{"connector": "c", "task": t, "generation": 1, "state": "RUNNING"}
+                                       for t in (0, 1)])
+    assert outcomes[0] is None and isinstance(outcomes[1], Fenced)
+    client.report_status("c", 0, 1, "RUNNING")  # remembered: no batch request any more
+    assert paths == ["/raftconnect/v1/internal/statuses"] + ["/raftconnect/v1/internal/connectors/c/status"] * 3

@@ -204,26 +204,28 @@ class ControlPlaneClient:
             raise outcome
 
     def _send_statuses(self, items: list[dict[str, Any]]) -> list[Exception | None]:
-        """One request with ``items``; one outcome per item (``None``: recorded)."""
-        if not self._status_batches:
-            return [self._outcome_of(self._report_one, item) for item in items]
-        try:
-            answer = self.call("POST", "/raftconnect/v1/internal/statuses",
-                               {"worker_id": self.worker_id, "statuses": items})
-        except _NoSuchEndpoint:
-            log.info("the cluster has no batch status endpoint: reporting statuses one per request")
-            self._status_batches = False
-            return [self._outcome_of(self._report_one, item) for item in items]
-        outcomes: list[Exception | None] = []
-        for item, result in zip(items, answer["results"]):
-            if result is None:
-                outcomes.append(None)
-            elif result.get("error_code") == 409:
-                outcomes.append(Fenced(result.get("message", "")))
+        """One request with ``items``; one outcome per item (``None``: recorded). Against a node without
+        the batch endpoint, one request per item."""
+        if self._status_batches:
+            try:
+                answer = self.call("POST", "/raftconnect/v1/internal/statuses",
+                                   {"worker_id": self.worker_id, "statuses": items})
+            except _NoSuchEndpoint:
+                log.info("the cluster has no batch status endpoint: reporting statuses one per request")
+                self._status_batches = False
             else:
-                outcomes.append(RuntimeError(f"status of {item['connector']} task {item['task']} refused: "
-                                             f"{result.get('error_code')} {result.get('message', '')}"))
-        return outcomes
+                return [self._outcome_in(item, result) for item, result in zip(items, answer["results"])]
+        return [self._outcome_of(self._report_one, item) for item in items]
+
+    @staticmethod
+    def _outcome_in(item: dict[str, Any], result: dict[str, Any] | None) -> Exception | None:
+        """The outcome of ``item`` from its entry in the batch endpoint's ``results``."""
+        if result is None:
+            return None
+        if result.get("error_code") == 409:
+            return Fenced(result.get("message", ""))
+        return RuntimeError(f"status of {item['connector']} task {item['task']} refused: "
+                            f"{result.get('error_code')} {result.get('message', '')}")
 
     @staticmethod
     def _outcome_of(fn: Any, item: dict[str, Any]) -> Exception | None:

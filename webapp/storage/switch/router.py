@@ -186,9 +186,10 @@ class StoreRouter(MetadataStore):
         self._mirror = None
         self._pending = {}
 
-    def _write(self, name: str, kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
+    def _write(self, name: str | list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
                offsets: list | None = None) -> Any:
-        """Run ``fn(active store)`` under the gate; while mirroring, mark ``name``'s ``kinds`` pending.
+        """Run ``fn(active store)`` under the gate; while mirroring, mark ``name``'s ``kinds`` pending
+        (a list: every connector one write touches, e.g. :meth:`put_statuses`).
 
         ``offsets``: the offset entries written, for an offset write (timed as an offset commit).
         """
@@ -201,14 +202,6 @@ class StoreRouter(MetadataStore):
             STORE_WRITE_SECONDS.labels(active, kinds[0]).observe(took)
             if offsets is not None:
                 OFFSET_COMMIT_SECONDS.labels(active).observe(took)
-
-    def _write_many(self, names: list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
-        """:meth:`_write` for one write that touches several connectors (``names``)."""
-        t0 = time.monotonic()
-        try:
-            return self._write_gated(names, kinds, fn)
-        finally:
-            STORE_WRITE_SECONDS.labels(self.active_name, kinds[0]).observe(time.monotonic() - t0)
 
     def _write_gated(self, names: str | list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
         names = [names] if isinstance(names, str) else names
@@ -280,7 +273,7 @@ class StoreRouter(MetadataStore):
         names = sorted({r.name for r in reports})
         if not names:
             return []
-        return self._write_many(names, ("statuses",), lambda s: s.put_statuses(reports, worker_id=worker_id))
+        return self._write(names, ("statuses",), lambda s: s.put_statuses(reports, worker_id=worker_id))
 
     def put_topics(self, name: str, topics: list[str]) -> None:
         self._write(name, ("statuses",), lambda s: s.put_topics(name, topics))
