@@ -176,6 +176,11 @@ class ClusterStateMachine(SyncObjConsumer):
     """
 
     def __init__(self) -> None:
+        # Local bookkeeping, not replicated: attributes that exist before SyncObjConsumer.__init__ are
+        # left out of snapshots (and of digest()). See listing_revisions().
+        self._listing_seq = 0
+        self._listing_floor = 0
+        self._listing_revisions: dict[str, int] = {}
         super().__init__()
         self.members: dict[str, dict[str, Any]] = {}
         self.epoch = 0
@@ -205,6 +210,18 @@ class ClusterStateMachine(SyncObjConsumer):
         self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         super()._deserialize(data)
+        self._listed_changed(None)
+
+    def _listed_changed(self, name: str | None) -> None:
+        """Local bookkeeping, called after an apply changed what ``GET /connectors?expand=...`` shows of
+        connector ``name`` (its record, statuses or owners), or of any connector (``None``)."""
+        self._listing_seq += 1
+        if name is None:  # every revision is now the floor: the map would only grow
+            self._listing_floor, self._listing_revisions = self._listing_seq, {}
+        elif name in self.connectors:
+            self._listing_revisions[name] = self._listing_seq
+        else:  # deleted: a re-created connector gets a newer revision anyway
+            self._listing_revisions.pop(name, None)
 
     def _connector_changed(self, name: str) -> None:
         """Apply-side bookkeeping: connector ``name``'s config, target state or task configs changed."""
@@ -215,6 +232,7 @@ class ClusterStateMachine(SyncObjConsumer):
         """Apply-side bookkeeping: a change that may touch every view (imports, clears, the active store)."""
         self.view_version += 1
         self.views_version += 1
+        self._listed_changed(None)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -229,6 +247,20 @@ class ClusterStateMachine(SyncObjConsumer):
         """
         data = json.dumps(self._serialize(), sort_keys=True, separators=(",", ":"), default=repr)
         return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+    def listing_revisions(self) -> tuple[int, dict[str, int]]:
+        """``(floor, {name: revision})``: connector ``name``'s listing revision is
+        ``max(floor, revisions.get(name, 0))``, a number that grows whenever anything
+        ``GET /connectors?expand=status|info`` shows of it changes (config, target state, task
+        count, statuses, the owners of the connector and its tasks).
+
+        Local to this member (never replicated, not in snapshots; a restore raises the floor), for
+        caches of what is derived from the listing (``webapp.connect.listing``). Each revision is
+        set after its change applied, so data read after this call is at least as new as the
+        revisions it returned.
+        """
+        floor = self._listing_floor
+        return floor, dict(self._listing_revisions)
 
     def connector_names(self) -> list[str]:
         """Names of the configured connectors, sorted."""
@@ -387,6 +419,7 @@ class ClusterStateMachine(SyncObjConsumer):
         old = self.assignment
         if generation <= old["generation"]:
             return Rejected(f"stale generation {generation} <= {old['generation']}")
+        moved: set[str] | None = None  # connectors whose owners (or their tasks') changed; None: any
         if base_generation is None:
             new_connectors, new_tasks = dict(connectors), dict(tasks)
             assigned_at = {}
@@ -399,14 +432,17 @@ class ClusterStateMachine(SyncObjConsumer):
                                 f"generation {old['generation']}", 409)
             new_connectors, new_tasks = dict(old["connectors"]), dict(old["tasks"])
             assigned_at = dict(old["assigned_at"])
+            moved = set()
             for changes, current in ((connectors, new_connectors), (tasks, new_tasks)):
                 for key, owner in changes.items():
                     if owner is None:
-                        current.pop(key, None)
+                        if current.pop(key, None) is not None:
+                            moved.add(key if current is new_connectors else key.rpartition("-")[0])
                         assigned_at.pop(key, None)
                     elif current.get(key) != owner:
                         current[key] = owner
                         assigned_at[key] = generation
+                        moved.add(key if current is new_connectors else key.rpartition("-")[0])
         self.assignment = {
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": new_connectors, "tasks": new_tasks, "assigned_at": assigned_at,
@@ -414,6 +450,11 @@ class ClusterStateMachine(SyncObjConsumer):
         # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
         self.restarts = {k: v for k, v in self.restarts.items() if k in new_connectors or k in new_tasks}
         self.view_version += 1
+        if moved is None:
+            self._listed_changed(None)
+        else:
+            for name in moved:
+                self._listed_changed(name)
         return {"ok": True, "generation": generation}
 
     @replicated
@@ -447,6 +488,7 @@ class ClusterStateMachine(SyncObjConsumer):
         rec["config"] = dict(config)
         rec["config_seq"] = self.config_seq
         self._connector_changed(name)
+        self._listed_changed(name)
         return {"ok": True, "created": created}
 
     @replicated
@@ -460,6 +502,7 @@ class ClusterStateMachine(SyncObjConsumer):
         self.statuses.pop(name, None)
         self.topics.pop(name, None)
         self._connector_changed(name)
+        self._listed_changed(name)
         del self.connector_versions[name]  # a view naming it sees None instead of its last version
         # Offsets survive deletion, as in Kafka Connect (a re-created connector resumes).
         return {"ok": True}
@@ -474,6 +517,7 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(f"Connector {name} not found", 404)
         rec["target_state"] = target_state
         self._connector_changed(name)
+        self._listed_changed(name)
         return {"ok": True}
 
     @replicated
@@ -496,6 +540,7 @@ class ClusterStateMachine(SyncObjConsumer):
             st = self.statuses.get(name)
             if st:
                 st["tasks"] = {k: v for k, v in st["tasks"].items() if int(k) < len(task_configs)}
+            self._listed_changed(name)
         return {"ok": True, "tasks": len(task_configs)}
 
     @replicated
@@ -515,6 +560,7 @@ class ClusterStateMachine(SyncObjConsumer):
             st["connector"] = entry
         else:
             st["tasks"][str(task)] = entry
+        self._listed_changed(name)
         return {"ok": True}
 
     @replicated
@@ -672,6 +718,7 @@ class ClusterStateMachine(SyncObjConsumer):
                     self.topics[name] = sorted(set(rest[0]))
                 else:
                     self.topics.pop(name, None)
+        self._listed_changed(None)
         return {"ok": True, "imported": len(items)}
 
     def _import_one(self, name: str, kinds: list[str], record: dict[str, Any] | None,

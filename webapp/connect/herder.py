@@ -9,9 +9,10 @@ poked so the change reaches workers at once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from webapp.connect.listing import ListingCache
 from webapp.runtime import registry
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.config_providers import has_references, hide_secrets, keep_hidden, password_keys
@@ -114,6 +115,7 @@ class Herder:
     assignment: Any
     poke: Any = None
     restarts: Any = None
+    listing_cache: ListingCache = field(default_factory=ListingCache, repr=False, compare=False)
 
     # ------------------------------------------------------------ validation
     def validate_config(self, name: str, config: dict[str, str]) -> registry.PluginDesc:
@@ -261,6 +263,19 @@ class Herder:
                 entry["info"] = self._info(rec, type_, secrets[cls])
             out[rec.name] = entry
         return out
+
+    def connectors_listed(self, expand: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """What ``GET /connectors?expand=...`` responds: :meth:`connectors_expanded`, with each entry
+        already encoded (an ``orjson.Fragment`` that the REST renderer writes as is) when the store
+        keeps listing revisions, so only the connectors that changed since the last list are rebuilt
+        (:class:`~webapp.connect.listing.ListingCache`); the plain result otherwise. Either way the
+        same JSON.
+        """
+        revisions = self.store.listing_revisions()
+        if revisions is None:
+            self.listing_cache.clear()
+            return self.connectors_expanded(expand)
+        return self.listing_cache.listing(self, revisions, "status" in expand, "info" in expand)
 
     def connector_config(self, name: str) -> dict[str, str]:
         """The connector's config as submitted, secrets hidden (:meth:`shown_config`)."""

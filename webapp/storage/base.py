@@ -27,6 +27,7 @@ __all__ = [
     "check_fence",
     "ConnectorRecord",
     "ConnectorSummary",
+    "ListingRevisions",
     "empty_statuses",
     "NameSnapshot",
     "KINDS",
@@ -147,6 +148,31 @@ class ConnectorSummary(NamedTuple):
         return cls(record.name, record.config, record.target_state, len(record.tasks))
 
 
+class ListingRevisions(NamedTuple):
+    """Revision numbers of what a list of every connector shows of each, from
+    :meth:`MetadataStore.listing_revisions`.
+
+    Connector ``name``'s revision is ``max(floor, revisions.get(name, 0))``; it grows whenever its
+    config, target state, task count, statuses or the owners of it and its tasks change. Two
+    equal revisions of one name within one ``scope`` mean nothing it shows changed in between.
+
+    Attributes:
+        scope: identifies the store instance the numbers belong to (revisions of different scopes
+            are unrelated).
+        floor: the least revision of every connector (raised by changes that touch any of them).
+        revisions: ``{name: revision}`` of connectors changed since the floor was last raised.
+    """
+
+    scope: Any
+    floor: int
+    revisions: dict[str, int]
+
+    def of(self, name: str) -> int:
+        """Connector ``name``'s revision."""
+        rev = self.revisions.get(name, 0)
+        return rev if rev > self.floor else self.floor
+
+
 def empty_statuses() -> dict[str, Any]:
     """The statuses of a connector that has reported none, as :meth:`StatusBackingStore.get_statuses`
     returns them: ``{"connector": None, "tasks": {}}`` (a new dict each call)."""
@@ -210,6 +236,15 @@ class ConfigBackingStore(ABC):
             rec = self.get_connector(name)
             if rec is not None:
                 yield ConnectorSummary.of(rec)
+
+    def connector_summary(self, name: str) -> ConnectorSummary | None:
+        """One connector without its task configs, or ``None`` when it does not exist.
+
+        This default reads the whole record (:meth:`get_connector`); local stores override it so
+        that no task config is copied. Errors: :class:`StoreUnavailable`.
+        """
+        rec = self.get_connector(name)
+        return None if rec is None else ConnectorSummary.of(rec)
 
     @abstractmethod
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
@@ -404,6 +439,18 @@ class MetadataStore(ConfigBackingStore, StatusBackingStore, OffsetBackingStore, 
         """
         for summary in self.connector_summaries():
             yield summary, self.get_statuses(summary.name)
+
+    def listing_revisions(self) -> ListingRevisions | None:
+        """Revisions of what a list of every connector shows of each (see :class:`ListingRevisions`),
+        or ``None`` when the store keeps none (this default: a store whose data other processes
+        change, as a database's, cannot tell).
+
+        With them, ``GET /connectors?expand=...`` rebuilds only the entries that changed since the
+        last list (:mod:`webapp.connect.listing`). Contract: every revision is raised after the
+        change it stands for is readable, so data read after this call is at least as new as the
+        revisions it returned. Cheap: a copy of one dict, no I/O.
+        """
+        return None
 
     def all_names(self) -> list[str]:
         """Every name the store holds anything under (configs or offsets), sorted."""

@@ -14,7 +14,7 @@ from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
-    KINDS, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, MetadataStore, NameSnapshot, NotFound,
+    KINDS, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, ListingRevisions, MetadataStore, NameSnapshot, NotFound,
     StatusReport, StoreError, StoreUnavailable,
 )
 
@@ -83,6 +83,17 @@ class RaftMetadataStore(MetadataStore):
             row = state.connector_summary(name)
             if row is not None:
                 yield ConnectorSummary(name, *row)
+
+    def connector_summary(self, name: str) -> ConnectorSummary | None:
+        row = self.raft.state.connector_summary(name)
+        return None if row is None else ConnectorSummary(name, *row)
+
+    def listing_revisions(self) -> ListingRevisions:
+        """The local replica's listing revisions (``ClusterStateMachine.listing_revisions``), raised
+        as this member applies each change."""
+        state = self.raft.state
+        floor, revisions = state.listing_revisions()
+        return ListingRevisions((self.name, id(state)), floor, revisions)
 
     def put_connector_config(self, name: str, config: dict[str, str], *, target_state: str | None = None,
                              create_only: bool = False) -> bool:

@@ -9,6 +9,7 @@ Connect's, read by its clients and tools.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -16,6 +17,16 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.utils import encoders
 
 __all__ = ["ConnectJSONRenderer"]
+
+
+class _JSONEncoder(encoders.JSONEncoder):
+    """DRF's encoder, which also writes an ``orjson.Fragment`` (JSON encoded beforehand, as the
+    connector list's entries are: ``webapp.connect.listing``) as the value it encodes."""
+
+    def default(self, obj: Any) -> Any:
+        if isinstance(obj, orjson.Fragment):
+            return json.loads(orjson.dumps(obj))
+        return super().default(obj)
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
@@ -32,6 +43,7 @@ class ConnectJSONRenderer(JSONRenderer):
     * NaN and infinities, which DRF's strict mode refuses with ``ValueError`` (a 500), become
       ``null``.
 
+    An ``orjson.Fragment`` (JSON encoded beforehand) is written as is, and decoded for DRF's path.
     Anything orjson does not encode the way Python's ``json`` does goes to DRF's own path, whole:
     an indented body (``Accept: application/json; indent=4``), non-string dict keys, integers
     beyond 64 bits, nesting deeper than 254 levels, or any error. Types JSON has no form for
@@ -39,6 +51,7 @@ class ConnectJSONRenderer(JSONRenderer):
     as they did before.
     """
 
+    encoder_class = _JSONEncoder
     _default = staticmethod(encoders.JSONEncoder().default)
 
     def render(self, data: Any, accepted_media_type: str | None = None,

@@ -156,7 +156,7 @@ class ConnectorsView(ConnectAPIView):
         for e in expand:  # as Connect: unknown expansions are ignored (and logged)
             if e not in ("status", "info"):
                 log.info("Ignoring unknown expansion type %.50r", e)
-        return Response(h.connectors_expanded(expand))
+        return Response(h.connectors_listed(expand))
 
     def post(self, request: Request) -> Response:
         body = json_object(request)

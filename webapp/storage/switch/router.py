@@ -16,7 +16,7 @@ from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
 from ..base import (
-    KINDS, ConnectorRecord, ConnectorSummary, MetadataStore, NameSnapshot, StatusReport, StoreError, StoreUnavailable,
+    KINDS, ConnectorRecord, ConnectorSummary, ListingRevisions, MetadataStore, NameSnapshot, StatusReport, StoreError, StoreUnavailable,
 )
 from .stores import StoreSet, UnknownStore
 
@@ -232,6 +232,12 @@ class StoreRouter(MetadataStore):
 
     def connectors_with_statuses(self) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
         return self.active.connectors_with_statuses()
+
+    def connector_summary(self, name: str) -> ConnectorSummary | None:
+        return self.active.connector_summary(name)
+
+    def listing_revisions(self) -> ListingRevisions | None:
+        return self.active.listing_revisions()
 
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return self.active.get_offsets(name)
