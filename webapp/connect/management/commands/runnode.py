@@ -19,6 +19,7 @@ from raftnode import CommandRejected, RaftUnavailable
 from raftnode.durability import check_space_at_start
 from webapp import environment
 from webapp.connect.api.accounts import bootstrap_users
+from webapp.connect import malloc
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.runtime import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
@@ -84,6 +85,10 @@ class Command(BaseCommand):
         from webapp.wsgi import application
 
         data_dir = os.environ[environment.DATA_DIR_ENV]
+        try:  # before any thread starts: arenas made later obey the limit (webapp.connect.malloc)
+            malloc.configure_from_env()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         try:
             if o["config"]:  # its flags and variables were applied by prepare_runnode, before logging was set up
                 report(worker_config(read_properties(o["config"])))
