@@ -16,8 +16,15 @@ trim at the end of each round standing in for the trimmer's next tick). Reported
 peak RSS (``VmHWM``), the RSS after the rounds, and the CPU time of the rounds; the ratio of the
 medians.
 
+With ``--views REV``, it measures instead the live memory of the coordinator's view caches on two
+source trees (REV, the baseline, and this checkout), alternately in child processes with the node's
+malloc settings: the growth of RSS, after a full collection and a trim, from filling the state
+(``fill_state``), from reading every connector's record into the cache (``ViewBuilder.record``) and
+from building every worker's view (``ViewBuilder.build``).
+
 Usage: ``python benchmarks/scale/memory.py [--connectors 10000] [--tasks 10] [--workers 100]
-[--rounds 3] [--passes 2] [--no-record]``; results are appended to ``RESULTS.md`` beside this file.
+[--rounds 3] [--passes 2] [--views REV] [--no-record]``; results are appended to ``RESULTS.md``
+beside this file.
 """
 from __future__ import annotations
 
@@ -39,6 +46,58 @@ THREADS = 16
 def _status(key: str) -> int:
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) for line in fh if line.startswith(key + ":")) * 1024
+
+
+def _shares(state) -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """``{worker: (connector names, task keys, names of every connector either belongs to)}``, as the
+    coordinator's ``_owned`` gives them."""
+    a = state.assignment
+    owned: dict[str, tuple[list[str], list[str], set[str]]] = {}
+    for name, worker in a["connectors"].items():
+        owned.setdefault(worker, ([], [], set()))[0].append(name)
+    for key, worker in a["tasks"].items():
+        entry = owned.setdefault(worker, ([], [], set()))
+        entry[1].append(key)
+        entry[2].add(key.rpartition("-")[0])
+    return {w: (c, t, sorted(names | set(c))) for w, (c, t, names) in owned.items()}
+
+
+def views_child(args: argparse.Namespace) -> None:
+    """Measure the view caches' live memory on ``args.tree``; print one JSON line."""
+    import ctypes
+    import gc
+
+    libc = ctypes.CDLL("libc.so.6")  # the node's settings (webapp.connect.malloc), whichever tree
+    libc.mallopt(-8, 2)  # M_ARENA_MAX
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import enter
+
+    enter(args.tree)
+
+    from benchmarks.scale.expand import fill_state
+    from raftnode.state import ClusterStateMachine
+    from webapp.coordinator.views import ViewBuilder
+    from webapp.storage.raft import RaftMetadataStore
+
+    def live() -> int:
+        gc.collect()
+        libc.malloc_trim(0)
+        return _status("VmRSS")
+
+    class Replica:  # what RaftMetadataStore reads: the member's applied state
+        state = ClusterStateMachine()
+
+    state = Replica.state
+    r0 = live()
+    fill_state(state, args.connectors, args.tasks, args.workers)
+    r1 = live()
+    views = ViewBuilder(lambda: state, RaftMetadataStore(Replica()))
+    for name in list(state.connectors):
+        views.record(name)
+    r2 = live()
+    built = {w: views.build(w, state.assignment, share) for w, share in _shares(state).items()}
+    r3 = live()
+    print(json.dumps({"state": r1 - r0, "records": r2 - r1, "views": r3 - r2, "n": len(built)}))
 
 
 def child(args: argparse.Namespace) -> None:
@@ -70,15 +129,7 @@ def child(args: argparse.Namespace) -> None:
     store = RaftMetadataStore(Replica())
     herder = Herder(store=store, members=lambda: state.members, assignment=lambda: state.assignment)
     views = ViewBuilder(lambda: state, store)
-    a = state.assignment
-    owned: dict[str, tuple[list[str], list[str], set[str]]] = {}
-    for name, worker in a["connectors"].items():
-        owned.setdefault(worker, ([], [], set()))[0].append(name)
-    for key, worker in a["tasks"].items():
-        entry = owned.setdefault(worker, ([], [], set()))
-        entry[1].append(key)
-        entry[2].add(key.rpartition("-")[0])
-    shares = {w: (c, t, sorted(names | set(c))) for w, (c, t, names) in owned.items()}
+    shares = _shares(state)
     workers = sorted(shares)
     renderer = ConnectJSONRenderer()
 
@@ -113,15 +164,20 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--views", metavar="REV", help="measure the view caches against revision REV instead")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kind", choices=("glibc", "node"), help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args)
+        views_child(args) if args.tree else child(args)
         return 0
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine
+
+    if args.views:
+        return compare_views(args, machine())
 
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
@@ -156,6 +212,39 @@ def main() -> int:
             f"{load_end} at end.\n\n"
             "| what | glibc defaults (baseline) | node settings (2 arenas, trim) | ratio |\n|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
+    print(text)
+    if not args.no_record:
+        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
+            fh.write(text)
+    return 0
+
+
+def compare_views(args: argparse.Namespace, machine: str) -> int:
+    """The ``--views REV`` comparison: each tree's caches measured in PASSES alternating children."""
+    from benchmarks._trees import extract, run_child
+
+    tree, rev, head = extract(args.views, "bench-memory-")
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":!benchmarks/scale/RESULTS.md"], capture_output=True, text=True).stdout.strip()
+    extra = ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers)]
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    for p in range(args.passes):
+        for label, path in (("before", str(tree)), ("after", str(ROOT))):
+            results[label].append(run_child(__file__, path, extra))
+            print(f"pass {p + 1}: {label} {results[label][-1]}", file=sys.stderr)
+    mib = 2**20
+    rows = []
+    for key, what in (("state", "the replicated state (filled)"), ("records", "the view cache's connector records"),
+                      ("views", "every worker's view (fragments and views)")):
+        b = statistics.median(r[key] for r in results["before"])
+        a = statistics.median(r[key] for r in results["after"])
+        rows.append(f"| {what} | {b / mib:,.0f} MiB | {a / mib:,.0f} MiB | {a / b:.2f}× |")
+    text = (f"\n## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {machine} — view caches' live memory, in process\n\n"
+            f"Command: `python benchmarks/scale/memory.py --views {args.views} --connectors {args.connectors} "
+            f"--tasks {args.tasks} --workers {args.workers} --passes {args.passes}` — before = {rev}, after = {head}"
+            f"{' plus uncommitted changes' if dirty else ''}; growth of RSS after a full collection and a trim, "
+            f"median of {args.passes} child processes per tree, alternating.\n\n"
+            "| live memory of | before | after | ratio |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(text)
     if not args.no_record:
         with Path(__file__).with_name("RESULTS.md").open("a") as fh:

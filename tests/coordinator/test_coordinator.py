@@ -414,3 +414,18 @@ def test_a_new_epoch_keeps_the_cached_records_on_the_raft_store_unless_a_snapsho
     # another store active: its writes on another leader never poked this member, nothing is kept
     assert coordinator.views.still_valid(raft_store_active=True)
     assert not coordinator.views.still_valid(raft_store_active=False)
+
+
+def test_a_task_config_is_the_connector_config_overlaid_with_the_task_config(cluster):
+    """The view's task config is ``{**connector config, **task config}``; a task config that already holds
+    every connector key (as most connectors' do) is sent as it is, its own values winning."""
+    raft, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1"], {"partial": 1, "whole": 1})
+    connector = {"connector.class": "X", "tasks.max": "1"}
+    store.put_task_configs("whole", [dict(connector, **{"tasks.max": "override", "task.index": "0"})],
+                           worker_id="w1", generation=a["assigned_at"]["whole"])
+    coordinator.rebalance()
+    view = coordinator.worker_view("w1")
+    assert view["tasks"]["partial-0"]["config"] == {**connector, "task.index": "0"}
+    assert view["tasks"]["whole-0"]["config"] == {"connector.class": "X", "tasks.max": "override", "task.index": "0"}
+    assert view["connectors"]["whole"]["config"] == connector
