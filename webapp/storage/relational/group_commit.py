@@ -25,12 +25,22 @@ __all__ = ["OffsetGroupCommit"]
 
 
 class _Pending:
-    __slots__ = ("connector", "entries", "event", "lead", "done", "error")
+    """One caller's commit. ``lead``, ``done``, ``error`` and ``woken`` change under the group's lock.
+
+    ``wake`` is a lock held from the start, released to wake the caller: acquiring and releasing a
+    lock are two C calls, where an ``Event`` is a ``Condition`` in Python, whose ``set`` was the most
+    expensive step of a commit (benchmarks/stores). ``woken`` says a release is outstanding, so a
+    caller woken twice (its commit written by one flush while another hands it the lead) is
+    released once.
+    """
+
+    __slots__ = ("connector", "entries", "wake", "woken", "lead", "done", "error")
 
     def __init__(self, connector: str, entries: list) -> None:
         self.connector, self.entries = connector, entries
-        self.event = threading.Event()
-        self.lead = self.done = False
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.woken = self.lead = self.done = False
         self.error: BaseException | None = None
 
 
@@ -38,11 +48,15 @@ class OffsetGroupCommit:
     """Group commit of offset commits: concurrent callers share transactions.
 
     Leader/follower, as databases do for their logs: a caller that finds fewer than
-    ``max_flushes`` transactions running becomes a leader and writes every pending
-    commit (up to ``max_batch``, in arrival order) in one transaction with one lease
+    ``max_flushes`` transactions running becomes a leader and writes the pending
+    commits (up to ``max_batch``, in arrival order) in one transaction with one lease
     check; the others wait for their commit's transaction. After its flush a leader
     hands the role to the oldest waiting caller, so no caller flushes for others
     indefinitely. A failed transaction fails every commit in it (none was written).
+    A caller that was handed the role but has not flushed yet keeps its commit for
+    its own flush: were it written by another leader, that caller would return
+    without flushing and its slot would be lost, until no slot was left and every
+    commit waited forever (found by tests/storage/test_group_commit.py).
 
     Up to ``max_flushes`` transactions run at once, each on its leader's own
     connection: with one, every batch waited for the previous one's commit (its WAL
@@ -73,12 +87,16 @@ class OffsetGroupCommit:
             if self._flushing < (self.max_flushes if self.store.upsert else 1):
                 self._flushing += 1
                 p.lead = True
-        while not p.done:
-            if p.lead:
+        while True:
+            with self._lock:
+                p.woken = False
+                if p.done:
+                    break
+                lead = p.lead
+            if lead:
                 self._flush(p)
             else:
-                p.event.wait()
-                p.event.clear()
+                p.wake.acquire()
         if p.error is not None:
             if isinstance(p.error, StoreError):  # a fresh exception per caller (they are raised in many threads)
                 raise type(p.error)(str(p.error))
@@ -86,8 +104,11 @@ class OffsetGroupCommit:
 
     def _flush(self, leader: _Pending) -> None:
         with self._lock:
-            batch = self._pending[:self.max_batch]
-            del self._pending[:self.max_batch]
+            batch: list[_Pending] = []
+            rest: list[_Pending] = []
+            for q in self._pending:  # not the commits of callers handed the lead: each flushes its own
+                (batch if len(batch) < self.max_batch and (q is leader or not q.lead) else rest).append(q)
+            self._pending = rest
         merged: dict[str, list] = {}
         for q in batch:
             merged.setdefault(q.connector, []).extend(q.entries)
@@ -97,18 +118,22 @@ class OffsetGroupCommit:
                 self.store._commit_offsets_of(merged)
             except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
                 error = exc
+        wake: list[_Pending] = []
         with self._lock:
             for q in batch:
                 q.error, q.done, q.lead = error, True, False
+                if q is not leader and not q.woken:
+                    q.woken = True
+                    wake.append(q)
             leader.lead = False
             # the role passes to the oldest waiting caller not already leading (others may be flushing)
             nxt = next((q for q in self._pending if not q.lead), None)
             if nxt is not None:
                 nxt.lead = True
+                if nxt is not leader and not nxt.woken:  # the leader may be next: its own commit waits
+                    nxt.woken = True
+                    wake.append(nxt)
             else:
                 self._flushing -= 1
-        for q in batch:
-            q.event.set()
-        if nxt is not None:
-            nxt.event.set()
-
+        for q in wake:
+            q.wake.release()
