@@ -65,17 +65,23 @@ log = logging.getLogger(__name__)
 
 
 class _Proposal:
-    """One caller's command waiting in (or taken from) the queue."""
+    """One caller's command waiting in (or taken from) the queue.
 
-    __slots__ = ("args", "cancelled", "deadline", "error", "event", "name", "result", "taken")
+    The caller waits on ``answered``, a lock held from the start and released once, when the
+    command's entry is resolved (``done`` is then set): two C calls, where an ``Event`` is a
+    ``Condition`` in Python whose ``set`` ran for every command of a batch on the Raft thread.
+    """
+
+    __slots__ = ("answered", "args", "cancelled", "deadline", "done", "error", "name", "result", "taken")
 
     def __init__(self, name: str, args: tuple, deadline: float) -> None:
         self.name, self.args = name, args
         self.deadline = deadline  # time.monotonic() at which the caller gives up
-        self.event = threading.Event()
+        self.answered = threading.Lock()
+        self.answered.acquire()
         self.result: Any = None
         self.error: int | str = FAIL_REASON.SUCCESS
-        self.taken = self.cancelled = False
+        self.taken = self.cancelled = self.done = False
 
 
 class _InFlight:
@@ -137,7 +143,7 @@ class GroupCommitter:
             batch = self._take_locked() if self._in_flight < self.max_in_flight else None
         if batch:
             self._propose(batch)
-        if not p.event.wait(max(0.0, timeout)):
+        if not p.answered.acquire(timeout=max(0.0, timeout)):
             with self._lock:
                 if not p.taken:  # never proposed: it must not be proposed after its caller gave up
                     p.cancelled = True
@@ -149,7 +155,7 @@ class GroupCommitter:
                 nxt = self._take_locked() if self._in_flight < self.max_in_flight else None
             if nxt:
                 self._propose(nxt)
-            if not p.event.is_set():
+            if not p.done:
                 raise SyncObjException("Timeout")
         if p.error != FAIL_REASON.SUCCESS:
             raise SyncObjException(p.error)
@@ -232,8 +238,9 @@ class GroupCommitter:
         else:
             for p in batch:
                 p.result, p.error = result, error
-        for p in batch:
-            p.event.set()
+        for p in batch:  # resolved once: an entry is finished once, and a command is in one entry
+            p.done = True
+            p.answered.release()
         with self._lock:
             self._in_flight -= 1
             nxt = self._take_locked() if self._in_flight < self.max_in_flight else None
