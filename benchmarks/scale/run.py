@@ -270,30 +270,40 @@ class SimWorker:
 
 # ------------------------------------------------------------------------- helpers
 class RssSampler:
-    """Samples VmRSS (bytes) of some pids every second; keeps the maximum per name."""
+    """Samples the RSS of some pids every second; keeps each name's peak, what it was made of
+    (``RssAnon``: the heap; ``RssFile``: mapped files, e.g. pysyncobj's journal) and the phase
+    of the run it was seen in (``phase``, set by the run as it goes)."""
 
     def __init__(self):
         self.pids: dict[str, int] = {}
         self.peak: dict[str, int] = {}
+        self.detail: dict[str, str] = {}
+        self.phase = "start"
         self._stop = threading.Event()
         threading.Thread(target=self._run, daemon=True).start()
 
     @staticmethod
-    def rss(pid: int) -> int:
-        """VmRSS of ``pid`` in bytes (0 when it is gone)."""
+    def rss(pid: int) -> dict[str, int]:
+        """``{"VmRSS", "RssAnon", "RssFile"}`` of ``pid`` in bytes (empty when it is gone)."""
+        out: dict[str, int] = {}
         try:
             with open(f"/proc/{pid}/status") as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
+                    key = line.split(":", 1)[0]
+                    if key in ("VmRSS", "RssAnon", "RssFile"):
+                        out[key] = int(line.split()[1]) * 1024
         except OSError:
             pass
-        return 0
+        return out
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             for name, pid in list(self.pids.items()):
-                self.peak[name] = max(self.peak.get(name, 0), self.rss(pid))
+                now = self.rss(pid)
+                if now.get("VmRSS", 0) > self.peak.get(name, 0):
+                    self.peak[name] = now["VmRSS"]
+                    self.detail[name] = (f"heap {mib(now.get('RssAnon', 0))}, files {mib(now.get('RssFile', 0))}, "
+                                         f"during {self.phase}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -433,6 +443,7 @@ def main() -> int:
             c.create_connector(f"c{i:05d}", cfg)
             lat.append(time.perf_counter() - t0)
 
+        rss.phase = "create"
         t_create = time.monotonic()
         with ThreadPoolExecutor(args.create_clients) as ex:
             list(ex.map(create, range(args.connectors)))
@@ -440,6 +451,7 @@ def main() -> int:
         row(f"create {args.connectors:,} connectors via POST /connectors ({args.create_clients} clients)",
             f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all")
 
+        rss.phase = "full assignment"
         t_full = wait_all_running(follower, args, args.timeout, "every task RUNNING")
         row(f"full assignment: {args.connectors * args.tasks_per_connector:,} tasks over {args.workers} workers "
             f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create")
@@ -449,6 +461,7 @@ def main() -> int:
         for lost_n in (1, 10):
             if lost_n >= len(alive):
                 continue
+            rss.phase = f"the rebalance after {lost_n} lost"
             before = leader.request("GET", "/raftconnect/v1/assignment")
             lost = random.Random(lost_n).sample(alive, lost_n)
             lost_ids = {w.worker_id for w in lost}
@@ -475,6 +488,7 @@ def main() -> int:
             spy = None
 
         # ------------------------------------------------------------- reads
+        rss.phase = "the expand reads"
         for expand in ("status", "info"):
             times, size = [], 0
             for _ in range(args.reads):
@@ -487,6 +501,7 @@ def main() -> int:
                 f"{fmt_ms(times)}; body {size / 1024:,.0f} KiB", "goal p50 <= 300 ms at 10,000 connectors")
 
         # ------------------------------------------------------------ offsets
+        rss.phase = "offset commits"
         commit_lat: list[float] = []
         stop_at = time.monotonic() + args.commit_seconds
 
@@ -514,6 +529,7 @@ def main() -> int:
             ", ".join(f"{k} {mib(v)}" for k, v in sizes.items()))
 
         # ------------------------------------------------------------ restart
+        rss.phase = "the restart"
         epoch_before = leader.request("GET", "/raftconnect/v1/assignment")["epoch"]
         for n in cluster.nodes:
             n.kill()
@@ -534,7 +550,7 @@ def main() -> int:
         row("Raft data dir per member, after the restart", ", ".join(f"{k} {mib(v)}" for k, v in sizes.items()))
         time.sleep(1.5)  # one more RSS sample after the restart's catch-up
         row("RSS per Raft member (max of 1 s samples; after the restart: new processes)",
-            ", ".join(f"{k} {mib(v)}" for k, v in rss.peak.items()), "goal <= 1 GB each")
+            ", ".join(f"{k} {mib(v)} ({rss.detail[k]})" for k, v in rss.peak.items()), "goal <= 1 GB each")
     finally:
         # the members first: they run in their own sessions and would outlive an interrupted run
         for w in workers:
