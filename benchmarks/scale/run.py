@@ -272,10 +272,12 @@ class SimWorker:
 class RssSampler:
     """Samples the RSS of some pids every second; keeps each name's peak, what it was made of
     (``RssAnon``: the heap; ``RssFile``: mapped files, e.g. pysyncobj's journal) and the phase
-    of the run it was seen in (``phase``, set by the run as it goes)."""
+    of the run it was seen in (``phase``, set by the run as it goes), and whether the member led then
+    (``roles``: ``{name: callable returning its Raft state}``, asked only when a new peak is seen)."""
 
     def __init__(self):
         self.pids: dict[str, int] = {}
+        self.roles: dict[str, Any] = {}
         self.peak: dict[str, int] = {}
         self.detail: dict[str, str] = {}
         self.phase = "start"
@@ -302,8 +304,12 @@ class RssSampler:
                 now = self.rss(pid)
                 if now.get("VmRSS", 0) > self.peak.get(name, 0):
                     self.peak[name] = now["VmRSS"]
+                    try:
+                        role = self.roles[name]().lower() if name in self.roles else "?"
+                    except Exception:  # noqa: BLE001 - a busy member may not answer within the second
+                        role = "no answer"
                     self.detail[name] = (f"heap {mib(now.get('RssAnon', 0))}, files {mib(now.get('RssFile', 0))}, "
-                                         f"during {self.phase}")
+                                         f"{role}, during {self.phase}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -409,6 +415,9 @@ def main() -> int:
     try:
         for n in cluster.nodes:
             rss.pids[n.node_id] = n.proc.pid
+            probe = n.client()
+            probe.timeout = 1.0
+            rss.roles[n.node_id] = lambda c=probe: c.request("GET", "/raftconnect/v1/raft")["state"]
         leader_node = cluster.leader()
         followers = [n for n in cluster.nodes if n is not leader_node]
         addresses = [leader_node.url.split("//")[1]] + [n.url.split("//")[1] for n in followers]
