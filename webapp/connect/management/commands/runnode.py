@@ -19,7 +19,7 @@ from raftnode import CommandRejected, RaftUnavailable
 from raftnode.durability import check_space_at_start
 from webapp import environment
 from webapp.connect.api.accounts import bootstrap_users
-from webapp.connect import malloc
+from webapp.connect import census, malloc
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.runtime import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
@@ -147,6 +147,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         # the agent boots (imports, engine processes, producer) while Raft elects and the stores
         # open: it joins the group through its heartbeats, which retry until the REST API answers
+        try:  # off unless RAFTCONNECT_MEMORY_CENSUS_DIR is set (a diagnostic: webapp.connect.census)
+            census.start_from_env(options.node_id, lambda: node.raft.syncobj if node.raft is not None else None)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         node.start_agent()
         try:
             node.start_control_plane()

@@ -1,0 +1,54 @@
+"""``webapp.connect.census``: the memory census diagnostic (off unless its variable is set)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from raftnode import RaftConfig, RaftNode
+from tools.launcher import wait_for
+from webapp.connect import census
+from webapp.kafka.embedded import free_port
+
+
+def test_off_without_its_variable(monkeypatch):
+    monkeypatch.delenv(census.DIR_ENV, raising=False)
+    assert census.start_from_env("n1", lambda: None) is None
+
+
+def test_a_bad_interval_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv(census.DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(census.INTERVAL_ENV, "0")
+    with pytest.raises(ValueError, match=census.INTERVAL_ENV):
+        census.start_from_env("n1", lambda: None)
+
+
+def test_a_census_counts_this_process_and_the_raft_log(tmp_path, monkeypatch):
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    try:
+        assert raft.wait_ready(15), raft.status()
+        for i in range(5):
+            raft.commands.put_connector_config(name=f"c{i}", config={"connector.class": "X"}, target_state=None,
+                                               create_only=False)
+        class Marker:  # a type the census must show (gc-tracked, as containers are)
+            pass
+
+        keep = [Marker() for _ in range(50_000)]
+        one = census.census(raft.syncobj, top=1000)
+        assert one["rss"] > 0 and one["heap"] > 0 and one["objects"] >= 50_000
+        assert [c for n, c, _ in one["types"] if n == "Marker"] == [50_000]
+        assert one["raft"]["log_entries"] >= 5 and one["raft"]["log_bytes"] > 0
+        assert one["raft"]["send_buffers"] == {}  # a lone member has no peers
+        del keep
+        monkeypatch.setenv(census.DIR_ENV, str(tmp_path / "census"))
+        monkeypatch.setenv(census.INTERVAL_ENV, "0.05")
+        census.start_from_env("n1", lambda: raft.syncobj)
+        files = lambda: list((tmp_path / "census").glob("n1-*.jsonl"))  # noqa: E731
+        wait_for(lambda: files() and files()[0].read_text().count("\n") >= 2, 30, interval=0.05,
+                 what="two census lines")
+        line = json.loads(files()[0].read_text().splitlines()[0])
+        assert line["t"] <= time.time() and line["raft"]["log_entries"] >= 5
+    finally:
+        raft.destroy()

@@ -1,0 +1,122 @@
+"""A diagnostic: what a node's memory is made of, written every so often while it runs.
+
+Owns the memory census that ``runnode`` starts when ``RAFTCONNECT_MEMORY_CENSUS_DIR`` is set (off
+by default): every ``RAFTCONNECT_MEMORY_CENSUS_S`` seconds (default 60) a daemon thread appends one
+JSON line to ``<dir>/<node id>-<pid>.jsonl``. Made to find what a leader holds at issue 16's scale
+(``benchmarks/scale``), where its RSS was three times its live state; it must not change anything
+it reads.
+
+A line: ``{"t": unix seconds, "rss", "heap", "files" (bytes: VmRSS, RssAnon, RssFile), "objects"
+(gc-tracked objects), "types": [[type name, count, bytes], ...] (the 25 largest by
+``sys.getsizeof``, shallow), "raft": {"log_entries", "log_bytes", "send_buffers": {peer: bytes}}}``.
+Taking one walks every gc-tracked object with the GIL held: ~1 s per million objects, so it is for
+diagnosis, not for production.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any, Callable
+
+__all__ = ["DIR_ENV", "INTERVAL_ENV", "census", "start_from_env"]
+
+log = logging.getLogger(__name__)
+
+DIR_ENV = "RAFTCONNECT_MEMORY_CENSUS_DIR"
+INTERVAL_ENV = "RAFTCONNECT_MEMORY_CENSUS_S"
+
+
+def _proc_status() -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key = line.split(":", 1)[0]
+                if key in ("VmRSS", "RssAnon", "RssFile"):
+                    out[key] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def _raft_figures(syncobj: Any) -> dict[str, Any]:
+    """The pysyncobj log held in memory and each peer connection's unsent bytes (private attributes of
+    pysyncobj 0.3, read only; empty where they are not there)."""
+    if syncobj is None:
+        return {}
+    out: dict[str, Any] = {}
+    entries = getattr(syncobj, "_SyncObj__raftLog", None)
+    try:
+        if entries is not None:
+            out["log_entries"] = len(entries)
+            out["log_bytes"] = sum(len(e[0]) for e in list(entries))
+    except Exception:  # noqa: BLE001 - a diagnostic never fails the node
+        pass
+    transport = getattr(syncobj, "_SyncObj__transport", None)
+    connections = getattr(transport, "_connections", None) or {}
+    buffers = {}
+    for node, conn in list(connections.items()):
+        size = getattr(conn, "getSendBufferSize", None)
+        if size is not None:
+            buffers[str(node)] = size()
+    out["send_buffers"] = buffers
+    return out
+
+
+def census(syncobj: Any = None, top: int = 25) -> dict[str, Any]:
+    """One census of this process (see the module docstring for its shape)."""
+    status = _proc_status()
+    counts: Counter[str] = Counter()
+    sizes: Counter[str] = Counter()
+    objects = gc.get_objects()
+    for obj in objects:
+        name = type(obj).__name__
+        counts[name] += 1
+        try:
+            sizes[name] += sys.getsizeof(obj)
+        except TypeError:
+            pass
+    n = len(objects)
+    del objects
+    return {"t": time.time(), "rss": status.get("VmRSS", 0), "heap": status.get("RssAnon", 0),
+            "files": status.get("RssFile", 0), "objects": n,
+            "types": [[name, counts[name], size] for name, size in sizes.most_common(top)],
+            "raft": _raft_figures(syncobj)}
+
+
+def start_from_env(node_id: str, syncobj: Callable[[], Any]) -> threading.Thread | None:
+    """Start the census thread when :data:`DIR_ENV` is set; ``syncobj()`` gives the node's pysyncobj
+    object (or ``None``). Returns the thread, or ``None`` when the census is off.
+
+    Errors: ``ValueError`` when :data:`INTERVAL_ENV` is not a positive number.
+    """
+    directory = os.environ.get(DIR_ENV)
+    if not directory:
+        return None
+    interval = float(os.environ.get(INTERVAL_ENV, "60"))
+    if interval <= 0:
+        raise ValueError(f"{INTERVAL_ENV} must be a positive number of seconds")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{node_id}-{os.getpid()}.jsonl")
+
+    def run() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                line = json.dumps(census(syncobj()))
+            except Exception:  # noqa: BLE001 - a diagnostic never fails the node
+                log.exception("memory census failed")
+                continue
+            with open(path, "a") as fh:
+                fh.write(line + "\n")
+
+    thread = threading.Thread(target=run, name="memory-census", daemon=True)
+    thread.start()
+    log.warning("memory census every %.0f s into %s (diagnostic; it holds the GIL while it counts)", interval, path)
+    return thread
