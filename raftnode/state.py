@@ -181,6 +181,8 @@ class ClusterStateMachine(SyncObjConsumer):
         self._listing_seq = 0
         self._listing_floor = 0
         self._listing_revisions: dict[str, int] = {}
+        #: snapshots this member loaded since it started (its own at start, or one sent by a leader)
+        self.snapshots_loaded = 0
         super().__init__()
         self.members: dict[str, dict[str, Any]] = {}
         self.epoch = 0
@@ -210,6 +212,7 @@ class ClusterStateMachine(SyncObjConsumer):
         self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         super()._deserialize(data)
+        self.snapshots_loaded += 1
         self._listed_changed(None)
 
     def _listed_changed(self, name: str | None) -> None:

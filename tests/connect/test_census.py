@@ -32,16 +32,17 @@ def test_a_census_counts_this_process_and_the_raft_log(tmp_path, monkeypatch):
         for i in range(5):
             raft.commands.put_connector_config(name=f"c{i}", config={"connector.class": "X"}, target_state=None,
                                                create_only=False)
-        before = census.census(raft.syncobj)["blocks"]
+        before = census.census(raft)["blocks"]
         keep = [[i] for i in range(50_000)]
-        one = census.census(raft.syncobj)
+        one = census.census(raft)
         assert one["rss"] > 0 and one["heap"] > 0 and one["blocks"] >= before + 50_000
         assert one["raft"]["log_entries"] >= 5 and one["raft"]["log_bytes"] > 0
+        assert one["raft"]["snapshots_loaded"] == 0  # a new member: nothing loaded
         assert one["raft"]["send_buffers"] == {}  # a lone member has no peers
         del keep
         monkeypatch.setenv(census.DIR_ENV, str(tmp_path / "census"))
         monkeypatch.setenv(census.INTERVAL_ENV, "0.05")
-        census.start_from_env("n1", lambda: raft.syncobj)
+        census.start_from_env("n1", lambda: raft)
         files = lambda: list((tmp_path / "census").glob("n1-*.jsonl"))  # noqa: E731
         wait_for(lambda: files() and files()[0].read_text().count("\n") >= 2, 30, interval=0.05,
                  what="two census lines")

@@ -134,7 +134,9 @@ def test_revisions_stay_out_of_snapshots_and_a_restore_raises_the_floor(herder):
     restored = ClusterStateMachine()
     restored._deserialize(state._serialize())
     assert restored.digest() == state.digest()
+    assert "snapshots_loaded" not in data and state.snapshots_loaded == 0
     state._deserialize(data)  # as pysyncobj does when this member installs a snapshot
+    assert state.snapshots_loaded == 1
     assert state.listing_revisions() == (revisions["running"] + 1, {})
 
 

@@ -8,8 +8,9 @@ it reads.
 
 A line: ``{"t": unix seconds, "rss", "heap", "files" (bytes: VmRSS, RssAnon, RssFile), "blocks"
 (``sys.getallocatedblocks()``: Python's allocated memory blocks), "gc_counts" (the collector's
-generation counts), "raft": {"log_entries", "log_bytes" (pysyncobj's log held in memory),
-"send_buffers": {peer: unsent bytes}}}``. Cheap (no walk of the objects), but a diagnostic.
+generation counts), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
+leader to a member that fell behind its log), "log_entries", "log_bytes" (pysyncobj's log held in
+memory), "send_buffers": {peer: unsent bytes}}}``. Cheap (no walk of the objects), but a diagnostic.
 """
 from __future__ import annotations
 
@@ -43,12 +44,14 @@ def _proc_status() -> dict[str, int]:
     return out
 
 
-def _raft_figures(syncobj: Any) -> dict[str, Any]:
-    """The pysyncobj log held in memory and each peer connection's unsent bytes (private attributes of
-    pysyncobj 0.3, read only; empty where they are not there)."""
-    if syncobj is None:
+def _raft_figures(raft: Any) -> dict[str, Any]:
+    """Of a ``raftnode.RaftNode``: the snapshots its state loaded, the pysyncobj log held in memory and
+    each peer connection's unsent bytes (private attributes of pysyncobj 0.3, read only; left out
+    where they are not there)."""
+    if raft is None:
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"snapshots_loaded": getattr(raft.state, "snapshots_loaded", None)}
+    syncobj = raft.syncobj
     entries = getattr(syncobj, "_SyncObj__raftLog", None)
     try:
         if entries is not None:
@@ -67,7 +70,7 @@ def _raft_figures(syncobj: Any) -> dict[str, Any]:
     return out
 
 
-def census(syncobj: Any = None) -> dict[str, Any]:
+def census(raft: Any = None) -> dict[str, Any]:
     """One census of this process (see the module docstring for its shape)."""
     status = _proc_status()
     # No walk of every object (gc.get_objects): while a list of them is held, another thread may
@@ -77,12 +80,12 @@ def census(syncobj: Any = None) -> dict[str, Any]:
     n = sys.getallocatedblocks()
     return {"t": time.time(), "rss": status.get("VmRSS", 0), "heap": status.get("RssAnon", 0),
             "files": status.get("RssFile", 0), "blocks": n, "gc_counts": list(gc.get_count()),
-            "raft": _raft_figures(syncobj)}
+            "raft": _raft_figures(raft)}
 
 
-def start_from_env(node_id: str, syncobj: Callable[[], Any]) -> threading.Thread | None:
-    """Start the census thread when :data:`DIR_ENV` is set; ``syncobj()`` gives the node's pysyncobj
-    object (or ``None``). Returns the thread, or ``None`` when the census is off.
+def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | None:
+    """Start the census thread when :data:`DIR_ENV` is set; ``raft()`` gives the node's
+    ``raftnode.RaftNode`` (or ``None``). Returns the thread, or ``None`` when the census is off.
 
     Errors: ``ValueError`` when :data:`INTERVAL_ENV` is not a positive number.
     """
@@ -99,7 +102,7 @@ def start_from_env(node_id: str, syncobj: Callable[[], Any]) -> threading.Thread
         while True:
             time.sleep(interval)
             try:
-                line = json.dumps(census(syncobj()))
+                line = json.dumps(census(raft()))
             except Exception:  # noqa: BLE001 - a diagnostic never fails the node
                 log.exception("memory census failed")
                 continue

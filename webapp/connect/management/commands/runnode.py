@@ -148,7 +148,7 @@ class Command(BaseCommand):
         # the agent boots (imports, engine processes, producer) while Raft elects and the stores
         # open: it joins the group through its heartbeats, which retry until the REST API answers
         try:  # off unless RAFTCONNECT_MEMORY_CENSUS_DIR is set (a diagnostic: webapp.connect.census)
-            census.start_from_env(options.node_id, lambda: node.raft.syncobj if node.raft is not None else None)
+            census.start_from_env(options.node_id, lambda: node.raft)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         node.start_agent()
