@@ -33,9 +33,10 @@ def test_a_census_counts_this_process_and_the_raft_log(tmp_path, monkeypatch):
             raft.commands.put_connector_config(name=f"c{i}", config={"connector.class": "X"}, target_state=None,
                                                create_only=False)
         before = census.census(raft)["blocks"]
-        keep = [[i] for i in range(50_000)]
+        keep = [[i] for i in range(300_000)]
         one = census.census(raft)
-        assert one["rss"] > 0 and one["heap"] > 0 and one["blocks"] >= before + 50_000
+        # other threads of the test process allocate and free meanwhile: a margin, not an exact count
+        assert one["rss"] > 0 and one["heap"] > 0 and one["blocks"] >= before + 200_000
         assert one["raft"]["log_entries"] >= 5 and one["raft"]["log_bytes"] > 0
         assert one["raft"]["snapshots_loaded"] == 0  # a new member: nothing loaded
         assert one["raft"]["send_buffers"] == {}  # a lone member has no peers
