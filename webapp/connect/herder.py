@@ -275,7 +275,11 @@ class Herder:
         if revisions is None:
             self.listing_cache.clear()
             return self.connectors_expanded(expand)
-        return self.listing_cache.listing(self, revisions, "status" in expand, "info" in expand)
+        want_status = "status" in expand
+        return self.listing_cache.listing(
+            self.store, revisions, addresses=self._worker_addresses(self.members()) if want_status else None,
+            assignment=self.assignment, kind=lambda rec: (self._type(rec), self._password_keys(rec.config)),
+            status=self._status if want_status else None, info=self._info if "info" in expand else None)
 
     def connector_config(self, name: str) -> dict[str, str]:
         """The connector's config as submitted, secrets hidden (:meth:`shown_config`)."""

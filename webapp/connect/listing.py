@@ -3,8 +3,8 @@
 Owns :class:`ListingCache`: each connector's ConnectorStateInfo and ConnectorInfo as JSON bytes,
 tagged with the connector's listing revision (:meth:`~webapp.storage.base.MetadataStore.listing_revisions`),
 so that a list rebuilds only the connectors that changed since the last one. It must not decide
-what an entry says: the Herder's ``_status`` and ``_info`` build every entry, exactly as for a
-single connector.
+what an entry says: the caller (the Herder) hands in the functions that build every entry, exactly
+as for a single connector, and this module imports nothing of it.
 
 Why: at 10,000 connectors of 10 tasks the list is ~7 MB of JSON, and building it whole cost the
 leader ~0.25 s of CPU per request (benchmarks/scale/expand.py), which a leader that also carries
@@ -14,14 +14,12 @@ between two polls few connectors change.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
-from webapp.storage.base import ListingRevisions
-
-if TYPE_CHECKING:  # pragma: no cover
-    from webapp.connect.herder import Herder
+from webapp.storage.base import ConnectorSummary, ListingRevisions, MetadataStore
 
 __all__ = ["ListingCache"]
 
@@ -56,17 +54,23 @@ class ListingCache:
             self._scope, self._addresses = None, None
             self._status, self._info = {}, {}
 
-    def listing(self, herder: Herder, revisions: ListingRevisions, want_status: bool,
-                want_info: bool) -> dict[str, dict[str, orjson.Fragment]]:
-        """``{name: {"status": ..., "info": ...}}`` (each key only when asked) of every connector in
-        name order, each value the JSON of what ``herder``'s ``connectors_expanded`` gives for it.
+    def listing(self, store: MetadataStore, revisions: ListingRevisions, *, addresses: dict[str, str] | None,
+                assignment: Callable[[], dict[str, Any]],
+                kind: Callable[[ConnectorSummary], tuple[str, frozenset[str]]],
+                status: Callable[..., dict[str, Any]] | None,
+                info: Callable[..., dict[str, Any]] | None) -> dict[str, dict[str, orjson.Fragment]]:
+        """``{name: {"status": ..., "info": ...}}`` (each key only when asked) of every connector of
+        ``store`` in name order, each value the JSON of what ``status`` / ``info`` build for it.
 
-        ``revisions`` must have been read from ``herder.store`` before this call. A connector
+        ``revisions`` must have been read from ``store`` before this call. ``addresses``: the
+        members' REST addresses status entries show (``None`` without ``status``); ``assignment()``
+        the committed assignment; ``kind(summary)`` its ``(type, password keys)``, asked once per
+        connector class; ``status(summary, statuses, assignment, addresses, type)`` and
+        ``info(summary, type, password keys)`` build one entry, ``None`` when not asked. A connector
         deleted while the list is built is left out. Errors: the store's (:class:`StoreUnavailable`).
         """
-        store = herder.store
+        want_status, want_info = status is not None, info is not None
         names = store.connector_names()
-        addresses = herder._worker_addresses(herder.members()) if want_status else None
         with self._lock:
             if self._scope != revisions.scope:
                 self._scope, self._addresses, self._status, self._info = revisions.scope, None, {}, {}
@@ -77,35 +81,34 @@ class ListingCache:
         out: dict[str, dict[str, orjson.Fragment]] = {}
         built_status: dict[str, _Entry] = {}
         built_info: dict[str, _Entry] = {}
-        assignment: dict[str, Any] | None = None
+        committed: dict[str, Any] | None = None
         types: dict[str, tuple[str, frozenset[str]]] = {}
         for name in names:
             rev = changed.get(name, 0)
             if rev < floor:
                 rev = floor
             entry: dict[str, orjson.Fragment] = {}
-            status = status_cache.get(name) if want_status else None
-            info = info_cache.get(name) if want_info else None
-            if (want_status and (status is None or status[0] != rev)) or (want_info and (info is None or info[0] != rev)):
+            hit_status = status_cache.get(name) if want_status else None
+            hit_info = info_cache.get(name) if want_info else None
+            if ((want_status and (hit_status is None or hit_status[0] != rev))
+                    or (want_info and (hit_info is None or hit_info[0] != rev))):
                 summary = store.connector_summary(name)
                 if summary is None:  # deleted meanwhile
                     continue
                 cls = summary.config.get("connector.class", "")
-                kind = types.get(cls)
-                if kind is None:
-                    kind = types[cls] = (herder._type(summary), herder._password_keys(summary.config))
-                if want_status and (status is None or status[0] != rev):
-                    if assignment is None:
-                        assignment = herder.assignment()
-                    built = herder._status(summary, store.get_statuses(name), assignment, addresses, kind[0])
-                    status = built_status[name] = (rev, orjson.Fragment(orjson.dumps(built)))
-                if want_info and (info is None or info[0] != rev):
-                    built = herder._info(summary, kind[0], kind[1])
-                    info = built_info[name] = (rev, orjson.Fragment(orjson.dumps(built)))
+                type_, keys = types.get(cls) or types.setdefault(cls, kind(summary))
+                if want_status and (hit_status is None or hit_status[0] != rev):
+                    if committed is None:
+                        committed = assignment()
+                    built = status(summary, store.get_statuses(name), committed, addresses, type_)
+                    hit_status = built_status[name] = (rev, orjson.Fragment(orjson.dumps(built)))
+                if want_info and (hit_info is None or hit_info[0] != rev):
+                    built = info(summary, type_, keys)
+                    hit_info = built_info[name] = (rev, orjson.Fragment(orjson.dumps(built)))
             if want_status:
-                entry["status"] = status[1]
+                entry["status"] = hit_status[1]
             if want_info:
-                entry["info"] = info[1]
+                entry["info"] = hit_info[1]
             out[name] = entry
         self._keep(revisions.scope, addresses, built_status, built_info, out)
         return out
