@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # first, so it runs last on the way out: frees each request's objects once its response is done
+    "webapp.connect.api.release.ReleaseRequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (webapp/console/dist) and admin static files
     "django.contrib.sessions.middleware.SessionMiddleware",
