@@ -1,6 +1,7 @@
 """``webapp.connect.census``: the memory census diagnostic (off unless its variable is set)."""
 from __future__ import annotations
 
+import gc
 import json
 import time
 
@@ -41,6 +42,13 @@ def test_a_census_counts_this_process_and_the_raft_log(tmp_path, monkeypatch):
         assert one["raft"]["snapshots_loaded"] == 0  # a new member: nothing loaded
         assert one["raft"]["send_buffers"] == {}  # a lone member has no peers
         del keep
+        collected = census.census(raft)["gc_collected"]
+        for _ in range(100):  # a cycle only the collector frees
+            a: list = []
+            a.append(a)
+        del a
+        gc.collect()
+        assert sum(census.census(raft)["gc_collected"]) >= sum(collected) + 100
         monkeypatch.setenv(census.DIR_ENV, str(tmp_path / "census"))
         monkeypatch.setenv(census.INTERVAL_ENV, "0.05")
         census.start_from_env("n1", lambda: raft)

@@ -8,7 +8,8 @@ it reads.
 
 A line: ``{"t": unix seconds, "rss", "heap", "files" (bytes: VmRSS, RssAnon, RssFile), "blocks"
 (``sys.getallocatedblocks()``: Python's allocated memory blocks), "gc_counts" (the collector's
-generation counts), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
+generation counts), "gc_collected" (per generation, the objects its collections found to be
+cyclic garbage since start: what reference counting could not free), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
 leader to a member that fell behind its log), "log_entries", "log_bytes" (pysyncobj's log held in
 memory), "send_buffers": {peer: unsent bytes}}}``. Cheap (no walk of the objects), but a diagnostic.
 """
@@ -80,7 +81,7 @@ def census(raft: Any = None) -> dict[str, Any]:
     n = sys.getallocatedblocks()
     return {"t": time.time(), "rss": status.get("VmRSS", 0), "heap": status.get("RssAnon", 0),
             "files": status.get("RssFile", 0), "blocks": n, "gc_counts": list(gc.get_count()),
-            "raft": _raft_figures(raft)}
+            "gc_collected": [g["collected"] for g in gc.get_stats()], "raft": _raft_figures(raft)}
 
 
 def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | None:
