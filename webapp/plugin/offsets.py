@@ -12,15 +12,34 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import orjson
+
 __all__ = ["SourceOffset", "partition_key"]
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def partition_key(partition: Mapping[str, Any]) -> str:
     """Canonical JSON for a source partition map, used as the offset store key.
 
-    Two equal maps always give the same string (sorted keys, no spaces).
+    Two equal maps always give the same string (sorted keys, no spaces): exactly
+    ``json.dumps(partition, sort_keys=True, separators=(",", ":"))``, the form every stored key
+    has. Maps of string keys and string or integer values whose text needs no escape (nearly
+    every partition: topics, files, tables, numbers) are encoded by orjson, which gives the same
+    bytes; any other map by ``json.dumps`` (orjson writes floats, non-ASCII text and some escapes
+    differently). Computed for every offset of every commit on the leader, where ``json.dumps``
+    was a fourteenth of an offset commit's Python time (benchmarks/stores).
     """
-    return json.dumps(dict(partition), sort_keys=True, separators=(",", ":"))
+    d = dict(partition)
+    for k, v in d.items():
+        if type(k) is not str or not (type(v) is str or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX)):
+            break
+    else:
+        out = orjson.dumps(d, option=orjson.OPT_SORT_KEYS)
+        # an escape of either encoder has a backslash; json.dumps also escapes DEL, orjson does not
+        if out.isascii() and b"\\" not in out and b"\x7f" not in out:
+            return out.decode()
+    return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
