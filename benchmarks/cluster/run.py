@@ -11,7 +11,8 @@ ratio where one applies:
   /connectors/{n}/config``) on a 3-member cluster, sequential and with 32
   concurrent clients: writes/s, p50/p99; baseline: raw pysyncobj ``@replicated``
   calls on a 3-member cluster with the same tuning, same concurrency; best of
-  ``--repeat`` rounds (default 3) per side, the machine being shared;
+  ``--repeat`` rounds (default 3) per side, the machine being shared; with the CPU each
+  process spent per REST write (leader, followers, the clients in this process), from ``/proc``;
 * leader failover — ``kill -9`` of the leader, N trials (default 20): seconds until
   a REST write on a survivor succeeds, p50/p99 (goal p99 <= 3 s); baseline: the
   Raft election alone (time until a survivor reports LEADER);
@@ -143,7 +144,20 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     return elapsed, lat
 
 
-def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float, list[float]]:
+def _cpu_ticks(pid: int) -> tuple[int, int]:
+    """``(user, system)`` CPU time of process ``pid`` in clock ticks (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    return int(fields[11]), int(fields[12])
+
+
+def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
+    """``(elapsed s, latencies s, CPU ms per write)``: ``total`` config writes from ``concurrency`` clients.
+
+    The CPU figures say where a write's cost lies: ``{"leader"|"follower N"|"client": (user, system)}``
+    in ms of CPU per write, from ``/proc`` for the ``members`` (NodeProcess) and ``os.times`` for
+    this process (the clients).
+    """
     from tools.launcher import ConnectClient
 
     local = threading.local()
@@ -159,10 +173,19 @@ def _rest_writes(leader, concurrency: int, total: int, path: str) -> tuple[float
         with lock:
             lat.append(time.perf_counter() - t0)
 
+    pids = {("leader" if m is leader else f"follower {n}"): m.proc.pid
+            for n, m in enumerate((m for m in members if m.proc is not None), 1)}
+    before = {k: _cpu_ticks(p) for k, p in pids.items()}
+    me0 = os.times()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as ex:
         list(ex.map(one, range(total)))
-    return time.perf_counter() - t0, lat
+    elapsed = time.perf_counter() - t0
+    me1 = os.times()
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(_cpu_ticks(p), before[k])) for k, p in pids.items()}
+    cpu["client"] = ((me1.user - me0.user) * 1000 / total, (me1.system - me0.system) * 1000 / total)
+    return elapsed, lat, cpu
 
 
 def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
@@ -186,17 +209,19 @@ def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
         for conc, total in ((1, 300), (32, 2000)):
             rest_runs, raw_runs = [], []
             for r in range(repeat):
-                rest_runs.append(_rest_writes(leader, conc, total, str(csv)))
+                rest_runs.append(_rest_writes(leader, conc, total, str(csv), cluster.nodes))
                 raw_runs.append(_raw_pysyncobj_writes(conc, total))
                 print(f"  {conc} client(s), round {r + 1}/{repeat}: REST {total / rest_runs[-1][0]:,.0f}/s "
                       f"p50 {pct(rest_runs[-1][1], 50) * 1000:.1f} ms; raw {total / raw_runs[-1][0]:,.0f}/s "
                       f"p50 {pct(raw_runs[-1][1], 50) * 1000:.1f} ms", flush=True)
-            r_el, r_lat = min(rest_runs, key=lambda x: x[0])
+            r_el, r_lat, r_cpu = min(rest_runs, key=lambda x: x[0])
             b_el, b_lat = min(raw_runs, key=lambda x: x[0])
-            rounds = ", ".join(f"{b / r:.2f}" for (r, _), (b, _) in zip(rest_runs, raw_runs))
+            rounds = ", ".join(f"{b / r[0]:.2f}" for r, (b, _) in zip(rest_runs, raw_runs))
+            cpu = "; ".join(f"{who} {u + s_:.2f} ({u:.2f} user + {s_:.2f} sys)" for who, (u, s_) in r_cpu.items())
             rows.append(
                 f"| connector config writes via REST, {conc} client(s), best of {repeat} | {total / r_el:,.0f} writes/s, "
-                f"p50 {pct(r_lat, 50) * 1000:.1f} ms, p99 {pct(r_lat, 99) * 1000:.1f} ms | raw pysyncobj "
+                f"p50 {pct(r_lat, 50) * 1000:.1f} ms, p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {cpu} "
+                f"| raw pysyncobj "
                 f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
                 f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
             print(rows[-1], flush=True)

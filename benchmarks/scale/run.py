@@ -287,16 +287,9 @@ class RssSampler:
     @staticmethod
     def rss(pid: int) -> dict[str, int]:
         """``{"VmRSS", "RssAnon", "RssFile"}`` of ``pid`` in bytes (empty when it is gone)."""
-        out: dict[str, int] = {}
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                for line in fh:
-                    key = line.split(":", 1)[0]
-                    if key in ("VmRSS", "RssAnon", "RssFile"):
-                        out[key] = int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return out
+        from webapp.connect.census import proc_status
+
+        return proc_status(pid)
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from raftnode import RaftConfig, RaftNode
+from raftnode import RaftNode
 from webapp.connect.api.renderers import ConnectJSONRenderer
 from webapp.connect.herder import Herder
-from webapp.kafka.embedded import free_port
 from webapp.storage.base import MetadataStore
 from webapp.storage.raft import RaftMetadataStore
 
@@ -20,13 +19,10 @@ SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 
 
 @pytest.fixture
-def herder(tmp_path):
-    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
-                               password="test-secret"))
-    assert raft.wait_ready(15), raft.status()
+def herder(lone_raft):
+    raft = lone_raft
     store = RaftMetadataStore(raft)
-    yield Herder(store=store, members=lambda: raft.state.members, assignment=lambda: raft.state.assignment), raft
-    raft.destroy()
+    return Herder(store=store, members=lambda: raft.state.members, assignment=lambda: raft.state.assignment), raft
 
 
 def _fill(raft: RaftNode) -> None:

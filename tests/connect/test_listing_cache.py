@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from raftnode import RaftConfig, RaftNode
 from raftnode.state import ClusterStateMachine
 from webapp.connect.api.renderers import ConnectJSONRenderer
 from webapp.connect.herder import Herder
-from webapp.kafka.embedded import free_port
 from webapp.storage.base import MetadataStore
 from webapp.storage.raft import RaftMetadataStore
 
@@ -23,15 +21,12 @@ RUNNING = {"state": "RUNNING", "trace": None}
 
 
 @pytest.fixture
-def herder(tmp_path):
-    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
-                               password="test-secret"))
-    assert raft.wait_ready(15), raft.status()
+def herder(lone_raft):
+    raft = lone_raft
     store = RaftMetadataStore(raft)
     h = Herder(store=store, members=lambda: raft.state.members, assignment=lambda: raft.state.assignment)
     _fill(raft)
-    yield h, raft
-    raft.destroy()
+    return h, raft
 
 
 def _render(data) -> bytes:

@@ -19,10 +19,8 @@ MEMBER = {"rest_address": "sim:1", "roles": ["worker"], "weight": 1.0}
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
-                               password="test-secret"))
-    assert raft.wait_ready(15), raft.status()
+def cluster(lone_raft):
+    raft = lone_raft
     store = RaftMetadataStore(raft)
     coordinator = GroupCoordinator(raft=raft, store=store, node_id="n1")
     coordinator.on_leader_change(True, raft.term)
@@ -30,7 +28,6 @@ def cluster(tmp_path):
     wait_for(lambda: coordinator.active, 15, interval=0.02, what="the coordinator to become active")
     yield raft, store, coordinator
     coordinator.stop()
-    raft.destroy()
 
 
 def _setup(store, coordinator, workers, connectors):

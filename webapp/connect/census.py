@@ -12,6 +12,11 @@ generation counts), "gc_collected" (per generation, the objects its collections 
 cyclic garbage since start: what reference counting could not free), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
 leader to a member that fell behind its log), "log_entries", "log_bytes" (pysyncobj's log held in
 memory), "send_buffers": {peer: unsent bytes}}}``. Cheap (no walk of the objects), but a diagnostic.
+
+With ``RAFTCONNECT_MEMORY_CENSUS_TRACE=N`` the node also traces its allocations with
+``tracemalloc`` (N frames each; slows every allocation and costs memory) and each interval
+appends the sites holding the most memory to ``<dir>/<node id>-<pid>.trace.jsonl``
+(:func:`allocation_sites`): where a member's growth comes from.
 """
 from __future__ import annotations
 
@@ -24,18 +29,41 @@ import threading
 import time
 from typing import Any, Callable
 
-__all__ = ["DIR_ENV", "INTERVAL_ENV", "census", "start_from_env"]
+__all__ = ["DIR_ENV", "INTERVAL_ENV", "TRACE_ENV", "allocation_sites", "census", "proc_status", "start_from_env"]
 
 log = logging.getLogger(__name__)
 
 DIR_ENV = "RAFTCONNECT_MEMORY_CENSUS_DIR"
 INTERVAL_ENV = "RAFTCONNECT_MEMORY_CENSUS_S"
+#: frames per traceback for the allocation trace (unset or 0: no trace)
+TRACE_ENV = "RAFTCONNECT_MEMORY_CENSUS_TRACE"
+#: allocation sites per trace line
+TRACE_TOP = 12
 
 
-def _proc_status() -> dict[str, int]:
+def allocation_sites(top: int = TRACE_TOP) -> list[dict[str, Any]]:
+    """The ``top`` tracebacks holding the most memory among live blocks allocated since
+    ``tracemalloc`` started: ``[{"bytes", "blocks", "trace": ["file:line", ...] (innermost last)}]``.
+
+    A snapshot copies the traces in C under tracemalloc's own lock (no walk of Python objects,
+    unlike ``gc.get_objects``); with millions of traced blocks it takes seconds and memory.
+    Empty when tracemalloc is not tracing.
+    """
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        return []
+    stats = tracemalloc.take_snapshot().statistics("traceback")[:top]
+    return [{"bytes": st.size, "blocks": st.count,
+             "trace": [f"{frame.filename}:{frame.lineno}" for frame in st.traceback]} for st in stats]
+
+
+def proc_status(pid: int | str = "self") -> dict[str, int]:
+    """``{"VmRSS", "RssAnon", "RssFile"}`` of process ``pid`` (this one by default) in bytes, from
+    ``/proc/<pid>/status``; empty when the process is gone or ``/proc`` cannot be read."""
     out: dict[str, int] = {}
     try:
-        with open("/proc/self/status") as fh:
+        with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 key = line.split(":", 1)[0]
                 if key in ("VmRSS", "RssAnon", "RssFile"):
@@ -73,7 +101,7 @@ def _raft_figures(raft: Any) -> dict[str, Any]:
 
 def census(raft: Any = None) -> dict[str, Any]:
     """One census of this process (see the module docstring for its shape)."""
-    status = _proc_status()
+    status = proc_status()
     # No walk of every object (gc.get_objects): while a list of them is held, another thread may
     # resume building one of them, a tuple, whose resize then fails ("SystemError: bad argument to
     # internal function"): seen in benchmarks/scale, and beside Django even when the list was only
@@ -96,19 +124,31 @@ def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | 
     interval = float(os.environ.get(INTERVAL_ENV, "60"))
     if interval <= 0:
         raise ValueError(f"{INTERVAL_ENV} must be a positive number of seconds")
+    frames = int(os.environ.get(TRACE_ENV) or 0)
+    if frames < 0:
+        raise ValueError(f"{TRACE_ENV} must be a number of frames (0: no allocation trace)")
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{node_id}-{os.getpid()}.jsonl")
+    trace_path = os.path.join(directory, f"{node_id}-{os.getpid()}.trace.jsonl")
+    if frames:
+        import tracemalloc
+
+        tracemalloc.start(frames)  # from now on: what a line's sites hold was allocated since start
 
     def run() -> None:
         while True:
             time.sleep(interval)
             try:
                 line = json.dumps(census(raft()))
+                sites = json.dumps({"t": time.time(), "sites": allocation_sites()}) if frames else None
             except Exception:  # noqa: BLE001 - a diagnostic never fails the node
                 log.exception("memory census failed")
                 continue
             with open(path, "a") as fh:
                 fh.write(line + "\n")
+            if sites is not None:
+                with open(trace_path, "a") as fh:
+                    fh.write(sites + "\n")
 
     thread = threading.Thread(target=run, name="memory-census", daemon=True)
     thread.start()
