@@ -109,6 +109,30 @@ def test_history_is_bounded_and_gives_rates_across_restarts():
     assert h.series(now=t0 + 10_000)["tasks"] == []
 
 
+def test_history_of_many_tasks_is_sampled_less_often_within_its_sample_budget():
+    """At 100,000 tasks a sample every 5 s for 15 min grew the leader towards 1.8 GB (benchmarks/scale):
+    past ``max_samples`` the history samples less often and still covers ``keep_seconds``."""
+    h = TaskHistory(keep_seconds=60, interval=5, max_samples=240)  # 40 tasks x 13 samples would need 520
+    t0 = 1_000_000.0
+    reported = {"w1": {"tasks": {f"c-{i}": {"records": 0, "lag": None} for i in range(40)}}}
+    for i in range(120):  # 600 s, one tick every 5 s as the sampler makes them
+        for m in reported["w1"]["tasks"].values():
+            m["records"] = 100 * i
+        h.sample(t0 + 5 * i, reported)
+    assert h.interval == 60 * 40 / 240  # 10 s
+    body = h.series(now=t0 + 5 * 119)
+    assert body["interval"] == 10.0 and len(body["tasks"]) == 40
+    kept = sum(len(t["points"]) for t in body["tasks"])
+    assert kept <= 240
+    points = body["tasks"][0]["points"]
+    assert points[-1][0] - points[0][0] >= 50  # still the last minute, at 10 s steps
+    assert {p[1] for p in points[1:]} == {20.0} and points[-1][2] is None  # 100 records per 5 s; no lag
+    small = TaskHistory(keep_seconds=60, interval=5, max_samples=240)
+    for i in range(20):
+        small.sample(t0 + 5 * i, {"w1": {"tasks": {"one-0": {"records": i, "lag": 7}}}})
+    assert small.interval == 5 and len(small.series(now=t0 + 95)["tasks"][0]["points"]) == 13
+
+
 def test_task_metrics_count_skipped_records_for_the_heartbeat():
     m = TaskMetrics()
     assert "errors" not in m.as_json()
