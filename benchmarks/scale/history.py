@@ -93,7 +93,7 @@ def main() -> int:
             f"(every 5 s, as the sampler ticks) of {args.tasks:,} tasks in one process.\n\n"
             "| tree | RSS growth | allocated blocks | points per task | seconds between samples "
             "| sampler CPU per minute |\n|---|---|---|---|---|---|\n")
-    for label, res in ((f"baseline {rev}", before), (f"this checkout ({head}, uncommitted changes included)", after)):
+    for label, res in ((f"baseline {rev}", before), (f"this checkout ({head})", after)):
         text += (f"| {label} | {res['rss'] / 2**20:,.0f} MiB | {res['blocks']:,} | {res['points_per_task']} | "
                  f"{res['interval']:g} | {res['cpu_per_minute_s'] * 1000:,.0f} ms |\n")
     text += (f"\nRatio (this checkout / baseline): RSS {after['rss'] / before['rss']:.2f}, "
