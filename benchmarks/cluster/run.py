@@ -173,8 +173,9 @@ def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) ->
         with lock:
             lat.append(time.perf_counter() - t0)
 
-    pids = {("leader" if m is leader else f"follower {n}"): m.proc.pid
-            for n, m in enumerate((m for m in members if m.proc is not None), 1)}
+    running = [m for m in members if m.proc is not None]
+    pids = {"leader": leader.proc.pid} if leader in running else {}
+    pids.update({f"follower {n}": m.proc.pid for n, m in enumerate((m for m in running if m is not leader), 1)})
     before = {k: _cpu_ticks(p) for k, p in pids.items()}
     me0 = os.times()
     t0 = time.perf_counter()
