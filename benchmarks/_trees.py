@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["extract", "enter", "run_child"]
+__all__ = ["extract", "enter", "run_child", "uncommitted"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +33,13 @@ def extract(rev: str, prefix: str) -> tuple[Path, str, str]:
     head = _git("rev-parse", "--short", "HEAD").decode().strip()
     subprocess.run(["tar", "-x", "-C", str(tree)], input=_git("archive", short), check=True)
     return tree, short, head
+
+
+def uncommitted(results: str) -> bool:
+    """Whether this checkout has uncommitted changes to tracked files, apart from ``results`` (the
+    RESULTS.md path, relative to the repository root, that the benchmark itself appends to): a row
+    that names ``HEAD`` then says "plus uncommitted changes"."""
+    return bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{results}").strip())
 
 
 def enter(tree: str) -> None:

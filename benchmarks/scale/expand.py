@@ -39,7 +39,6 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -220,11 +219,10 @@ def main() -> int:
     from benchmarks._common import machine
     from tools.databases import drop_database
 
-    from benchmarks._trees import extract
+    from benchmarks._trees import extract, uncommitted
 
     baseline_tree, rev, head = extract(args.baseline, "bench-expand-")
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":!benchmarks/scale/RESULTS.md"], capture_output=True, text=True).stdout.strip()
+    dirty = uncommitted("benchmarks/scale/RESULTS.md")
 
     url, db = args.url, None
     load_start = Path("/proc/loadavg").read_text().split()[0]

@@ -79,10 +79,11 @@ def main() -> int:
         return 0
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine
-    from benchmarks._trees import extract, run_child
+    from benchmarks._trees import extract, run_child, uncommitted
 
     started = datetime.now(UTC)
     tree, rev, head = extract(args.baseline, "rc-bench-history-")
+    dirty = uncommitted("benchmarks/scale/RESULTS.md")
     print(f"baseline {rev} ...", flush=True)
     before = run_child(__file__, str(tree), ["--tasks", str(args.tasks)])
     print(f"  {before}\nthis checkout ({head}) ...", flush=True)
@@ -93,7 +94,8 @@ def main() -> int:
             f"(every 5 s, as the sampler ticks) of {args.tasks:,} tasks in one process.\n\n"
             "| tree | RSS growth | allocated blocks | points per task | seconds between samples "
             "| sampler CPU per minute |\n|---|---|---|---|---|---|\n")
-    for label, res in ((f"baseline {rev}", before), (f"this checkout ({head})", after)):
+    after_label = f"this checkout ({head}{' plus uncommitted changes' if dirty else ''})"
+    for label, res in ((f"baseline {rev}", before), (after_label, after)):
         text += (f"| {label} | {res['rss'] / 2**20:,.0f} MiB | {res['blocks']:,} | {res['points_per_task']} | "
                  f"{res['interval']:g} | {res['cpu_per_minute_s'] * 1000:,.0f} ms |\n")
     text += (f"\nRatio (this checkout / baseline): RSS {after['rss'] / before['rss']:.2f}, "

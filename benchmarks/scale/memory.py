@@ -221,11 +221,10 @@ def main() -> int:
 
 def compare_views(args: argparse.Namespace, machine: str) -> int:
     """The ``--views REV`` comparison: each tree's caches measured in PASSES alternating children."""
-    from benchmarks._trees import extract, run_child
+    from benchmarks._trees import extract, run_child, uncommitted
 
     tree, rev, head = extract(args.views, "bench-memory-")
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":!benchmarks/scale/RESULTS.md"], capture_output=True, text=True).stdout.strip()
+    dirty = uncommitted("benchmarks/scale/RESULTS.md")
     extra = ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers)]
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for p in range(args.passes):
