@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import platform
 
-__all__ = ["machine", "quantile"]
+__all__ = ["machine", "quantile", "record"]
 
 
 def machine() -> str:
@@ -30,3 +30,12 @@ def quantile(values: list[float], q: float) -> float:
         raise ValueError("no values")
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
+
+
+def record(script: str, text: str, *, keep: bool = True) -> None:
+    """Print a benchmark's ``text`` and, with ``keep`` (its ``--no-record`` not given), append it
+    to the ``RESULTS.md`` beside ``script`` (the benchmark's ``__file__``)."""
+    print(text)
+    if keep:
+        with open(os.path.join(os.path.dirname(os.path.abspath(script)), "RESULTS.md"), "a") as fh:
+            fh.write(text)

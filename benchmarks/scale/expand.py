@@ -216,7 +216,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
-    from benchmarks._common import machine
+    from benchmarks._common import machine, record
     from tools.databases import drop_database
 
     from benchmarks._trees import extract, uncommitted
@@ -280,10 +280,7 @@ def main() -> int:
             f"{load_end} at end (2 cores shared with other sessions).\n\n"
             "| what | before | after | ratio (best before / best after) |\n|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write(text)
+    record(__file__, text, keep=not args.no_record)
     return 0
 
 

@@ -75,7 +75,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from benchmarks._common import machine
+    from benchmarks._common import machine, record
 
     intervals = [float(v) for v in args.intervals.split(",")]
     load_start = os.getloadavg()[0]
@@ -105,11 +105,7 @@ def main() -> int:
         lines.append(f"| {iv * 1000:g} ms{' (default, baseline)' if iv == base else ''} | {median(iv, 'ticks'):.0f} | "
                      f"{median(iv, 'p50') * 1000:.1f} ms | {median(iv, 'p99') * 1000:.1f} ms | "
                      f"{median(iv, 'max') * 1000:.0f} ms | {ratio:.1f}× shorter |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write("\n" + text)
+    record(__file__, "\n" + "\n".join(lines) + "\n", keep=not args.no_record)
     return 0
 
 

@@ -78,7 +78,7 @@ def main() -> int:
         child(args)
         return 0
     sys.path.insert(0, str(ROOT))
-    from benchmarks._common import machine
+    from benchmarks._common import machine, record
     from benchmarks._trees import extract, run_child, uncommitted
 
     started = datetime.now(UTC)
@@ -100,10 +100,7 @@ def main() -> int:
                  f"{res['interval']:g} | {res['cpu_per_minute_s'] * 1000:,.0f} ms |\n")
     text += (f"\nRatio (this checkout / baseline): RSS {after['rss'] / before['rss']:.2f}, "
              f"blocks {after['blocks'] / max(before['blocks'], 1):.3f}.\n")
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write(text)
+    record(__file__, text, keep=not args.no_record)
     return 0
 
 

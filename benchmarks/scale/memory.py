@@ -174,7 +174,7 @@ def main() -> int:
         views_child(args) if args.tree else child(args)
         return 0
     sys.path.insert(0, str(ROOT))
-    from benchmarks._common import machine
+    from benchmarks._common import machine, record
 
     if args.views:
         return compare_views(args, machine())
@@ -212,15 +212,13 @@ def main() -> int:
             f"{load_end} at end.\n\n"
             "| what | glibc defaults (baseline) | node settings (2 arenas, trim) | ratio |\n|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write(text)
+    record(__file__, text, keep=not args.no_record)
     return 0
 
 
 def compare_views(args: argparse.Namespace, machine: str) -> int:
     """The ``--views REV`` comparison: each tree's caches measured in PASSES alternating children."""
+    from benchmarks._common import record
     from benchmarks._trees import extract, run_child, uncommitted
 
     tree, rev, head = extract(args.views, "bench-memory-")
@@ -244,10 +242,7 @@ def compare_views(args: argparse.Namespace, machine: str) -> int:
             f"{' plus uncommitted changes' if dirty else ''}; growth of RSS after a full collection and a trim, "
             f"median of {args.passes} child processes per tree, alternating.\n\n"
             "| live memory of | before | after | ratio |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write(text)
+    record(__file__, text, keep=not args.no_record)
     return 0
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import machine
+from benchmarks._common import machine, record
 from raftnode import RaftConfig, RaftNode
 from webapp.kafka.embedded import free_port
 
@@ -120,10 +120,7 @@ def main() -> int:
             f"Command: `python benchmarks/scale/snapshot.py --connectors {args.connectors} --tasks {args.tasks} "
             f"--workers {args.workers}`; load average (1 min) at end {Path('/proc/loadavg').read_text().split()[0]}.\n\n"
             "| what | result | goal / baseline |\n|---|---|---|\n" + "\n".join(rows) + "\n")
-    print(text)
-    if not args.no_record:
-        with Path(__file__).with_name("RESULTS.md").open("a") as fh:
-            fh.write(text)
+    record(__file__, text, keep=not args.no_record)
     return 0 if same else 1
 
 
