@@ -35,6 +35,12 @@ __all__ = ["FenceCheck", "RelationalMetadataStore", "lock_conflict"]
 T = TypeVar("T")
 
 
+#: attempts in all of a write that meets a deadlock or lock-wait timeout (:meth:`RelationalMetadataStore._retrying`)
+_CONFLICT_ATTEMPTS = 5
+#: the random wait before each attempt after a conflict, seconds (low, high)
+_CONFLICT_WAIT_S = (0.002, 0.05)
+
+
 def lock_conflict(exc: BaseException) -> bool:
     """Whether ``exc`` is a deadlock or lock-wait timeout after which the transaction may simply run again."""
     if not isinstance(exc, OperationalError):
@@ -226,9 +232,9 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
             except Exception as exc:  # noqa: BLE001 - retried below or raised as it was
                 if not conflict(exc):
                     raise
-            retrying = Retrying(retry=retry_if_exception(conflict), stop=stop_after_attempt(4),
-                                wait=wait_random(0.002, 0.05), reraise=True)
-            time.sleep(random.uniform(0.002, 0.05))
+            retrying = Retrying(retry=retry_if_exception(conflict), stop=stop_after_attempt(_CONFLICT_ATTEMPTS - 1),
+                                wait=wait_random(*_CONFLICT_WAIT_S), reraise=True)
+            time.sleep(random.uniform(*_CONFLICT_WAIT_S))
             return retrying(fn)
         except (OperationalError, InterfaceError) as exc:
             raise self._unavailable(exc) from None
