@@ -49,7 +49,7 @@ and read the table's scale line. ``--py-spy FILE`` records the leader with py-sp
 (raw format) from the first create to the end of the rebalances.
 
 Usage: ``python benchmarks/scale/run.py [--connectors 10000] [--workers 100]
-[--tasks-per-connector 10] [--no-record]``; results are appended to ``RESULTS.md``
+[--tasks-per-connector 10] [--no-record] [--keep]``; results are appended to ``RESULTS.md``
 beside this script with the machine and the load average.
 """
 from __future__ import annotations
@@ -383,6 +383,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each phase may take")
     parser.add_argument("--py-spy", metavar="FILE", help="record the leader with py-spy (raw) during the load")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work directory (each member's node.log and Raft data) and print its path")
     args = parser.parse_args()
     if args.workers < 11:
         print("note: fewer than 11 workers: the 10-worker loss is skipped", flush=True)
@@ -578,7 +580,10 @@ def main() -> int:
                      "| what | result | goal / baseline |\n|---|---|---|\n")
             fh.write("".join(f"| {a} | {b} | {c} |\n" for a, b, c in rows))
         print(f"recorded in {out}")
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"work directory kept: {work} (members' logs: {work / 'cluster'}/*/node.log)")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
