@@ -9,7 +9,9 @@ it reads.
 A line: ``{"t": unix seconds, "rss", "heap", "files" (bytes: VmRSS, RssAnon, RssFile), "blocks"
 (``sys.getallocatedblocks()``: Python's allocated memory blocks), "gc_counts" (the collector's
 generation counts), "gc_collected" (per generation, the objects its collections found to be
-cyclic garbage since start: what reference counting could not free), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
+cyclic garbage since start: what reference counting could not free), "gc_pauses" (collections and
+longest pause per generation since start, and the freeze policy's figures, :mod:`webapp.gcpolicy`;
+``null`` where not monitored), "raft": {"snapshots_loaded" (by the state since start: at start, or sent by a
 leader to a member that fell behind its log), "log_entries", "log_bytes" (pysyncobj's log held in
 memory), "send_buffers": {peer: unsent bytes}}}``. Cheap (no walk of the objects), but a diagnostic.
 
@@ -109,7 +111,18 @@ def census(raft: Any = None) -> dict[str, Any]:
     n = sys.getallocatedblocks()
     return {"t": time.time(), "rss": status.get("VmRSS", 0), "heap": status.get("RssAnon", 0),
             "files": status.get("RssFile", 0), "blocks": n, "gc_counts": list(gc.get_count()),
-            "gc_collected": [g["collected"] for g in gc.get_stats()], "raft": _raft_figures(raft)}
+            "gc_collected": [g["collected"] for g in gc.get_stats()], "gc_pauses": _gc_pauses(),
+            "raft": _raft_figures(raft)}
+
+
+def _gc_pauses() -> dict[str, Any] | None:
+    """The process's collection pauses (:meth:`webapp.gcpolicy.GcPauseMonitor.figures`), ``None`` unmonitored."""
+    from webapp import gcpolicy
+
+    mon, policy = gcpolicy.monitor(), gcpolicy.freeze_policy()
+    if mon is None:
+        return None
+    return {**mon.figures(), "freeze": policy.figures() if policy is not None else None}
 
 
 def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | None:

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from raftnode import CommandRejected, RaftUnavailable
 from raftnode.durability import check_space_at_start
-from webapp import environment
+from webapp import environment, gcpolicy
 from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect import census, malloc
 from webapp.connect.node import ConnectNode, NodeOptions
@@ -138,6 +138,7 @@ class Command(BaseCommand):
                 check_space_at_start(os.path.join(data_dir, "raft"))
             except OSError as exc:
                 raise CommandError(str(exc)) from exc
+        gcpolicy.install()  # times every garbage collection: a long one stalls Raft (webapp.gcpolicy)
         call_command("migrate", verbosity=0, interactive=False)
         if "raft" not in options.roles:
             ensure_admin_user()  # no replicated state here: this node authenticates with its own database
@@ -145,6 +146,9 @@ class Command(BaseCommand):
             node = ConnectNode(options)
         except (ValueError, RuntimeError, NotImplementedError, OSError, StoreError) as exc:
             raise CommandError(str(exc)) from exc
+        # full garbage collections examine only what arrived since the last one, except on a
+        # follower every few minutes and on a leader rarely: a long one stalls Raft (webapp.gcpolicy)
+        gcpolicy.freeze_long_lived(lambda: node.raft is None or not node.raft.is_leader)
         # the agent boots (imports, engine processes, producer) while Raft elects and the stores
         # open: it joins the group through its heartbeats, which retry until the REST API answers
         try:  # off unless RAFTCONNECT_MEMORY_CENSUS_DIR is set (a diagnostic: webapp.connect.census)
