@@ -54,7 +54,8 @@ class GcPauseMonitor:
     three (per generation) since :meth:`start`; ``last_full_pause_s`` (seconds, ``None`` before
     the first full collection). A collection runs on whichever thread allocated last, so the
     callback keeps its start time in the monitor: collections never overlap (the GIL and
-    CPython's ``collecting`` flag).
+    CPython's ``collecting`` flag). A pause is an upper bound: the interpreter may let other
+    threads run between the start callback's clock read and the collection itself.
     """
 
     def __init__(self, warn_after_s: float = 0.5, warn_interval_s: float = 60.0, clock=time.perf_counter) -> None:
