@@ -462,8 +462,9 @@ class RaftNode:
         leader and within the block's time budget.
 
         Errors: :class:`CommandRejected` (apply refused; has ``code``),
-        :class:`RaftUnavailable` (not committed within ``timeout`` seconds, or
-        its outcome became unknown when the leader changed).
+        :class:`RaftUnavailable` (not committed within ``timeout`` seconds, its
+        outcome became unknown when the leader changed, or this member was
+        destroyed).
         """
         method = getattr(self.state, name)
         attempt = _single_attempt.get()
@@ -482,12 +483,20 @@ class RaftNode:
             if remaining <= 0:
                 raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
                                       f"{timeout:g} s")
+            if self._stopped.is_set():
+                raise RaftUnavailable(f"Raft command {name} not proposed: this Raft member has stopped")
             try:
                 if self.group_commit is not None and name != BATCH_COMMAND and self.is_leader:
                     result = self.group_commit.submit(name, args, remaining)
                 else:
                     result = method(*args, sync=True, timeout=remaining)
                 break
+            except AttributeError as exc:
+                # destroy() ran meanwhile: pysyncobj's replicated wrapper lost its SyncObj
+                # (a background proposer racing the node's stop, seen in tests/connect/test_health.py)
+                if not self._stopped.is_set():
+                    raise
+                raise RaftUnavailable(f"Raft command {name} not proposed: this Raft member has stopped") from exc
             except SyncObjException as exc:
                 code = exc.errorCode
                 reason = _FAIL_NAMES.get(code, code) if isinstance(code, int) else code

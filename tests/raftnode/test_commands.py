@@ -62,3 +62,19 @@ def test_a_str_enum_target_state_enters_the_log_as_a_plain_str():
     ClusterCommands(raft).put_target_state(name="c", target_state=Target.PAUSED)
     ClusterCommands(raft).put_connector_config(name="c", config={}, target_state=Target.PAUSED, create_only=True)
     assert [type(call[1][-1 if call[0] == "_put_target_state" else 2]) for call in raft.calls] == [str, str]
+
+
+def test_a_proposal_on_a_destroyed_member_is_refused_as_unavailable(tmp_path):
+    """A background proposer racing the node's stop gets RaftUnavailable, not pysyncobj's AttributeError."""
+    from raftnode import RaftConfig, RaftNode, RaftUnavailable
+    from webapp.kafka.embedded import free_port
+
+    raft = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "raft"),
+                               password="test-secret"))
+    try:
+        assert raft.wait_ready(15), raft.status()
+        raft.commands.register_member(node_id="n1", info={"roles": ["raft"]}, timeout=5)
+    finally:
+        raft.destroy()
+    with pytest.raises(RaftUnavailable, match="has stopped"):
+        raft.commands.register_member(node_id="n1", info={"roles": ["raft"]}, timeout=5)
