@@ -165,3 +165,20 @@ def test_a_real_full_collection_freezes_the_state_and_later_ones_examine_only_ne
     assert got["collected"] >= 2  # the cycle made after the freeze was collected
     assert got["figures"]["freezes"] >= 5 and got["figures"]["thaws"] >= 1  # automatic ones may add to both
     assert got["oldest_later"] < 1_000
+
+
+@pytest.mark.parametrize("raw, want", [("", None), ("50000,20,10", (50000, 20, 10)), (" 700, 10, 10 ", (700, 10, 10))])
+def test_thresholds_come_from_the_environment(monkeypatch, raw, want):
+    from webapp.gcpolicy import THRESHOLDS_ENV, thresholds_from_env
+
+    monkeypatch.setenv(THRESHOLDS_ENV, raw)
+    assert thresholds_from_env() == want
+
+
+@pytest.mark.parametrize("raw", ["700,10", "a,b,c", "700,-1,10", "1,2,3,4"])
+def test_bad_thresholds_are_refused_by_name(monkeypatch, raw):
+    from webapp.gcpolicy import THRESHOLDS_ENV, thresholds_from_env
+
+    monkeypatch.setenv(THRESHOLDS_ENV, raw)
+    with pytest.raises(ValueError, match=THRESHOLDS_ENV):
+        thresholds_from_env()

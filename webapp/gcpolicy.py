@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 import threading
 import time
@@ -29,8 +30,8 @@ from typing import Any, Callable
 
 from prometheus_client import Histogram
 
-__all__ = ["GC_PAUSE_SECONDS", "GcPauseMonitor", "LongLivedFreeze", "freeze_long_lived", "freeze_policy", "install",
-           "monitor"]
+__all__ = ["GC_PAUSE_SECONDS", "THRESHOLDS_ENV", "GcPauseMonitor", "LongLivedFreeze", "freeze_long_lived", "freeze_policy",
+           "install", "monitor", "thresholds_from_env"]
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +214,38 @@ _policy: LongLivedFreeze | None = None
 _install_lock = threading.Lock()
 
 
+#: ``"threshold0,threshold1,threshold2"`` for ``gc.set_threshold`` (unset: CPython's 700,10,10)
+THRESHOLDS_ENV = "RAFTCONNECT_GC_THRESHOLDS"
+
+
+def thresholds_from_env() -> tuple[int, int, int] | None:
+    """The collector thresholds :data:`THRESHOLDS_ENV` asks for, or ``None`` when it is unset.
+
+    Errors: ``ValueError`` naming the variable when it is not three non-negative integers.
+    """
+    raw = os.environ.get(THRESHOLDS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        values = tuple(int(v) for v in raw.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3 or min(values) < 0:
+        raise ValueError(f"{THRESHOLDS_ENV} must be three non-negative integers (threshold0,threshold1,threshold2), "
+                         f"e.g. 700,10,10; got {raw!r}")
+    return values  # type: ignore[return-value]
+
+
 def install() -> GcPauseMonitor:
-    """The process's pause monitor, started on the first call."""
+    """The process's pause monitor, started on the first call; applies :data:`THRESHOLDS_ENV` if set.
+
+    Errors: ``ValueError`` for a bad :data:`THRESHOLDS_ENV`.
+    """
     global _monitor
+    thresholds = thresholds_from_env()
     with _install_lock:
+        if thresholds is not None:
+            gc.set_threshold(*thresholds)
         if _monitor is None:
             _monitor = GcPauseMonitor().start()
         return _monitor

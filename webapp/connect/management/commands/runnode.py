@@ -138,7 +138,10 @@ class Command(BaseCommand):
                 check_space_at_start(os.path.join(data_dir, "raft"))
             except OSError as exc:
                 raise CommandError(str(exc)) from exc
-        gcpolicy.install()  # times every garbage collection: a long one stalls Raft (webapp.gcpolicy)
+        try:  # times every garbage collection: a long one stalls Raft (webapp.gcpolicy)
+            gcpolicy.install()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
         if "raft" not in options.roles:
             ensure_admin_user()  # no replicated state here: this node authenticates with its own database
