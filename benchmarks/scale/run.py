@@ -40,6 +40,9 @@ goal where the issue sets one:
   sequential requests each: p50 (and p99, body size). Goal p50 <= 300 ms at 10,000
   connectors.
 * **RSS** of each Raft member (``VmRSS`` sampled every second, the maximum). Goal <= 1 GB.
+* **garbage collection** — per member, its full collections since it started and how many
+  held the process for 0.5 s or more, and for 1 s or more (``raftconnect_gc_pause_seconds``):
+  a leader paused past the 1-2 s election timeout is voted out.
 * **offset commits/s** — every worker commits offsets for its tasks as fast as the
   pool allows, COMMIT_SECONDS long: commits/s and p50/p99.
 
@@ -358,6 +361,32 @@ def raft_term(node) -> int:
         return 0
 
 
+def full_collections(node) -> str:
+    """``"N full collections, M >= 0.5 s, K >= 1 s"`` since the member started, from its
+    ``raftconnect_gc_pause_seconds{generation="2"}`` histogram (``/metrics``); ``"-"`` when it does not answer."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        c = node.client()
+        resp = c.session.get(c.url + "/metrics", timeout=30)
+        resp.raise_for_status()
+    except Exception:  # noqa: BLE001 - a busy or stopped member
+        return "-"
+    count, le = 0.0, {}
+    for family in text_string_to_metric_families(resp.text):
+        if family.name != "raftconnect_gc_pause_seconds":
+            continue
+        for sample in family.samples:
+            if sample.labels.get("generation") != "2":
+                continue
+            if sample.name.endswith("_count"):
+                count = sample.value
+            elif sample.name.endswith("_bucket"):
+                le[sample.labels["le"]] = sample.value
+    return (f"{count:,.0f} full collections, {count - le.get('0.5', count):,.0f} >= 0.5 s, "
+            f"{count - le.get('1.0', count):,.0f} >= 1 s")
+
+
 def fmt_ms(values: list[float]) -> str:
     """``"p50 x ms, p99 y ms"`` of latencies in seconds."""
     return f"p50 {quantile(values, 0.5) * 1000:.1f} ms, p99 {quantile(values, 0.99) * 1000:.1f} ms"
@@ -528,6 +557,9 @@ def main() -> int:
 
         row("Raft elections under the load (term after the load - term at start; 0 = one leader throughout)",
             str(max(raft_term(n) for n in cluster.nodes) - term_start))
+        row("garbage collection per Raft member since it started (pauses of full collections, from /metrics)",
+            "; ".join(f"{n.node_id} {full_collections(n)}" for n in cluster.nodes),
+            "a leader paused for 1-2 s is voted out")
         sizes = {n.node_id: dir_size(os.path.join(n.data_dir, "raft")) for n in cluster.nodes}
         row("Raft data dir (journal + snapshot) per member, after the load",
             ", ".join(f"{k} {mib(v)}" for k, v in sizes.items()))
