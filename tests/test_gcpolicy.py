@@ -182,3 +182,4 @@ def test_bad_thresholds_are_refused_by_name(monkeypatch, raw):
     monkeypatch.setenv(THRESHOLDS_ENV, raw)
     with pytest.raises(ValueError, match=THRESHOLDS_ENV):
         thresholds_from_env()
+

@@ -119,10 +119,7 @@ def _gc_pauses() -> dict[str, Any] | None:
     """The process's collection pauses (:meth:`webapp.gcpolicy.GcPauseMonitor.figures`), ``None`` unmonitored."""
     from webapp import gcpolicy
 
-    mon, policy = gcpolicy.monitor(), gcpolicy.freeze_policy()
-    if mon is None:
-        return None
-    return {**mon.figures(), "freeze": policy.figures() if policy is not None else None}
+    return gcpolicy.status()
 
 
 def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | None:

@@ -52,11 +52,34 @@ class RaftStatusSerializer(serializers.Serializer):
     ready = serializers.BooleanField(help_text="whether this member applied the log it found at start")
 
 
+class GcFreezeSerializer(serializers.Serializer):
+    """The freeze policy of a node's process (``webapp.gcpolicy.LongLivedFreeze``)."""
+
+    freezes = serializers.IntegerField(help_text="full collections whose survivors were frozen")
+    thaws = serializers.IntegerField(help_text="times the frozen objects were handed back for a complete examination")
+    baseline_blocks = serializers.IntegerField(allow_null=True,
+                                               help_text="allocated blocks after the last complete examination")
+
+
+class GcStatusSerializer(serializers.Serializer):
+    """Garbage collection of a node's process since it started (``webapp.gcpolicy``)."""
+
+    collections = serializers.ListField(child=serializers.IntegerField(), min_length=3, max_length=3,
+                                        help_text="collections per generation (0, 1, 2; 2 is a full collection)")
+    max_pause_s = serializers.ListField(child=serializers.FloatField(), min_length=3, max_length=3,
+                                        help_text="longest pause per generation, seconds (an upper bound)")
+    last_full_pause_s = serializers.FloatField(allow_null=True, help_text="the last full collection's pause, seconds")
+    freeze = GcFreezeSerializer(allow_null=True, help_text="the freeze policy; null when it does not run")
+
+
 class RaftMemberStatusSerializer(RaftStatusSerializer):
-    """``GET /raftconnect/v1/raft``: this member's own Raft status, with its node id and the voting members."""
+    """``GET /raftconnect/v1/raft``: this member's own Raft status, with its node id, the voting members and
+    its process's garbage collection."""
 
     node_id = serializers.CharField()
     members = _strings(help_text="Raft addresses of the voting members, this one first")
+    gc = GcStatusSerializer(allow_null=True, help_text="pauses of this process's garbage collector; null when the "
+                                                       "process does not time them (a node started by runnode does)")
 
 
 class RaftMembersSerializer(serializers.Serializer):

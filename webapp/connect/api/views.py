@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from raftnode import without_leader_wait
 
+from webapp import gcpolicy
 from webapp.connect.health import health_report
 from webapp.connect.herder import BadRequest, ConnectRestError, Herder
 from webapp.connect.locator import NodeNotReady, current, current_or_none
@@ -255,14 +256,15 @@ class ClusterView(ConnectAPIView):
 
 
 class RaftStatusView(ConnectAPIView):
-    """``GET /raftconnect/v1/raft``: this member's own Raft status (never forwarded)."""
+    """``GET /raftconnect/v1/raft``: this member's own Raft status (never forwarded), with its process's
+    garbage collection pauses (a leader paused past the election timeout is voted out)."""
 
     def get(self, request: Request) -> Response:
         node = current()
         if node.raft is None:
             raise ConnectRestError("This node is not a Raft member (roles: worker)", 404)
         return Response({"node_id": node.options.node_id, **node.raft.status(),
-                         "members": node.raft.raft_members()})
+                         "members": node.raft.raft_members(), "gc": gcpolicy.status()})
 
 
 class RaftMembersView(ConnectAPIView):
