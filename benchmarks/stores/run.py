@@ -15,7 +15,9 @@ task (2 partitions per commit) through ``router.commit_offsets`` for SECONDS
 (default 10): commits/s and p50/p99 latency. Baseline, in the same run, with the
 same threads and duration, alternating with the router in ROUNDS rounds (default
 2: router, baseline, router, baseline) so that load drift on a shared machine
-hits both sides alike:
+hits both sides alike. Each side also reports its CPU per commit, of this process (the
+router's Python or the baseline's) and of the database server's processes (from ``/proc``):
+where a side's time goes, on a machine where both share the cores:
 
 * PostgreSQL / MariaDB — direct batched upserts into a scratch table with the
   offsets table's columns (``CREATE TABLE ... LIKE`` the store's table) in the
@@ -365,6 +367,36 @@ class RedisDirect:
         self.client.close()
 
 
+#: the server processes whose CPU a backend's commits cost (``/proc/<pid>/comm``); raft runs in this process
+SERVER_PROCESSES = {"pg": ("postgres",), "maria": ("mariadbd", "mysqld"), "redis": ("redis-server",), "raft": ()}
+
+
+def cpu_seconds(server: tuple[str, ...]) -> tuple[float, float]:
+    """``(this process, the processes named in server)``: CPU seconds (user + system) used so far.
+
+    The server's figure sums, over every process of that name, its own CPU and that of its
+    children it has reaped (``/proc/<pid>/stat`` utime, stime, cutime, cstime): PostgreSQL runs
+    one process per connection, and a connection closed between two readings leaves its CPU in
+    the postmaster's children time.
+    """
+    me = os.times()
+    total = 0
+    if server:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/comm") as fh:
+                    if fh.read().strip() not in server:
+                        continue
+                with open(f"/proc/{pid}/stat") as fh:
+                    fields = fh.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            total += sum(int(v) for v in fields[11:15])
+    return me.user + me.system, total / os.sysconf("SC_CLK_TCK")
+
+
 def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One result from several rounds of :class:`Hammer`."""
     lat = [x for p in parts for x in p["lat"]]
@@ -372,7 +404,9 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for p in parts:
         errors.update(p["errors"])
     commits, elapsed = sum(p["commits"] for p in parts), sum(p["elapsed"] for p in parts)
+    per_commit = lambda key: sum(p.get(key, 0.0) for p in parts) * 1e6 / commits if commits else 0.0  # noqa: E731
     return {"commits": commits, "elapsed": elapsed, "rate": commits / elapsed if elapsed else 0.0,
+            "client_us": per_commit("client_cpu_s"), "server_us": per_commit("server_cpu_s"),
             "rounds": [round(p["rate"]) for p in parts], "p50_ms": pct(lat, 50) * 1000,
             "p99_ms": pct(lat, 99) * 1000, "max_ms": max(lat, default=0.0) * 1000, "errors": dict(errors)}
 
@@ -423,12 +457,20 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
                 base_op, base_what = direct.batch, "redis-py pipeline of 50 `HSET`s (50 commits) per round trip"
             # Alternate router and baseline rounds so that load drift on a shared machine hits both alike.
             router_parts, base_parts = [], []
+            server = SERVER_PROCESSES[store]
+
+            def measured(hammer: Hammer) -> dict[str, Any]:
+                c0, s0 = cpu_seconds(server)
+                out = hammer.run()
+                c1, s1 = cpu_seconds(server)
+                return {**out, "client_cpu_s": c1 - c0, "server_cpu_s": s1 - s0}
+
             try:
                 for r in range(args.rounds):
-                    router_parts.append(Hammer(f"{label} via router, round {r + 1}/{args.rounds}", args.threads,
-                                               args.seconds / args.rounds, commit).run())
-                    base_parts.append(Hammer(f"{label} direct, round {r + 1}/{args.rounds}", args.threads,
-                                             args.seconds / args.rounds, base_op).run())
+                    router_parts.append(measured(Hammer(f"{label} via router, round {r + 1}/{args.rounds}",
+                                                        args.threads, args.seconds / args.rounds, commit)))
+                    base_parts.append(measured(Hammer(f"{label} direct, round {r + 1}/{args.rounds}", args.threads,
+                                                      args.seconds / args.rounds, base_op)))
             finally:
                 if direct is not None:
                     direct.close()
@@ -638,7 +680,8 @@ def report(args, started: datetime, mach: dict[str, str], versions: dict[str, st
         lines += [f"### Offset commits through the leader ({args.threads} threads x {args.seconds:g} s per side "
                   f"in {args.rounds} alternating rounds, 2 partitions per commit; in-process router, no HTTP)", "",
                   "| backend | via `router.commit_offsets` | p50 / p99 / max ms | direct baseline, same run | "
-                  "baseline commits/s | router / direct |", "|---|---|---|---|---|---|"]
+                  "baseline commits/s | router / direct | CPU µs per commit, this process + server: router / direct |",
+                  "|---|---|---|---|---|---|---|"]
         for r in writes:
             if "error" in r:
                 lines.append(f"| {r['backend']} | {r['error']} | | | | |")
@@ -646,9 +689,10 @@ def report(args, started: datetime, mach: dict[str, str], versions: dict[str, st
             ro, b = r["router"], r["base"]
             err = f" ({sum(ro['errors'].values())} errors)" if ro["errors"] else ""
             rounds = lambda x: " / ".join(f"{v:,}" for v in x["rounds"])  # noqa: E731
+            cpu = lambda x: f"{x['client_us']:.0f} + {x['server_us']:.0f}"  # noqa: E731
             lines.append(f"| {r['backend']} | {ro['rate']:,.0f} commits/s ({rounds(ro)}){err} | "
                          f"{ro['p50_ms']:.1f} / {ro['p99_ms']:.1f} / {ro['max_ms']:.0f} | {r['base_what']} | "
-                         f"{b['rate']:,.0f} ({rounds(b)}) | {r['ratio']:.2f} |")
+                         f"{b['rate']:,.0f} ({rounds(b)}) | {r['ratio']:.2f} | {cpu(ro)} / {cpu(b)} |")
         lines.append("")
     if switches:
         sw = switches["switches"]
