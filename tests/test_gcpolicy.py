@@ -120,6 +120,16 @@ def test_survivors_of_full_collections_are_frozen_and_thawed_by_time_and_growth(
     assert fake.callbacks == [] and fake.frozen == 0
 
 
+def test_state_loaded_at_start_is_frozen_before_any_full_collection():
+    fake = _FakeGc()
+    policy = LongLivedFreeze(lambda: True, clock=lambda: 0.0, blocks=lambda: fake.blocks, gc_module=fake).start()
+    fake.tracked = fake.blocks = 5000  # a snapshot and log loaded
+    policy.freeze_now()
+    assert fake.frozen == 5000 and policy.baseline == 5000 and policy.freezes == 1
+    fake.full_collection(10)  # examines only the newcomers, and is not taken for a complete examination
+    assert fake.frozen == 5010 and policy.baseline == 5000 and policy.thaws == 0
+
+
 def test_young_collections_and_a_failing_check_leave_the_collector_alone(caplog):
     fake = _FakeGc()
     policy = LongLivedFreeze(lambda: 1 / 0, clock=lambda: 0.0, gc_module=fake).start()

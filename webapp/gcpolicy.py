@@ -185,6 +185,18 @@ class LongLivedFreeze:
             self._installed = False
         self._gc.unfreeze()
 
+    def freeze_now(self) -> None:
+        """Freeze every object tracked now, without a collection first.
+
+        For state just built that will live on: ``runnode`` calls it once start-up has loaded the
+        Raft snapshot and log, so that the first full collection after a restart does not examine
+        all of it (1.0 s on a member at 10,000 connectors, right when a new leader takes over).
+        Garbage cycles among those objects wait for the next thaw, as any frozen ones do.
+        """
+        self._gc.freeze()
+        self.freezes += 1
+        self.baseline, self._complete = self._blocks(), False
+
     def figures(self) -> dict[str, Any]:
         """``{"freezes", "thaws", "baseline_blocks"}`` since start."""
         return {"freezes": self.freezes, "thaws": self.thaws, "baseline_blocks": self.baseline}

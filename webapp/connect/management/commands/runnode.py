@@ -151,7 +151,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         # full garbage collections examine only what arrived since the last one, except on a
         # follower every few minutes and on a leader rarely: a long one stalls Raft (webapp.gcpolicy)
-        gcpolicy.freeze_long_lived(lambda: node.raft is None or not node.raft.is_leader)
+        freeze = gcpolicy.freeze_long_lived(lambda: node.raft is None or not node.raft.is_leader)
         # the agent boots (imports, engine processes, producer) while Raft elects and the stores
         # open: it joins the group through its heartbeats, which retry until the REST API answers
         try:  # off unless RAFTCONNECT_MEMORY_CENSUS_DIR is set (a diagnostic: webapp.connect.census)
@@ -168,6 +168,7 @@ class Command(BaseCommand):
                 CommandRejected) as exc:
             node.stop_agent()
             raise CommandError(str(exc)) from exc
+        freeze.freeze_now()  # the state start-up loaded lives on: not examined by the first full collection
         host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)
         server = rest_server(application, host=host, port=int(port), threads=o["rest_threads"],
                              connection_limit=o["rest_connection_limit"])
