@@ -91,14 +91,15 @@ class _FakeGc:
 
 def test_survivors_of_full_collections_are_frozen_and_thawed_by_time_and_growth():
     fake, now, leader = _FakeGc(), [0.0], [True]
-    policy = LongLivedFreeze(lambda: not leader[0], growth=2.0, follower_thaw_s=300, leader_thaw_s=3600,
-                             clock=lambda: now[0], blocks=lambda: fake.blocks, gc_module=fake).start()
-    fake.full_collection(1000)  # examined everything: frozen, and the baseline
-    assert fake.frozen == 1000 and policy.baseline == 1000 and policy.thaws == 0
+    policy = LongLivedFreeze(lambda: not leader[0], growth=2.0, leader_growth=4.0, follower_thaw_s=300,
+                             leader_thaw_s=3600, clock=lambda: now[0], blocks=lambda: fake.blocks,
+                             gc_module=fake).start()
+    fake.full_collection(500)  # examined everything: frozen, and the baseline
+    assert fake.frozen == 500 and policy.baseline == 500 and policy.thaws == 0
     for _ in range(2):  # the next ones examine only the newcomers, which are frozen in turn
         fake.full_collection(400)
-    assert fake.frozen == 1800 and fake.tracked == 0 and policy.thaws == 0
-    fake.full_collection(400)  # 2,200 blocks > 2 x 1,000: thawed, so that the next one examines all
+    assert fake.frozen == 1300 and fake.tracked == 0 and policy.thaws == 0  # 1,300 > 2 x 500: not a leader's valve
+    fake.full_collection(900)  # 2,200 blocks > 4 x 500: thawed, so that the next one examines all
     assert policy.thaws == 1 and fake.frozen == 0 and fake.tracked == 2200
     fake.full_collection()  # the complete examination: a new baseline
     assert policy.baseline == 2200 and fake.frozen == 2200
@@ -116,6 +117,9 @@ def test_survivors_of_full_collections_are_frozen_and_thawed_by_time_and_growth(
     now[0] += 1  # a follower thaws every follower_thaw_s
     fake.full_collection(1)
     assert policy.figures() == {"freezes": 10, "thaws": 3, "baseline_blocks": 2220}
+    fake.full_collection()  # complete: baseline 2,222
+    fake.full_collection(2223)  # a follower's valve is 2x
+    assert policy.thaws == 4
     policy.stop()
     assert fake.callbacks == [] and fake.frozen == 0
 
@@ -141,6 +145,8 @@ def test_young_collections_and_a_failing_check_leave_the_collector_alone(caplog)
     assert "freeze policy failed" in caplog.text
     with pytest.raises(ValueError):
         LongLivedFreeze(lambda: True, growth=1.0)
+    with pytest.raises(ValueError):
+        LongLivedFreeze(lambda: True, leader_growth=0.5)
 
 
 def test_a_real_full_collection_freezes_the_state_and_later_ones_examine_only_newcomers():

@@ -137,15 +137,18 @@ class LongLivedFreeze:
       its complete examination: cyclic garbage waits at most that long anywhere;
     * when the process's allocated blocks (``sys.getallocatedblocks``, a cheap stand-in for the
       frozen set, whose exact count is a walk of millions of objects) outgrow ``growth`` times
-      what they were after the last complete examination: a safety valve should garbage cycles
-      pile up faster than the thaws find them.
+      what they were after the last complete examination (``leader_growth`` times while a pause
+      is not harmless): a safety valve should garbage cycles pile up faster than the thaws find
+      them. A leader's valve is wider because its state grows most while connectors are created
+      and tasks assigned, and at 2x a scale run's leader thawed 3 times on the way, the last
+      examination pausing it 1.04 s.
 
     Safety is the collector's: an object referenced from a frozen one counts as referenced
     from outside, as from any object the collection does not examine.
 
     Args:
         may_pause: whether a full pause is harmless now (``runnode``: not the Raft leader).
-        growth: allocated blocks over the baseline that bring a thaw (> 1).
+        growth / leader_growth: allocated blocks over the baseline that bring a thaw (> 1), by ``may_pause()``.
         follower_thaw_s / leader_thaw_s: longest seconds between two thaws, by ``may_pause()``.
         clock: ``time.monotonic``; ``blocks``: ``sys.getallocatedblocks``; ``gc_module``:
             ``gc`` (all three for tests).
@@ -153,13 +156,15 @@ class LongLivedFreeze:
     Figures (:meth:`figures`): freezes, thaws, the blocks baseline.
     """
 
-    def __init__(self, may_pause: Callable[[], bool], *, growth: float = 2.0, follower_thaw_s: float = 300.0,
-                 leader_thaw_s: float = 3600.0, clock: Callable[[], float] = time.monotonic,
-                 blocks: Callable[[], int] = sys.getallocatedblocks, gc_module: Any = gc) -> None:
-        if growth <= 1:
-            raise ValueError("growth must be above 1")
+    def __init__(self, may_pause: Callable[[], bool], *, growth: float = 2.0, leader_growth: float = 4.0,
+                 follower_thaw_s: float = 300.0, leader_thaw_s: float = 3600.0,
+                 clock: Callable[[], float] = time.monotonic, blocks: Callable[[], int] = sys.getallocatedblocks,
+                 gc_module: Any = gc) -> None:
+        if growth <= 1 or leader_growth <= 1:
+            raise ValueError("growth and leader_growth must be above 1")
         self._may_pause = may_pause
         self.growth = growth
+        self.leader_growth = leader_growth
         self.follower_thaw_s = follower_thaw_s
         self.leader_thaw_s = leader_thaw_s
         self._clock = clock
@@ -212,8 +217,10 @@ class LongLivedFreeze:
             if self._complete or self.baseline is None:
                 self.baseline, self._complete = self._blocks(), False
                 return
-            interval = self.follower_thaw_s if self._may_pause() else self.leader_thaw_s
-            if self._clock() - self._last_thaw >= interval or self._blocks() > self.baseline * self.growth:
+            pausable = self._may_pause()
+            interval, growth = ((self.follower_thaw_s, self.growth) if pausable
+                                else (self.leader_thaw_s, self.leader_growth))
+            if self._clock() - self._last_thaw >= interval or self._blocks() > self.baseline * growth:
                 self._gc.unfreeze()  # the next full collection examines everything again
                 self._complete, self._last_thaw = True, self._clock()
                 self.thaws += 1
