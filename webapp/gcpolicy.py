@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 from prometheus_client import Histogram
 
-__all__ = ["GC_PAUSE_SECONDS", "THRESHOLDS_ENV", "GcPauseMonitor", "LongLivedFreeze", "freeze_long_lived", "freeze_policy",
-           "install", "monitor", "status", "thresholds_from_env"]
+__all__ = ["GC_PAUSE_SECONDS", "THRESHOLDS_ENV", "GcPauseMonitor", "LongLivedFreeze", "freeze_long_lived", "install",
+           "status", "thresholds_from_env"]
 
 log = logging.getLogger(__name__)
 
@@ -71,22 +71,19 @@ class GcPauseMonitor:
         self._last_warning = float("-inf")
         self._held_back = 0
         self._installed = False
-        self._lock = threading.Lock()
 
     def start(self) -> GcPauseMonitor:
         """Hook into ``gc.callbacks`` (once); returns the monitor."""
-        with self._lock:
-            if not self._installed:
-                gc.callbacks.append(self._callback)
-                self._installed = True
+        if not self._installed:
+            gc.callbacks.append(self._callback)
+            self._installed = True
         return self
 
     def stop(self) -> None:
         """Unhook (tests)."""
-        with self._lock:
-            if self._installed:
-                gc.callbacks.remove(self._callback)
-                self._installed = False
+        if self._installed:
+            gc.callbacks.remove(self._callback)
+            self._installed = False
 
     def figures(self) -> dict[str, Any]:
         """``{"collections": [n0, n1, n2], "max_pause_s": [s0, s1, s2], "last_full_pause_s": s | None}``."""
@@ -214,11 +211,10 @@ class LongLivedFreeze:
         try:
             self._gc.freeze()
             self.freezes += 1
-            if self._complete or self.baseline is None:
+            if self._complete:  # this collection examined everything: the new baseline
                 self.baseline, self._complete = self._blocks(), False
                 return
-            pausable = self._may_pause()
-            interval, growth = ((self.follower_thaw_s, self.growth) if pausable
+            interval, growth = ((self.follower_thaw_s, self.growth) if self._may_pause()
                                 else (self.leader_thaw_s, self.leader_growth))
             if self._clock() - self._last_thaw >= interval or self._blocks() > self.baseline * growth:
                 self._gc.unfreeze()  # the next full collection examines everything again
@@ -279,11 +275,6 @@ def freeze_long_lived(may_pause: Callable[[], bool], **options: Any) -> LongLive
         return _policy
 
 
-def monitor() -> GcPauseMonitor | None:
-    """The process's pause monitor if :func:`install` ran, else ``None``."""
-    return _monitor
-
-
 def status() -> dict[str, Any] | None:
     """This process's collector figures: the monitor's (:meth:`GcPauseMonitor.figures`) with
     ``"freeze"`` (:meth:`LongLivedFreeze.figures`, ``None`` without the policy); ``None`` unmonitored.
@@ -291,8 +282,3 @@ def status() -> dict[str, Any] | None:
     if _monitor is None:
         return None
     return {**_monitor.figures(), "freeze": _policy.figures() if _policy is not None else None}
-
-
-def freeze_policy() -> LongLivedFreeze | None:
-    """The process's freeze policy if :func:`freeze_long_lived` ran, else ``None``."""
-    return _policy

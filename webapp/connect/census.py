@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from webapp import gcpolicy
+
 __all__ = ["DIR_ENV", "INTERVAL_ENV", "TRACE_ENV", "allocation_sites", "census", "proc_status", "start_from_env"]
 
 log = logging.getLogger(__name__)
@@ -111,15 +113,8 @@ def census(raft: Any = None) -> dict[str, Any]:
     n = sys.getallocatedblocks()
     return {"t": time.time(), "rss": status.get("VmRSS", 0), "heap": status.get("RssAnon", 0),
             "files": status.get("RssFile", 0), "blocks": n, "gc_counts": list(gc.get_count()),
-            "gc_collected": [g["collected"] for g in gc.get_stats()], "gc_pauses": _gc_pauses(),
+            "gc_collected": [g["collected"] for g in gc.get_stats()], "gc_pauses": gcpolicy.status(),
             "raft": _raft_figures(raft)}
-
-
-def _gc_pauses() -> dict[str, Any] | None:
-    """The process's collection pauses (:meth:`webapp.gcpolicy.GcPauseMonitor.figures`), ``None`` unmonitored."""
-    from webapp import gcpolicy
-
-    return gcpolicy.status()
 
 
 def start_from_env(node_id: str, raft: Callable[[], Any]) -> threading.Thread | None:
