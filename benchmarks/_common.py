@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import platform
 
-__all__ = ["machine", "quantile", "record"]
+__all__ = ["cpu_ticks", "machine", "quantile", "record"]
 
 
 def machine() -> str:
@@ -39,3 +39,12 @@ def record(script: str, text: str, *, keep: bool = True) -> None:
     if keep:
         with open(os.path.join(os.path.dirname(os.path.abspath(script)), "RESULTS.md"), "a") as fh:
             fh.write(text)
+
+
+def cpu_ticks(pid: int | str) -> tuple[int, int, int, int]:
+    """``(user, system, reaped children's user, reaped children's system)`` CPU time of process ``pid``
+    in clock ticks (``/proc/<pid>/stat``; ``os.sysconf("SC_CLK_TCK")`` per second). Errors: ``OSError``
+    when the process is gone."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14])

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import machine  # noqa: E402
+from benchmarks._common import cpu_ticks, machine  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 
@@ -144,13 +144,6 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     return elapsed, lat
 
 
-def _cpu_ticks(pid: int) -> tuple[int, int]:
-    """``(user, system)`` CPU time of process ``pid`` in clock ticks (``/proc/<pid>/stat``)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rpartition(")")[2].split()
-    return int(fields[11]), int(fields[12])
-
-
 def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
     """``(elapsed s, latencies s, CPU ms per write)``: ``total`` config writes from ``concurrency`` clients.
 
@@ -183,7 +176,7 @@ def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) ->
     running = [m for m in members if m.proc is not None]
     pids = {"leader": leader.proc.pid} if leader in running else {}
     pids.update({f"follower {n}": m.proc.pid for n, m in enumerate((m for m in running if m is not leader), 1)})
-    before = {k: _cpu_ticks(p) for k, p in pids.items()}
+    before = {k: cpu_ticks(p)[:2] for k, p in pids.items()}
     me0 = os.times()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as ex:
@@ -192,7 +185,7 @@ def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) ->
     me1 = os.times()
     pool.close()
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
-    cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(_cpu_ticks(p), before[k])) for k, p in pids.items()}
+    cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(cpu_ticks(p)[:2], before[k])) for k, p in pids.items()}
     cpu["client"] = ((me1.user - me0.user) * 1000 / total, (me1.system - me0.system) * 1000 / total)
     return elapsed, lat, cpu
 

@@ -379,6 +379,8 @@ def cpu_seconds(server: tuple[str, ...]) -> tuple[float, float]:
     one process per connection, and a connection closed between two readings leaves its CPU in
     the postmaster's children time.
     """
+    from benchmarks._common import cpu_ticks
+
     me = os.times()
     total = 0
     if server:
@@ -389,11 +391,9 @@ def cpu_seconds(server: tuple[str, ...]) -> tuple[float, float]:
                 with open(f"/proc/{pid}/comm") as fh:
                     if fh.read().strip() not in server:
                         continue
-                with open(f"/proc/{pid}/stat") as fh:
-                    fields = fh.read().rpartition(")")[2].split()
-            except OSError:
+                total += sum(cpu_ticks(pid))
+            except OSError:  # gone meanwhile
                 continue
-            total += sum(int(v) for v in fields[11:15])
     return me.user + me.system, total / os.sysconf("SC_CLK_TCK")
 
 
@@ -684,7 +684,7 @@ def report(args, started: datetime, mach: dict[str, str], versions: dict[str, st
                   "|---|---|---|---|---|---|---|"]
         for r in writes:
             if "error" in r:
-                lines.append(f"| {r['backend']} | {r['error']} | | | | |")
+                lines.append(f"| {r['backend']} | {r['error']} | | | | | |")
                 continue
             ro, b = r["router"], r["base"]
             err = f" ({sum(ro['errors'].values())} errors)" if ro["errors"] else ""
