@@ -272,6 +272,11 @@ class _SyncObj(SyncObj):
         return oldest <= now - self._SyncObj__conf.leaderFallbackTimeout
 
 
+def _stopped_error(name: str) -> RaftUnavailable:
+    """The error of a proposal of ``name`` on a member that :meth:`RaftNode.destroy` stopped."""
+    return RaftUnavailable(f"Raft command {name} not proposed: this Raft member has stopped")
+
+
 class RaftNode:
     """A Raft member holding a :class:`ClusterStateMachine`.
 
@@ -478,14 +483,13 @@ class RaftNode:
                 attempt.not_leader = attempt.committed == 0
                 raise RaftUnavailable(f"Raft command {name} not proposed: this member is not the Raft leader")
         deadline = time.monotonic() + timeout
-        stopped = f"Raft command {name} not proposed: this Raft member has stopped"
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RaftUnavailable(f"Raft command {name} not committed: no leader accepted it within "
                                       f"{timeout:g} s")
             if self._stopped.is_set():
-                raise RaftUnavailable(stopped)
+                raise _stopped_error(name)
             try:
                 if self.group_commit is not None and name != BATCH_COMMAND and self.is_leader:
                     result = self.group_commit.submit(name, args, remaining)
@@ -497,7 +501,7 @@ class RaftNode:
                 # (a background proposer racing the node's stop, seen in tests/connect/test_health.py)
                 if not self._stopped.is_set():
                     raise
-                raise RaftUnavailable(stopped) from exc
+                raise _stopped_error(name) from exc
             except SyncObjException as exc:
                 code = exc.errorCode
                 reason = _FAIL_NAMES.get(code, code) if isinstance(code, int) else code
