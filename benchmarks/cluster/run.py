@@ -42,15 +42,14 @@ sys.path.insert(0, str(ROOT))
 from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import cpu_ticks, machine  # noqa: E402
+from benchmarks._common import cpu_ticks, machine, quantile  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 
 
 def pct(values: list[float], p: float) -> float:
-    """The ``p``-th percentile (nearest rank) of ``values``."""
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+    """The ``p``-th percentile (nearest rank) of ``values`` (:func:`benchmarks._common.quantile`)."""
+    return quantile(values, p / 100)
 
 
 

@@ -85,11 +85,10 @@ def log(msg: str) -> None:
 
 
 def pct(values: list[float], p: float) -> float:
-    """The ``p``-th percentile (nearest rank) of ``values``; 0 when empty."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+    """The ``p``-th percentile (nearest rank, :func:`benchmarks._common.quantile`) of ``values``; 0 when empty."""
+    from benchmarks._common import quantile
+
+    return quantile(values, p / 100) if values else 0.0
 
 
 def machine() -> dict[str, str]:
