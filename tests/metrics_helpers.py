@@ -11,6 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tools.launcher import wait_for
 from webapp.plugin import SourceOffset
+from webapp.runtime.agent_status import AgentTasksWriter
+from webapp.runtime.registry import resolve
 from webapp.runtime.task_metrics import TaskMetrics
 
 __all__ = ["scrape", "value", "report_a_sink_task", "report_a_task", "assert_source_skips"]
@@ -29,16 +31,17 @@ def value(samples, **labels) -> float:
 
 
 def report_a_sink_task(node, fill: Callable[[TaskMetrics], None]) -> TaskMetrics:
-    """A worker "w9" runs task 0 of a file sink "sink" (assigned through the node's coordinator, status
-    RUNNING) and reports the metrics ``fill`` records in its heartbeat. Returns those TaskMetrics."""
+    """A worker "w9", playing the node's agent, runs task 0 of a file sink "sink" (assigned through the
+    node's coordinator, status RUNNING) and reports the metrics ``fill`` records. Returns those TaskMetrics."""
     return report_a_task(node, fill, "sink", {"connector.class": "FileSinkConnector", "topics": "t"})
 
 
 def report_a_task(node, fill: Callable[[TaskMetrics], None] | TaskMetrics, connector: str,
                   config: dict[str, str]) -> TaskMetrics:
-    """A worker "w9" runs task 0 of ``connector`` (``config``; assigned through the node's coordinator,
-    status RUNNING) and reports in its heartbeat the metrics ``fill`` records, or the TaskMetrics given
-    (e.g. those a real task filled). Returns those TaskMetrics."""
+    """A worker "w9", playing the node's agent, runs task 0 of ``connector`` (``config``; assigned through
+    the node's coordinator, status RUNNING) and reports the metrics ``fill`` records, or the TaskMetrics
+    given (e.g. those a real task filled): in its heartbeat (the console's figures) and in the agent's
+    tasks file in the node's data directory (``/metrics``). Returns those TaskMetrics."""
     member = {"rest_address": "127.0.0.1:9", "weight": 1.0, "roles": ["worker"]}
     tm = fill if isinstance(fill, TaskMetrics) else TaskMetrics()
     key = f"{connector}-0"
@@ -61,6 +64,9 @@ def report_a_task(node, fill: Callable[[TaskMetrics], None] | TaskMetrics, conne
     if not isinstance(fill, TaskMetrics):
         fill(tm)
     heartbeat()
+    entry = {"state": "RUNNING", "connector": connector, "task": 0, "type": resolve(config["connector.class"]).type,
+             **tm.as_json()}
+    AgentTasksWriter(node.options.data_dir, "w9").write({key: entry})
     return tm
 
 

@@ -12,10 +12,11 @@ default registry (``/metrics``).
 
 Where the figures come from (nothing here writes cluster state):
 
-* per task: the agents' heartbeats (:class:`~webapp.runtime.task_metrics.TaskMetrics`),
-  which only the active group coordinator (the Raft leader) receives, so only the
-  leader exports the task groups; a ``worker`` label names the node running the
-  task (one Prometheus target sees every worker's tasks);
+* per task: the tasks file of this node's own agent
+  (:func:`webapp.metrics.own_agent_tasks`; :class:`~webapp.runtime.task_metrics.TaskMetrics`
+  and the connector's type), so each node exports the task groups of the tasks it
+  runs, as each Connect worker does; a ``worker`` label names the worker running
+  the task;
 * task states per connector: the Herder's ConnectorStateInfo (the active metadata
   store), read at most every :data:`STATUS_CACHE_SECONDS`;
 * rebalance figures: the committed assignment (every Raft member has it).
@@ -61,6 +62,8 @@ from typing import Any, Callable, Iterator
 from prometheus_client.core import REGISTRY, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from webapp.metrics import own_agent_tasks
+
 __all__ = ["ConnectMetricsCollector", "install", "STATUS_CACHE_SECONDS", "PREFIX", "ERROR_ATTRIBUTES"]
 
 #: every name starts with this (the JMX exporter's ``kafka.connect`` domain)
@@ -92,18 +95,21 @@ class ConnectMetricsCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         node = self._node_provider()
-        if node is None or node.raft is None:
+        if node is None:
+            return
+        own = own_agent_tasks(node)
+        if own:
+            yield from self._tasks(own)
+        if node.raft is None:
             return
         assignment = node.raft.state.assignment
         yield from self._rebalance(assignment)
         coordinator = node.coordinator
         if coordinator is None or not coordinator.active:
-            return  # the task groups come from heartbeats, which only the coordinator has
+            return  # the connectors' states and the workers' counts once per cluster: on the leader
         yield from self._workers(assignment)
         statuses, infos = self._statuses(node)
         yield from self._connectors(statuses, infos)
-        reported = {w: dict((r or {}).get("tasks") or {}) for w, r in dict(coordinator.reported).items()}
-        yield from self._tasks(reported, infos)
 
     # ------------------------------------------------------------------ groups
     @staticmethod
@@ -190,7 +196,8 @@ class ConnectMetricsCollector(Collector):
         yield info
 
     @staticmethod
-    def _tasks(reported: dict[str, dict[str, Any]], infos: dict[str, dict[str, Any]]) -> Iterator[GaugeMetricFamily]:
+    def _tasks(reported: dict[str, dict[str, Any]]) -> Iterator[GaugeMetricFamily]:
+        """The task groups of ``{worker id: {task key: entry}}`` (entries as :func:`own_agent_tasks` gives them)."""
         labels = ["connector", "task", "worker"]
         ct, src, snk, err = ("connector_task_metrics", "source_task_metrics", "sink_task_metrics",
                              "task_error_metrics")
@@ -242,7 +249,7 @@ class ConnectMetricsCollector(Collector):
                 m["running_ratio"].add_metric(lv, 1.0 if state == "RUNNING" else 0.0)
                 m["pause_ratio"].add_metric(lv, 1.0 if state == "PAUSED" else 0.0)
                 m["offset_commit_avg_time_ms"].add_metric(lv, 1000.0 * commit_s / batches if batches else 0.0)
-                kind = (infos.get(name) or {}).get("type")
+                kind = t.get("type")
                 if kind == "source":  # read = written + skipped by errors.tolerance=all, as for a sink
                     e = t.get("errors") or {}
                     m["source_record_poll_total"].add_metric(lv, records + float(e.get("total_records_skipped", 0)))

@@ -39,6 +39,9 @@ goal where the issue sets one:
 * **``GET /connectors?expand=status``** and **``?expand=info``** on the leader, READS
   sequential requests each: p50 (and p99, body size). Goal p50 <= 300 ms at 10,000
   connectors.
+* **``GET /metrics``** on the leader, 3 scrapes: time, size and samples of the answer. Each node
+  exports the per-task series of its own agent's tasks, so the leader's answer holds the
+  cluster's and connectors' series, not 100,000 tasks' (the simulated workers have no node).
 * **RSS** of each Raft member (``VmRSS`` sampled every second, the maximum). Goal <= 1 GB.
 * **garbage collection** — per member, its full collections since it started, the complete
   examinations among them (thaws, ``webapp.gcpolicy``) and the longest pause (``gc`` of
@@ -363,8 +366,8 @@ def raft_term(node) -> int:
 
 def full_collections(node) -> str:
     """``"N full collections (T thaws), longest P s"`` since the member started, from the ``gc`` of its
-    ``GET /raftconnect/v1/raft`` (not ``/metrics``: on a leader at 100,000 tasks the per-task series
-    make that a very large answer); ``"-"`` when it does not answer."""
+    ``GET /raftconnect/v1/raft`` (the histogram of ``/metrics`` has buckets, not the longest pause);
+    ``"-"`` when it does not answer."""
     try:
         figures = node.client().request("GET", "/raftconnect/v1/raft").get("gc")
     except Exception:  # noqa: BLE001 - a busy or stopped member
@@ -521,6 +524,19 @@ def main() -> int:
                 size = len(resp.content)
             row(f"GET /connectors?expand={expand} on the leader ({args.connectors:,} connectors, {args.reads} reads)",
                 f"{fmt_ms(times)}; body {size / 1024:,.0f} KiB", "goal p50 <= 300 ms at 10,000 connectors")
+
+        rss.phase = "the /metrics scrapes"
+        times, size, samples = [], 0, 0
+        for _ in range(3):
+            t0 = time.perf_counter()
+            resp = leader.session.get(leader.url + "/metrics", timeout=300)
+            times.append(time.perf_counter() - t0)
+            resp.raise_for_status()
+            size = len(resp.content)
+            samples = sum(1 for line in resp.text.splitlines() if line and not line.startswith("#"))
+        row(f"GET /metrics on the leader ({args.connectors:,} connectors, 3 scrapes)",
+            f"{fmt_ms(times)}; {size / 2**20:,.1f} MiB, {samples:,} samples",
+            "per-task series are exported by the node running the task")
 
         # ------------------------------------------------------------ offsets
         rss.phase = "offset commits"

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from webapp.runtime.agent_status import AgentStatusWriter, read_agent_status, status_path
+from webapp.runtime.agent_status import (AgentStatusWriter, AgentTasksWriter, read_agent_status, read_agent_tasks,
+                                         status_path, tasks_path)
 
 
 class Clock:
@@ -82,3 +83,64 @@ def test_lazy_spark_health_never_starts_the_session():
     t.join(10)
     health = lazy.health()
     assert health["state"] == "down" and "Java gateway process exited" in health["error"]
+
+
+def test_tasks_file_reads_back_throttled_and_goes_stale(tmp_path):
+    """What the agent writes of its tasks is what the node reads, at most every ``min_interval``; a file not
+    rewritten for ``max_age`` (the agent hung or exited) or written by another process than the agent reads
+    as nothing."""
+    data_dir = str(tmp_path / "node")
+    assert read_agent_tasks(data_dir) is None
+    clock = Clock()
+    w = AgentTasksWriter(data_dir, "w1", min_interval=2.0, clock=clock)
+    a = {"state": "RUNNING", "connector": "c", "task": 0, "type": "sink", "records": 5}
+    assert w.due()
+    w.write({"c-0": a})
+    assert read_agent_tasks(data_dir, clock=clock) == ("w1", {"c-0": a})
+    assert read_agent_tasks(data_dir, pid=os.getpid(), clock=clock) == ("w1", {"c-0": a})
+    assert read_agent_tasks(data_dir, pid=os.getpid() + 1, clock=clock) is None
+
+    clock.now = 1001.0  # within min_interval: not written
+    assert not w.due()
+    w.write({"c-0": {**a, "records": 6}})
+    assert read_agent_tasks(data_dir, clock=clock)[1]["c-0"]["records"] == 5
+    w.write({}, force=True)  # the agent stopping: at once
+    assert read_agent_tasks(data_dir, clock=clock) == ("w1", {})
+    clock.now = 1003.0
+    w.write({"c-0": {**a, "records": 7}})
+    assert read_agent_tasks(data_dir, clock=clock)[1]["c-0"]["records"] == 7
+
+    clock.now = 1003.0 + 15.0
+    assert read_agent_tasks(data_dir, clock=clock, max_age=15.0) is not None
+    clock.now += 0.1
+    assert read_agent_tasks(data_dir, clock=clock, max_age=15.0) is None
+    assert os.listdir(data_dir) == ["agent-tasks.json"]
+
+
+def test_a_malformed_tasks_file_reads_as_none(tmp_path):
+    path = tasks_path(str(tmp_path))
+    for text in ('{"pid": 1, "trunc', '[1, 2]', '{"pid": 1, "tasks": [], "written_at": 1}',
+                 '{"pid": 1, "tasks": {}, "written_at": "soon"}'):
+        with open(path, "w") as fh:
+            fh.write(text)
+        assert read_agent_tasks(str(tmp_path)) is None, text
+
+
+def test_the_worker_records_its_tasks_with_their_connector_type(tmp_path):
+    """The heartbeat loop's record of the running tasks carries each task's connector type (what the
+    Connect groups need to tell a source's series from a sink's) and goes to the node's tasks file."""
+    from types import SimpleNamespace
+
+    from webapp.runtime.worker import Worker
+
+    agent = SimpleNamespace(_snapshot_lock=threading.Lock(), tasks={"s-0": SimpleNamespace(kind="sink")},
+                            tasks_file=AgentTasksWriter(str(tmp_path), "w3"))
+    running = {"generation": 4, "connectors": ["s"], "tasks": {
+        "s-0": {"state": "RUNNING", "connector": "s", "task": 0, "records": 3},
+        "gone-0": {"state": "RUNNING", "connector": "gone", "task": 0, "records": 1}}}
+    Worker._record_tasks(agent, running)
+    worker, tasks = read_agent_tasks(str(tmp_path))
+    assert worker == "w3"
+    assert tasks == {"s-0": {**running["tasks"]["s-0"], "type": "sink"},
+                     "gone-0": {**running["tasks"]["gone-0"], "type": "unknown"}}
+    assert "type" not in running["tasks"]["s-0"]  # the heartbeat's own entries are left as they were

@@ -24,7 +24,7 @@ from webapp.runtime import registry
 from webapp.states import State, TargetState, reported_state
 
 from . import config_providers
-from .agent_status import AgentStatusWriter
+from .agent_status import AgentStatusWriter, AgentTasksWriter
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .engine import BatchEngine, LazySpark
 from .file_watcher import FileChangeWatcher
@@ -109,6 +109,8 @@ class Worker:
         self.restart_tracker = RestartTracker()
         #: what the node's GET /health reads about this agent (see webapp.runtime.agent_status)
         self.status_file = AgentStatusWriter(data_dir, worker_id)
+        #: what the node's /metrics exports per task of this agent (see webapp.runtime.agent_status)
+        self.tasks_file = AgentTasksWriter(data_dir, worker_id)
         #: assignment generations that reached this agent first by each path (``celery``, ``heartbeat``)
         self.first_delivered_by: dict[str, int] = {"celery": 0, "heartbeat": 0}
         self._newest_generation = -1
@@ -168,6 +170,7 @@ class Worker:
         if self._connector_pool is not None:
             self._connector_pool.shutdown(wait=False, cancel_futures=True)
         self.engine.shutdown()
+        self.tasks_file.write({}, force=True)  # the node drops this agent's task series at once
         try:
             self.client.leave()
         except Exception:
@@ -239,6 +242,8 @@ class Worker:
                 running = self.running()
                 if self._last_view is not None:
                     running["view_digest"] = self._last_view.get("digest")
+                if self.tasks_file.due():
+                    self._record_tasks(running)
                 report = self._report(running)
                 self._acked_tasks = None  # until acknowledged: after a lost answer the next report is full
                 view = self.client.heartbeat(self.member, report)
@@ -266,6 +271,15 @@ class Worker:
                 log.exception("heartbeat loop error")
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
+
+    def _record_tasks(self, running: dict[str, Any]) -> None:
+        """Write ``running``'s task entries, each with its connector's ``type``, to the tasks file; never raises."""
+        try:
+            with self._snapshot_lock:
+                kinds = {k: t.kind for k, t in self.tasks.items()}
+            self.tasks_file.write({k: {**v, "type": kinds.get(k, "unknown")} for k, v in running["tasks"].items()})
+        except Exception:  # the heartbeat matters more than the metrics file
+            log.debug("could not record the tasks", exc_info=True)
 
     def _record_heartbeat(self, running: dict[str, Any] | None, *, ok: bool, error: str | None = None) -> None:
         """Note a heartbeat attempt in the status file the node's ``/health`` reads; never raises."""

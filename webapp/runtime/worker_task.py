@@ -160,6 +160,7 @@ class WorkerTask:
         self.idle_backoff = idle_backoff if idle_backoff is not None else environment.task_idle_max_s()
         self.restart_seq = restart_seq
         self.metrics = TaskMetrics()
+        self._kind: str | None = None
         self.state = State.UNASSIGNED.value
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -184,6 +185,18 @@ class WorkerTask:
             self.executor = TaskExecutor(threads=2)
         self._started = True
         self.wake()
+
+    @property
+    def kind(self) -> str:
+        """``"source"``, ``"sink"`` or ``"unknown"`` (connector class not installed): the type of the task's connector."""
+        kind = self._kind
+        if kind is None:
+            try:
+                kind = registry.resolve(self.config.get("connector.class", "")).type
+            except Exception:  # noqa: BLE001 - a missing plugin fails the task elsewhere, with its reason
+                kind = "unknown"
+            self._kind = kind
+        return kind
 
     def is_alive(self) -> bool:
         """Started and not yet ended (a parked task is alive)."""
