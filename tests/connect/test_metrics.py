@@ -96,9 +96,8 @@ def test_lag_of_a_task_is_left_out_while_unknown(api, node):
 def test_every_exported_metric_is_documented_in_operations(api, node):
     from pathlib import Path
 
-    from webapp.runtime.task_metrics import TaskMetrics
-
     from webapp.runtime.agent_status import AgentTasksWriter
+    from webapp.runtime.task_metrics import TaskMetrics
 
     AgentTasksWriter(node.options.data_dir, "w7").write({
         "s-0": {"state": "RUNNING", "connector": "s", "task": 0, "type": "sink", **TaskMetrics().as_json(), "lag": 1}})
