@@ -144,9 +144,12 @@ class ConnectMetricsCollector(Collector):
     def _statuses(self, node: Any) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
         """(ConnectorStateInfo of every connector, {name: {"type", "class"}}), cached briefly.
 
-        The cache holds for :data:`STATUS_CACHE_SECONDS` while the node and its set of connector
-        names stay the same (the names are read on every scrape): a connector created or deleted
-        shows at the next scrape, only its task states may be up to that long behind.
+        One bulk read of the Herder (:meth:`~webapp.connect.herder.Herder.connectors_expanded`, as
+        ``GET /connectors?expand=status&expand=info``): reading each connector's status and config
+        on its own took the leader 6.6 s per scrape at 10,000 connectors (benchmarks/scale). The
+        cache holds for :data:`STATUS_CACHE_SECONDS` while the node and its set of connector names
+        stay the same (the names are read on every scrape): a connector created or deleted shows at
+        the next scrape, only its task states may be up to that long behind.
         """
         herder = node.herder
         try:
@@ -159,14 +162,15 @@ class ConnectMetricsCollector(Collector):
             if cached is not None and cached[3] == key and self._clock() - cached[0] < STATUS_CACHE_SECONDS:
                 return cached[1], cached[2]
         statuses, infos = [], {}
-        for name in names:
-            try:
-                status = herder.connector_status(name)
-                config = herder.connector_config(name)
-            except Exception:  # noqa: BLE001 - deleted meanwhile, or unreadable
-                continue
+        try:
+            listed = herder.connectors_expanded(("status", "info")) if names else {}
+        except Exception:  # noqa: BLE001 - store unreachable: no connector series this scrape
+            listed = {}
+        for name, entry in listed.items():
+            status = entry["status"]
             statuses.append(status)
-            infos[name] = {"type": status.get("type") or "unknown", "class": config.get("connector.class", "")}
+            infos[name] = {"type": status.get("type") or "unknown",
+                           "class": entry["info"]["config"].get("connector.class", "")}
         with self._lock:
             self._cache = (self._clock(), statuses, infos, key)
         return statuses, infos
