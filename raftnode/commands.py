@@ -126,6 +126,15 @@ class ClusterCommands:
         """Write offsets ``[[key, partition, offset | None], ...]`` (None removes); fenced when ``task`` is set."""
         return self._propose("_commit_offsets", name, task, worker_id, generation, entries, timeout=timeout)
 
+    def zzzzz_commit_offsets(self, *, worker_id: str, items: list[list],
+                             timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
+        """Write many tasks' offsets of ``worker_id`` in one log entry: ``items`` ``[[name, task, generation,
+        entries], ...]`` (``entries`` as for :meth:`commit_offsets`). Returns the per-item results
+        (``{"ok": True, ...}`` or a ``Rejected``), each fenced on its own; raises only when the entry
+        itself was not committed. ``zzzzz_`` keeps the command's name after every other one.
+        """
+        return self._propose("_zzzzz_commit_offsets", worker_id, items, timeout=timeout)
+
     def put_topics(self, *, name: str, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Add ``topics`` to the connector's active topics."""
         return self._propose("_put_topics", name, topics, timeout=timeout)

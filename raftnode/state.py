@@ -46,7 +46,7 @@ LEGACY_COMMANDS = (
 )
 #: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
 #: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
-#: added later must sort after it (``_zzzz_put_statuses``); ``tests/raftnode/test_groupcommit.py`` pins its number.
+#: added later must sort after it (``_zzzz_put_statuses``, then ``_zzzzz_commit_offsets``); ``tests/raftnode/test_groupcommit.py`` pins its number.
 BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
@@ -886,6 +886,21 @@ class ClusterStateMachine(SyncObjConsumer):
         """
         return [self._put_status(name, task, worker_id, generation, status, _doApply=True)
                 for name, task, generation, status in items]
+
+    # ------------------------------------------------------------ replicated: many offset commits at once
+    @replicated
+    def _zzzzz_commit_offsets(self, worker_id: str, items: list[list]) -> list[dict[str, Any]]:
+        """Write many tasks' offsets committed by ``worker_id``: ``items`` ``[[name, task, generation,
+        entries], ...]`` (``entries`` as for :meth:`_commit_offsets`); returns one result per item, in
+        order, as :meth:`_commit_offsets` gives it.
+
+        Each item is applied exactly as its own ``_commit_offsets`` (store open, fenced by owner and
+        generation), so a fenced item fails alone and writes nothing. One log entry for what an
+        agent's task threads commit at once (``ControlPlaneClient`` gathers them). Named after
+        ``_zzzz_put_statuses`` so that the commands before it keep their numbers.
+        """
+        return [self._commit_offsets(name, task, worker_id, generation, entries, _doApply=True)
+                for name, task, generation, entries in items]
 
 
 _BATCHABLE: frozenset[str] | None = None

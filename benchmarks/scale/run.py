@@ -46,8 +46,12 @@ goal where the issue sets one:
 * **garbage collection** — per member, its full collections since it started, the complete
   examinations among them (thaws, ``webapp.gcpolicy``) and the longest pause (``gc`` of
   ``GET /raftconnect/v1/raft``): a leader paused past the 1-2 s election timeout is voted out.
-* **offset commits/s** — every worker commits offsets for its tasks as fast as the
-  pool allows, COMMIT_SECONDS long: commits/s and p50/p99.
+* **offset commits/s** — CLIENT_THREADS threads commit offsets as fast as they can,
+  COMMIT_SECONDS long, twice: spread over all workers (about one thread each), then as
+  COMMITTERS_PER_WORKER task threads of each of a few workers, the shape of an agent whose task
+  pool is busy (its client gathers the commits made at the same time into one request),
+  against the same shape with one request per commit (the client's batching off) just
+  before it: commits/s and p50/p99, and the ratio.
 
 The issue's full scale is 10,000 connectors, 100,000 tasks, 100 workers (the
 defaults); on a small machine run it smaller (``--connectors 500 --workers 10``)
@@ -399,7 +403,9 @@ def main() -> int:
     parser.add_argument("--client-threads", type=int, default=32, help="threads carrying the workers' writes")
     parser.add_argument("--commit-interval", type=float, default=1.0,
                         help="seconds between background offset commits of each worker (0: none)")
-    parser.add_argument("--commit-seconds", type=float, default=10.0, help="length of the offset commit phase")
+    parser.add_argument("--commit-seconds", type=float, default=10.0, help="length of each offset commit phase")
+    parser.add_argument("--committers-per-worker", type=int, default=8,
+                        help="task threads of one worker committing at once, in the second offset commit phase")
     parser.add_argument("--reads", type=int, default=10, help="requests per expand=status / expand=info figure")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each phase may take")
     parser.add_argument("--py-spy", metavar="FILE", help="record the leader with py-spy (raw) during the load")
@@ -540,25 +546,42 @@ def main() -> int:
 
         # ------------------------------------------------------------ offsets
         rss.phase = "offset commits"
-        commit_lat: list[float] = []
-        stop_at = time.monotonic() + args.commit_seconds
 
-        def committer(w: SimWorker) -> int:
-            n = 0
-            while time.monotonic() < stop_at:
-                t0 = time.perf_counter()
-                if w.commit_one():
-                    commit_lat.append(time.perf_counter() - t0)
-                    n += 1
-            return n
+        def commit_phase(workers: list[SimWorker]) -> tuple[float, list[float]]:
+            """CLIENT_THREADS threads committing for ``workers`` (spread round robin) for COMMIT_SECONDS."""
+            lat: list[float] = []
+            stop_at = time.monotonic() + args.commit_seconds
 
-        t0 = time.monotonic()
-        futures = [pool.submit(committer, alive[i % len(alive)]) for i in range(args.client_threads)]
-        wait(futures)
-        total = sum(f.result() for f in futures)
-        elapsed = time.monotonic() - t0
-        row(f"offset commits, {args.client_threads} concurrent committers from {len(alive)} workers, "
-            f"{args.commit_seconds:.0f} s", f"{total / elapsed:,.0f} commits/s, {fmt_ms(commit_lat) if commit_lat else '-'}")
+            def committer(w: SimWorker) -> int:
+                n = 0
+                while time.monotonic() < stop_at:
+                    t0 = time.perf_counter()
+                    if w.commit_one():
+                        lat.append(time.perf_counter() - t0)
+                        n += 1
+                return n
+
+            t0 = time.monotonic()
+            futures = [pool.submit(committer, workers[i % len(workers)]) for i in range(args.client_threads)]
+            wait(futures)
+            return sum(f.result() for f in futures) / (time.monotonic() - t0), lat
+
+        rate, lat = commit_phase(alive)
+        row(f"offset commits, {args.client_threads} concurrent committers from {len(alive)} workers (about one "
+            f"each), {args.commit_seconds:.0f} s", f"{rate:,.0f} commits/s, {fmt_ms(lat) if lat else '-'}")
+        per = max(1, args.committers_per_worker)
+        busy = alive[:max(1, args.client_threads // per)]
+        for w in busy:  # the baseline, same run: one request per commit, as the client sent them before
+            w.client()._commit_batches = False
+        one_rate, one_lat = commit_phase(busy)
+        for w in busy:
+            w.client()._commit_batches = True
+        rate, lat = commit_phase(busy)
+        row(f"offset commits, {args.client_threads} concurrent committers as {per} task threads on each of "
+            f"{len(busy)} workers (an agent's busy task pool), {args.commit_seconds:.0f} s: the client gathers "
+            f"concurrent commits into one request", f"{rate:,.0f} commits/s, {fmt_ms(lat) if lat else '-'}",
+            f"one request per commit, same run: {one_rate:,.0f} commits/s, "
+            f"{fmt_ms(one_lat) if one_lat else '-'}; ratio {rate / max(one_rate, 1e-9):.2f}")
 
         row("Raft elections under the load (term after the load - term at start; 0 = one leader throughout)",
             str(max(raft_term(n) for n in cluster.nodes) - term_start))

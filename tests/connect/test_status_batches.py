@@ -81,14 +81,14 @@ def test_concurrent_reports_share_a_request_and_each_caller_gets_its_own_outcome
     others = [threading.Thread(target=report, args=(t,)) for t in range(1, 6)]
     for t in others:
         t.start()
-    wait_for(lambda: len(client._status_queue) == 5, 30, interval=0.01, what="the other reports to queue")
+    wait_for(lambda: len(client._statuses._queue) == 5, 30, interval=0.01, what="the other reports to queue")
     leader.go_on.set()
     for t in [first, *others]:
         t.join(30)
     assert [len(r) for r in leader.requests] == [1, 5]  # the five that came meanwhile: one request
     assert sorted(s["task"] for s in leader.requests[1]) == [1, 2, 3, 4, 5]
     assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
-    assert client._status_queue == [] and client._status_sending is False
+    assert client._statuses._queue == [] and client._statuses._sending is False
 
 
 def test_report_statuses_sends_in_requests_of_at_most_the_batch_size(monkeypatch):

@@ -96,7 +96,8 @@ def test_new_commands_leave_the_numbers_of_the_logged_commands_unchanged(tmp_pat
                if isinstance(owner, int) and name.endswith("_v0")}
         assert [ids[c] for c in LEGACY_COMMANDS] == list(range(len(LEGACY_COMMANDS)))
         assert set(ids) - set(LEGACY_COMMANDS) == {"_token_create", "_token_revoke", "_user_delete", "_user_put",
-                                                   "_zz_store_spec", "_zzz_apply_batch", "_zzzz_put_statuses"}
+                                                   "_zz_store_spec", "_zzz_apply_batch", "_zzzz_put_statuses",
+                                                   "_zzzzz_commit_offsets"}
         assert ids["_zz_store_spec"] == len(LEGACY_COMMANDS) + 4  # the run-time stores command keeps its number
     finally:
         node.destroy()

@@ -11,7 +11,8 @@ import pytest
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
-    AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, StatusReport, StoreUnavailable,
+    AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, OffsetCommit, StatusReport,
+    StoreUnavailable,
 )
 
 
@@ -109,6 +110,28 @@ def test_many_statuses_are_recorded_at_once_and_a_refused_one_fails_alone(backen
     assert (st["tasks"]["1"]["state"], st["tasks"]["1"]["trace"]) == ("FAILED", "boom")
     assert s.get_statuses(d)["tasks"] == {}
     assert s.put_statuses([], worker_id="w1") == []
+
+
+def test_many_offset_commits_are_written_at_once_and_a_fenced_one_fails_alone(backend):
+    """commit_offsets_many: what an agent's task threads commit together; each commit is fenced on its own
+    and the fenced one writes nothing, while the others are all written."""
+    s = backend.store
+    c, d = unique(), unique()
+    for name in (c, d):
+        s.put_connector_config(name, {"k": "v"})
+    gen = backend.assign({c: "w1", d: "w2"}, {f"{c}-0": "w1", f"{c}-1": "w1", f"{d}-0": "w2"})
+    outcomes = s.commit_offsets_many([
+        OffsetCommit(ConnectorTaskId(c, 0), [SourceOffset({"f": "a"}, {"pos": 1}), SourceOffset({"f": "a"}, {"pos": 2})],
+                     gen),
+        OffsetCommit(ConnectorTaskId(d, 0), [SourceOffset({"f": "d"}, {"pos": 9})], gen),  # w2's task: fenced
+        OffsetCommit(ConnectorTaskId(c, 1), [SourceOffset({"f": "b"}, {"pos": 5})], gen),
+        OffsetCommit(ConnectorTaskId(c, 1), [SourceOffset({"f": "b"}, {"pos": 7})], gen - 1),  # stale generation
+    ], worker_id="w1")
+    assert [type(o).__name__ if o else None for o in outcomes] == [None, "FencedWrite", None, "FencedWrite"]
+    assert "stale generation" in str(outcomes[3])
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 2}, key({"f": "b"}): {"pos": 5}}  # last of a batch wins
+    assert offsets_of(s, d) == {}
+    assert s.commit_offsets_many([], worker_id="w1") == []
 
 
 def test_task_configs_are_fenced_by_the_connector_assignment(backend):

@@ -303,3 +303,24 @@ def test_a_batch_of_statuses_marks_every_connector_it_names_for_the_copy(parts):
     finally:
         router.stop_mirror()
     assert router.get_statuses(names[1])["tasks"]["0"]["state"] == "RUNNING"
+
+
+def test_a_batch_of_offset_commits_marks_every_connector_it_names_for_the_copy(parts):
+    """commit_offsets_many writes several connectors at once: while a switch mirrors, each must be copied again."""
+    from webapp.plugin import ConnectorTaskId, SourceOffset
+    from webapp.storage.base import OffsetCommit
+
+    router = parts.router
+    names = [f"o-{uuid.uuid4().hex[:6]}" for _ in range(3)]
+    for n in names:
+        router.put_connector_config(n, {"connector.class": "X"})
+    generation = parts.assign(names)
+    router.start_mirror(router.active)
+    try:
+        outcomes = router.commit_offsets_many([OffsetCommit(ConnectorTaskId(n, 0), [SourceOffset({"p": n}, {"o": 1})],
+                                                            generation) for n in names[:2]], worker_id=WORKER)
+        assert outcomes == [None, None]
+        assert router.take_pending() == {names[0]: {"offsets"}, names[1]: {"offsets"}}
+    finally:
+        router.stop_mirror()
+    assert [dict(o.offset) for o in router.get_offsets(names[1])] == [{"o": 1}]

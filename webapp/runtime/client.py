@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import requests
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -38,8 +38,8 @@ class _NoSuchEndpoint(RuntimeError):
     """The node answered 404 for the path itself (a node of a version without it)."""
 
 
-class _PendingStatus:
-    """One ``report_status`` call waiting for the request that carries it (:meth:`ControlPlaneClient.report_status`)."""
+class _Pending:
+    """One call waiting for the request that carries its item (:class:`_RequestGroup`)."""
 
     __slots__ = ("event", "item", "lead", "outcome")
 
@@ -48,6 +48,70 @@ class _PendingStatus:
         self.event = threading.Event()
         self.lead = False
         self.outcome: Exception | None = None
+
+
+class _RequestGroup:
+    """Calls made at the same time share one request, as a group commit does (the client side of a
+    batch endpoint).
+
+    A call finding no request of the group in flight sends at once whatever is queued (its own
+    item first in line); calls arriving meanwhile queue, and when the request is answered the
+    first of them sends the next batch (up to ``max_batch`` items). No timer: a lone call goes
+    out at once. Each caller gets its own item's outcome.
+
+    Args:
+        send: sends one request with the given items; returns one outcome per item (``None`` or
+            the exception that item's caller raises); an exception it raises fails every item.
+        max_batch: most items in one request.
+    """
+
+    def __init__(self, send: Callable[[list[dict[str, Any]]], list[Exception | None]], max_batch: int) -> None:
+        self._send = send
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._queue: list[_Pending] = []
+        self._sending = False
+        #: requests sent, and items they carried (tests, diagnostics)
+        self.requests = self.items = 0
+
+    def submit(self, item: dict[str, Any]) -> None:
+        """Have ``item`` sent; returns once its request was answered. Errors: the item's own outcome."""
+        me = _Pending(item)
+        with self._lock:
+            self._queue.append(me)
+            lead = not self._sending
+            self._sending = True
+        if not lead:
+            me.event.wait()
+            if not me.lead:
+                return _raise(me.outcome)
+        # this call sends: the queue's head (its own item is first in line), then hands over
+        with self._lock:
+            batch = self._queue[:self.max_batch]
+            del self._queue[:self.max_batch]
+            self.requests += 1
+            self.items += len(batch)
+        try:
+            outcomes = self._send([p.item for p in batch])
+        except Exception as exc:  # noqa: BLE001 - every item of the request shares its failure
+            outcomes = [exc] * len(batch)
+        for p, outcome in zip(batch, outcomes):
+            p.outcome = outcome
+            if p is not me:
+                p.event.set()
+        with self._lock:
+            if self._queue:
+                nxt = self._queue[0]
+                nxt.lead = True
+                nxt.event.set()
+            else:
+                self._sending = False
+        return _raise(me.outcome)
+
+
+def _raise(outcome: Exception | None) -> None:
+    if outcome is not None:
+        raise outcome
 
 
 class ControlPlaneClient:
@@ -66,10 +130,10 @@ class ControlPlaneClient:
         self.worker_id = worker_id
         self.timeout = timeout
         self.session = requests.Session()
-        self._status_lock = threading.Lock()
-        self._status_queue: list[_PendingStatus] = []
-        self._status_sending = False
         self._status_batches = True  # False once a node answered that it has no batch endpoint
+        self._statuses = _RequestGroup(self._send_statuses, self.MAX_STATUS_BATCH)
+        self._commit_batches = True  # likewise for offset commits
+        self._commits = _RequestGroup(self._send_commits, self.MAX_COMMIT_BATCH)
 
     def _call(self, method: str, path: str, payload: Any | None = None, timeout: float | None = None) -> Any:
         body = json.dumps(payload).encode() if payload is not None else b""
@@ -88,7 +152,7 @@ class ControlPlaneClient:
             if resp.status_code in (421, 502, 503, 504):
                 last = _Retryable(f"{address}: {resp.status_code} {resp.text[:200]}")
                 continue
-            if resp.status_code == 404 and "/internal/statuses" in path:
+            if resp.status_code == 404 and path in self._BATCH_PATHS:
                 raise _NoSuchEndpoint(f"{method} {path} failed: 404 {resp.text[:500]}")
             if resp.status_code >= 400:
                 raise RuntimeError(f"{method} {path} failed: {resp.status_code} {resp.text[:500]}")
@@ -133,6 +197,10 @@ class ControlPlaneClient:
 
     #: most statuses in one request
     MAX_STATUS_BATCH = 500
+    #: most offset commits in one request
+    MAX_COMMIT_BATCH = 500
+    #: the batch endpoints, which a node of an earlier version answers 404 (then one request per item)
+    _BATCH_PATHS = ("/raftconnect/v1/internal/statuses", "/raftconnect/v1/internal/offsets")
 
     def report_status(self, connector: str, task: int | None, generation: int, state: str,
                       trace: str | None = None) -> None:
@@ -153,35 +221,7 @@ class ControlPlaneClient:
         item = {"connector": connector, "task": task, "generation": generation, "state": state, "trace": trace}
         if not self._status_batches:
             return self._report_one(item)
-        me = _PendingStatus(item)
-        with self._status_lock:
-            self._status_queue.append(me)
-            lead = not self._status_sending
-            self._status_sending = True
-        if not lead:
-            me.event.wait()
-            if not me.lead:
-                return self._raise(me.outcome)
-        # this call sends: the queue's head (its own report is first in line), then hands over
-        with self._status_lock:
-            batch = self._status_queue[:self.MAX_STATUS_BATCH]
-            del self._status_queue[:self.MAX_STATUS_BATCH]
-        try:
-            outcomes = self._send_statuses([p.item for p in batch])
-        except Exception as exc:  # noqa: BLE001 - every report of the request shares its failure
-            outcomes = [exc] * len(batch)
-        for p, outcome in zip(batch, outcomes):
-            p.outcome = outcome
-            if p is not me:
-                p.event.set()
-        with self._status_lock:
-            if self._status_queue:
-                nxt = self._status_queue[0]
-                nxt.lead = True
-                nxt.event.set()
-            else:
-                self._status_sending = False
-        return self._raise(me.outcome)
+        self._statuses.submit(item)
 
     def report_statuses(self, items: list[dict[str, Any]]) -> list[Exception | None]:
         """Report many states at once, for a caller that has them together (e.g. a worker starting a
@@ -197,11 +237,6 @@ class ControlPlaneClient:
         for i in range(0, len(items), self.MAX_STATUS_BATCH):
             outcomes.extend(self._send_statuses(items[i:i + self.MAX_STATUS_BATCH]))
         return outcomes
-
-    @staticmethod
-    def _raise(outcome: Exception | None) -> None:
-        if outcome is not None:
-            raise outcome
 
     def _send_statuses(self, items: list[dict[str, Any]]) -> list[Exception | None]:
         """One request with ``items``; one outcome per item (``None``: recorded). Against a node without
@@ -224,7 +259,8 @@ class ControlPlaneClient:
             return None
         if result.get("error_code") == 409:
             return Fenced(result.get("message", ""))
-        return RuntimeError(f"status of {item['connector']} task {item['task']} refused: "
+        what = "offsets" if "offsets" in item else "status"
+        return RuntimeError(f"{what} of {item['connector']} task {item['task']} refused: "
                             f"{result.get('error_code')} {result.get('message', '')}")
 
     @staticmethod
@@ -248,9 +284,36 @@ class ControlPlaneClient:
     def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset],
                        topics: list[str] | None = None) -> None:
         """Commit one batch's offsets (fenced); ``topics``: Kafka topics the batch produced to or consumed
-        from, which the leader records as the connector's active topics."""
-        body = {"worker_id": self.worker_id, "generation": generation, "task": task_id.task,
-                "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
+        from, which the leader records as the connector's active topics. Returns once committed.
+
+        Errors: :class:`Fenced` (this worker no longer owns the task), :class:`ControlPlaneUnavailable`,
+        ``RuntimeError``. Commits of this agent's tasks made at the same time share one request
+        (``POST /raftconnect/v1/internal/offsets``, one Raft log entry on the Raft store), as status
+        reports do (:meth:`report_status`); each stays atomic and fenced on its own. Against a node
+        without that endpoint, one request per commit as before.
+        """
+        item: dict[str, Any] = {"connector": task_id.connector, "task": task_id.task, "generation": generation,
+                                "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
         if topics:
-            body["topics"] = sorted(set(topics))
-        self.call("POST", f"/raftconnect/v1/internal/connectors/{task_id.connector}/offsets", body)
+            item["topics"] = sorted(set(topics))
+        if not self._commit_batches:
+            return self._commit_one(item)
+        self._commits.submit(item)
+
+    def _send_commits(self, items: list[dict[str, Any]]) -> list[Exception | None]:
+        """One request with ``items``; one outcome per item (``None``: committed). Against a node without
+        the batch endpoint, one request per item."""
+        if self._commit_batches:
+            try:
+                answer = self.call("POST", "/raftconnect/v1/internal/offsets",
+                                   {"worker_id": self.worker_id, "commits": items})
+            except _NoSuchEndpoint:
+                log.info("the cluster has no batch offset endpoint: committing offsets one per request")
+                self._commit_batches = False
+            else:
+                return [self._outcome_in(item, result) for item, result in zip(items, answer["results"])]
+        return [self._outcome_of(self._commit_one, item) for item in items]
+
+    def _commit_one(self, item: dict[str, Any]) -> None:
+        body = {"worker_id": self.worker_id, **{k: v for k, v in item.items() if k != "connector"}}
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{item['connector']}/offsets", body)

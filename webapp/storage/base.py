@@ -23,6 +23,7 @@ from webapp.states import TargetState
 
 __all__ = [
     "StatusReport",
+    "OffsetCommit",
     "FenceCheck",
     "check_fence",
     "ConnectorRecord",
@@ -296,6 +297,20 @@ class StatusReport(NamedTuple):
     generation: int
 
 
+class OffsetCommit(NamedTuple):
+    """One batch's offsets a worker commits (an item of :meth:`OffsetBackingStore.commit_offsets_many`).
+
+    Attributes:
+        task_id: the task whose batch it is.
+        offsets: the batch's offsets (within it, the last offset of a partition wins).
+        generation: the assignment generation the worker runs the task at (fencing).
+    """
+
+    task_id: ConnectorTaskId
+    offsets: list[SourceOffset]
+    generation: int
+
+
 class StatusBackingStore(ABC):
     """Observed states of connectors and tasks (Connect's ``StatusBackingStore``).
 
@@ -369,6 +384,25 @@ class OffsetBackingStore(ABC):
         Errors: :class:`FencedWrite` when the task moved away from ``worker_id``
         or ``generation`` is stale; :class:`StoreUnavailable`.
         """
+
+    def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
+        """Commit many tasks' batches of ``worker_id`` at once; one outcome per commit, in order: ``None``
+        when committed, else the :class:`FencedWrite` that refused it alone (the others are committed).
+
+        What an agent's task threads commit together (``ControlPlaneClient`` gathers them into one
+        request). This default calls :meth:`commit_offsets` for each, so a third-party store works
+        unchanged; backends that can write many in one round trip override it. Each commit stays
+        atomic on its own. Errors: :class:`StoreUnavailable` for the whole call (commits before it
+        may be written; writing one again is harmless, the last offset wins).
+        """
+        outcomes: list[StoreError | None] = []
+        for c in commits:
+            try:
+                self.commit_offsets(c.task_id, c.offsets, worker_id=worker_id, generation=c.generation)
+                outcomes.append(None)
+            except FencedWrite as exc:
+                outcomes.append(exc)
+        return outcomes
 
     @abstractmethod
     def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:

@@ -15,7 +15,7 @@ from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from .base import (
     KINDS, AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, ListingRevisions, MetadataStore, NameSnapshot, NotFound,
-    StatusReport, StoreError, StoreUnavailable,
+    OffsetCommit, StatusReport, StoreError, StoreUnavailable,
 )
 
 __all__ = ["RaftMetadataStore"]
@@ -123,10 +123,16 @@ class RaftMetadataStore(MetadataStore):
             return []
         results = self._commit(self.raft.commands.zzzz_put_statuses, worker_id=worker_id,
                                items=[[r.name, r.task, r.generation, dict(r.status)] for r in reports])
+        return self._outcomes(results)
+
+    @staticmethod
+    def _outcomes(results: list[dict[str, Any]]) -> list[StoreError | None]:
+        """Per-item outcomes of a many-item command: ``None`` or the item's own store error; raises
+        :class:`StoreUnavailable` when the store closed (a switch), since then nothing was written."""
         outcomes: list[StoreError | None] = []
         for result in results:
             error = _store_error(result["rejected"], result["code"]) if "rejected" in result else None
-            if isinstance(error, StoreUnavailable):  # the store closed (a switch): nothing was recorded
+            if isinstance(error, StoreUnavailable):
                 raise error
             outcomes.append(error)
         return outcomes
@@ -152,6 +158,16 @@ class RaftMetadataStore(MetadataStore):
         entries = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets]
         self._commit(self.raft.commands.commit_offsets, name=task_id.connector, task=task_id.task, worker_id=worker_id,
                      generation=generation, entries=entries)
+
+    def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
+        """Every commit in one log entry (``_zzzzz_commit_offsets``), each fenced and applied on its own."""
+        if not commits:
+            return []
+        items = [[c.task_id.connector, c.task_id.task, c.generation,
+                  [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in c.offsets]]
+                 for c in commits]
+        results = self._commit(self.raft.commands.zzzzz_commit_offsets, worker_id=worker_id, items=items)
+        return self._outcomes(results)
 
     def alter_offsets(self, name: str, offsets: list) -> None:
         entries = []

@@ -24,14 +24,14 @@ from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import NotCoordinator
 from webapp.coordinator.signing import verify_request
 from webapp.states import STATES
-from webapp.storage.base import StatusReport
+from webapp.storage.base import OffsetCommit, StatusReport
 
 from .views import ConnectAPIView
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ClusterMemberAuthentication", "LeaderView", "LocalRaftView", "UserDirectoryView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
-           "OffsetsCommitView"]
+           "StatusReportsView", "OffsetsCommitView", "OffsetCommitsView"]
 
 
 class ClusterMember:
@@ -239,9 +239,59 @@ class OffsetsCommitView(InternalView):
         store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
                              worker_id=self.field(body, "worker_id", str),
                              generation=self.field(body, "generation", int))
-        topics = body.get("topics")
-        if topics and settings.TOPIC_TRACKING_ENABLE and isinstance(topics, list):
-            new = sorted({t for t in topics if isinstance(t, str) and t} - set(store.get_topics(name)))
-            if new:  # written once per topic: later batches find it already recorded
-                store.put_topics(name, new)
+        _record_topics(store, name, body.get("topics"))
         return Response(status=204)
+
+
+def _record_topics(store, name: str, topics: Any) -> None:
+    """Add the topics a committed batch of ``name`` used (Connect's active topics, KIP-558) that are not
+    recorded yet; ignored unless ``topics`` is a list and topic tracking is on."""
+    if topics and settings.TOPIC_TRACKING_ENABLE and isinstance(topics, list):
+        new = sorted({t for t in topics if isinstance(t, str) and t} - set(store.get_topics(name)))
+        if new:  # written once per topic: later batches find it already recorded
+            store.put_topics(name, new)
+
+
+def _offsets_of(item: dict[str, Any]) -> list[SourceOffset]:
+    """The ``offsets`` field of a commit, ``[[partition, offset], ...]`` of JSON objects, as SourceOffsets.
+    Errors: :class:`BadRequest` naming what is wrong."""
+    pairs = InternalView.field(item, "offsets", list)
+    out = []
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict) and isinstance(pair[1], dict)):
+            raise BadRequest("Each offset must be a [partition, offset] pair of objects")
+        out.append(SourceOffset(pair[0], pair[1]))
+    return out
+
+
+class OffsetCommitsView(InternalView):
+    """``POST /raftconnect/v1/internal/offsets``: commit many tasks' offsets at once (each fenced).
+
+    Body: ``{"worker_id", "commits": [{"connector", "task", "generation", "offsets": [[partition,
+    offset], ...], "topics"?: [...]}, ...]}``. Answers 200 ``{"results": [...]}``, one entry per
+    commit in order: ``null`` when committed, else ``{"error_code": 409, "message"}`` for a commit
+    fenced alone (its task moved or its generation is stale); the others are committed, each as
+    atomically as alone. A malformed commit fails the whole request (400) and nothing is written.
+    What an agent's task threads commit at the same time (``ControlPlaneClient`` gathers them):
+    one request and, on the Raft store, one log entry instead of one of each per commit.
+    """
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        worker_id = self.field(body, "worker_id", str)
+        commits, topics = [], []
+        for item in self.field(body, "commits", list):
+            if not isinstance(item, dict):
+                raise BadRequest("Each commit must be an object")
+            name = self.field(item, "connector", str)
+            commits.append(OffsetCommit(ConnectorTaskId(name, self.field(item, "task", int)), _offsets_of(item),
+                                        self.field(item, "generation", int)))
+            topics.append(item.get("topics"))
+        _touch(worker_id)
+        store = current().store
+        outcomes = store.commit_offsets_many(commits, worker_id=worker_id)
+        for c, used, error in zip(commits, topics, outcomes):
+            if error is None:
+                _record_topics(store, c.task_id.connector, used)
+        return Response({"results": [None if e is None else {"error_code": e.http_status, "message": str(e)}
+                                     for e in outcomes]})

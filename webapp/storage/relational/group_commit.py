@@ -34,10 +34,10 @@ class _Pending:
     released once.
     """
 
-    __slots__ = ("connector", "entries", "wake", "woken", "lead", "done", "error")
+    __slots__ = ("items", "wake", "woken", "lead", "done", "error")
 
-    def __init__(self, connector: str, entries: list) -> None:
-        self.connector, self.entries = connector, entries
+    def __init__(self, items: list[tuple[str, list]]) -> None:
+        self.items = items  # [(connector, entries)]: one commit, or a caller's many written together
         self.wake = threading.Lock()
         self.wake.acquire()
         self.woken = self.lead = self.done = False
@@ -81,7 +81,12 @@ class OffsetGroupCommit:
 
     def submit(self, connector: str, entries: list) -> None:
         """Write ``entries`` (``(partition, offset | None)``) of ``connector``; returns once committed."""
-        p = _Pending(connector, entries)
+        self.submit_many([(connector, entries)])
+
+    def submit_many(self, items: list[tuple[str, list]]) -> None:
+        """Write every ``(connector, entries)`` of ``items`` in one transaction (shared with other callers'
+        commits like one commit); returns once committed. Errors: those of the transaction."""
+        p = _Pending(items)
         with self._lock:
             self._pending.append(p)
             if self._flushing < (self.max_flushes if self.store.upsert else 1):
@@ -111,7 +116,8 @@ class OffsetGroupCommit:
             self._pending = rest
         merged: dict[str, list] = {}
         for q in batch:
-            merged.setdefault(q.connector, []).extend(q.entries)
+            for connector, entries in q.items:
+                merged.setdefault(connector, []).extend(entries)
         error: BaseException | None = None
         if batch:
             try:

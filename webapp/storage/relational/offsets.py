@@ -16,6 +16,8 @@ from django.db import connections
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
+from ..base import FencedWrite, OffsetCommit, StoreError
+
 __all__ = ["RelationalOffsets", "json_text", "key_hash"]
 
 
@@ -199,6 +201,24 @@ class RelationalOffsets:
 
         self._check_fence(task_id.connector, task_id.task, worker_id, generation)
         self._group.submit(task_id.connector, entries)
+
+    def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
+        """:meth:`commit_offsets` of many tasks in one group-committed transaction: each commit is fenced
+        on its own (a fenced one gets its :class:`FencedWrite` and is not written), the others are
+        written together. Errors: :class:`StoreUnavailable` for the whole call (none written)."""
+        outcomes: list[StoreError | None] = []
+        items: list[tuple[str, list]] = []
+        for c in commits:
+            try:
+                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation)
+            except FencedWrite as exc:
+                outcomes.append(exc)
+                continue
+            outcomes.append(None)
+            items.append((c.task_id.connector, [(o.partition, o.offset) for o in c.offsets]))
+        if items:
+            self._group.submit_many(items)
+        return outcomes
 
     def alter_offsets(self, name: str, offsets: list[SourceOffset | tuple[dict, None]]) -> None:
         """Operator change of a stopped connector's offsets in one transaction; an offset of ``None``

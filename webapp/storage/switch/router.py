@@ -17,7 +17,7 @@ from webapp.metrics import OFFSET_COMMIT_SECONDS, STORE_WRITE_SECONDS
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
 from ..base import (
-    KINDS, ConnectorRecord, ConnectorSummary, ListingRevisions, MetadataStore, NameSnapshot, StatusReport, StoreError, StoreUnavailable,
+    KINDS, ConnectorRecord, ConnectorSummary, ListingRevisions, MetadataStore, NameSnapshot, OffsetCommit, StatusReport, StoreError, StoreUnavailable,
 )
 from .stores import StoreSet, UnknownStore
 
@@ -222,11 +222,11 @@ class StoreRouter(MetadataStore):
         self._pending = {}
 
     def _write(self, name: str | list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any],
-               offsets: list | None = None) -> Any:
+               commits: int = 0) -> Any:
         """Run ``fn(active store)`` under the gate; while mirroring, mark ``name``'s ``kinds`` pending
         (a list: every connector one write touches, e.g. :meth:`put_statuses`).
 
-        ``offsets``: the offset entries written, for an offset write (timed as an offset commit).
+        ``commits``: how many offset commits the write is (each timed as one offset commit).
         """
         t0 = time.monotonic()
         try:
@@ -235,8 +235,10 @@ class StoreRouter(MetadataStore):
             took = time.monotonic() - t0
             active = self.active_name
             _write_timer(active, kinds[0]).observe(took)
-            if offsets is not None:
-                _offset_commit_timer(active).observe(took)
+            if commits:
+                timer = _offset_commit_timer(active)
+                for _ in range(commits):
+                    timer.observe(took)
 
     def _write_gated(self, names: str | list[str], kinds: tuple[str, ...], fn: Callable[[MetadataStore], Any]) -> Any:
         names = [names] if isinstance(names, str) else names
@@ -325,10 +327,19 @@ class StoreRouter(MetadataStore):
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
         self._write(task_id.connector, ("offsets",), lambda s: s.commit_offsets(
-            task_id, offsets, worker_id=worker_id, generation=generation), offsets=offsets)
+            task_id, offsets, worker_id=worker_id, generation=generation), commits=1)
+
+    def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
+        """Many tasks' commits in one write of the active store; while mirroring, every connector named is
+        marked pending (as :meth:`put_statuses` does)."""
+        names = sorted({c.task_id.connector for c in commits})
+        if not names:
+            return []
+        return self._write(names, ("offsets",), lambda s: s.commit_offsets_many(commits, worker_id=worker_id),
+                           commits=len(commits))
 
     def alter_offsets(self, name: str, offsets: list) -> None:
-        self._write(name, ("offsets",), lambda s: s.alter_offsets(name, offsets), offsets=offsets)
+        self._write(name, ("offsets",), lambda s: s.alter_offsets(name, offsets), commits=1)
 
     def reset_offsets(self, name: str) -> None:
         self._write(name, ("offsets",), lambda s: s.reset_offsets(name))

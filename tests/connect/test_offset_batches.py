@@ -1,0 +1,127 @@
+"""Offset commits in batches: ``POST /raftconnect/v1/internal/offsets`` and the agent's client that gathers
+the commits its task threads make at the same time into it (one request and one Raft log entry for many
+commits, each still fenced on its own)."""
+from __future__ import annotations
+
+import threading
+
+from tools.launcher import wait_for
+from webapp.runtime.client import ControlPlaneClient, Fenced, _NoSuchEndpoint
+from webapp.plugin import ConnectorTaskId, SourceOffset
+
+from .test_rest import post, source_config
+from .test_rest_lifecycle import FakeWorker, internal
+
+PATH = "/raftconnect/v1/internal/offsets"
+
+
+def stored(api, name: str) -> dict[str, dict]:
+    """``GET /connectors/{name}/offsets`` as {file partition: offset}."""
+    return {o["partition"]["f"]: o["offset"] for o in api.get(f"/connectors/{name}/offsets").json()["offsets"]}
+
+
+def test_the_endpoint_commits_each_batch_and_refuses_a_fenced_one_alone(api, node, tmp_path):
+    worker = FakeWorker(api, node)
+    assert post(api, "/connectors", {"name": "src", "config": source_config(tmp_path, **{"tasks.max": "2"})}
+                ).status_code == 201
+    worker.run_connector("src", 2)
+    view = worker.view()
+    gen0, gen1 = view["tasks"]["src-0"]["generation"], view["tasks"]["src-1"]["generation"]
+    body = {"worker_id": worker.id, "commits": [
+        {"connector": "src", "task": 0, "generation": gen0, "offsets": [[{"f": "a"}, {"pos": 1}], [{"f": "a"}, {"pos": 4}]],
+         "topics": ["orders"]},
+        {"connector": "src", "task": 1, "generation": gen1 - 1, "offsets": [[{"f": "b"}, {"pos": 9}]]},  # stale
+        {"connector": "src", "task": 1, "generation": gen1, "offsets": [[{"f": "c"}, {"pos": 2}]], "topics": ["skipped"]},
+    ]}
+    resp = internal(api, node, "POST", PATH, body)
+    assert resp.status_code == 200, resp.content
+    results = resp.json()["results"]
+    assert results[0] is None and results[2] is None
+    assert results[1]["error_code"] == 409 and "stale generation" in results[1]["message"]
+    assert stored(api, "src") == {"a": {"pos": 4}, "c": {"pos": 2}}  # the fenced batch wrote nothing
+    assert set(api.get("/connectors/src/topics").json()["src"]["topics"]) == {"orders", "skipped"}
+
+    fenced_only = dict(body, commits=[body["commits"][1]])
+    assert internal(api, node, "POST", PATH, fenced_only).json()["results"][0]["error_code"] == 409
+
+    bad = internal(api, node, "POST", PATH, {"worker_id": worker.id, "commits": [
+        {"connector": "src", "task": 0, "generation": gen0, "offsets": [[{"f": "a"}, {"pos": 99}]]},
+        {"connector": "src", "task": 0, "generation": gen0, "offsets": [[{"f": "a"}]]}]})
+    assert bad.status_code == 400 and "[partition, offset] pair" in bad.json()["message"]
+    assert stored(api, "src")["a"] == {"pos": 4}  # a malformed request writes none of its commits
+    unsigned = api.post(PATH, data=b"{}", content_type="application/json")
+    assert unsigned.status_code in (401, 403)
+
+
+class _Leader:
+    """Stands in for the cluster: answers batch commits, holding the first request until told to go on."""
+
+    def __init__(self):
+        self.requests: list[list[dict]] = []
+        self.first_in = threading.Event()
+        self.go_on = threading.Event()
+
+    def call(self, method, path, payload=None, retry_for=15.0, timeout=None):
+        assert (method, path) == ("POST", PATH)
+        self.requests.append(payload["commits"])
+        if len(self.requests) == 1:
+            self.first_in.set()
+            assert self.go_on.wait(30)
+        return {"results": [{"error_code": 409, "message": "fenced"} if c["task"] == 3 else None
+                            for c in payload["commits"]]}
+
+
+def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
+    leader = _Leader()
+    monkeypatch.setattr(client, "call", leader.call)
+    outcomes: dict[int, str] = {}
+
+    def commit(task):
+        try:
+            client.commit_offsets(ConnectorTaskId("c", task), 7, [SourceOffset({"f": str(task)}, {"pos": task})],
+                                  topics=["t", "t"] if task == 2 else None)
+            outcomes[task] = "ok"
+        except Fenced:
+            outcomes[task] = "fenced"
+
+    first = threading.Thread(target=commit, args=(0,))
+    first.start()
+    assert leader.first_in.wait(30)  # a lone commit goes out at once, alone
+    others = [threading.Thread(target=commit, args=(t,)) for t in range(1, 6)]
+    for t in others:
+        t.start()
+    wait_for(lambda: len(client._commits._queue) == 5, 30, interval=0.01, what="the other commits to queue")
+    leader.go_on.set()
+    for t in [first, *others]:
+        t.join(30)
+    assert [len(r) for r in leader.requests] == [1, 5]  # the five that came meanwhile: one request
+    second = sorted(leader.requests[1], key=lambda c: c["task"])
+    assert [c["task"] for c in second] == [1, 2, 3, 4, 5]
+    assert second[1] == {"connector": "c", "task": 2, "generation": 7, "offsets": [[{"f": "2"}, {"pos": 2}]],
+                         "topics": ["t"]}
+    assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
+    assert (client._commits.requests, client._commits.items) == (2, 6)
+
+
+def test_a_node_without_the_batch_endpoint_gets_one_commit_per_request(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
+    calls: list[tuple[str, dict]] = []
+
+    def call(method, path, payload=None, retry_for=15.0, timeout=None):
+        calls.append((path, payload))
+        if path == PATH:
+            raise _NoSuchEndpoint(f"{method} {path} failed: 404")
+        if payload["task"] == 1:
+            raise Fenced("task c-1 is not assigned to worker w1")
+
+    monkeypatch.setattr(client, "call", call)
+    client.commit_offsets(ConnectorTaskId("c", 0), 3, [SourceOffset({"f": "a"}, {"pos": 1})], topics=["t"])
+    try:
+        client.commit_offsets(ConnectorTaskId("c", 1), 3, [SourceOffset({"f": "b"}, {"pos": 1})])
+        raise AssertionError("the fenced commit did not raise")
+    except Fenced:
+        pass
+    assert [p for p, _ in calls] == [PATH] + ["/raftconnect/v1/internal/connectors/c/offsets"] * 2
+    assert calls[1][1] == {"worker_id": "w1", "task": 0, "generation": 3, "offsets": [[{"f": "a"}, {"pos": 1}]],
+                           "topics": ["t"]}  # the body the single-commit endpoint has always taken
