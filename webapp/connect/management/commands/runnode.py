@@ -52,6 +52,32 @@ def ensure_admin_user() -> None:
     remember_verified(user, password, obj.password)  # the first request need not hash the password again
 
 
+def raise_open_files_limit(wanted: int) -> tuple[int, int]:
+    """Raise this process's soft limit of open files (``RLIMIT_NOFILE``) to its hard limit, as the JVM does
+    for Kafka Connect at start (``-XX:+MaxFDLimit``); returns the ``(soft, hard)`` limits now in force.
+
+    A node holds a socket per client connection (up to ``--rest-connection-limit``), its Raft peers,
+    its database files and logs; a soft limit of 1,024, common by default, refuses connections with
+    ``EMFILE`` before the REST server's own limit. Logs a warning when the limit stays below
+    ``wanted`` descriptors. Never raises (an unsupported platform keeps its limits)."""
+    import logging
+    import resource
+
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    except (ValueError, OSError):
+        return -1, -1
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        logging.getLogger("raftconnect.node").warning(
+            "open files limit is %d, below the %d the REST connection limit and the node's own files need: "
+            "raise it (ulimit -n, LimitNOFILE=) or lower --rest-connection-limit", soft, wanted)
+    return soft, hard
+
+
 def rest_server(application, *, host: str, port: int, threads: int, connection_limit: int):
     """The node's waitress server for ``application`` on ``host:port``.
 
@@ -60,6 +86,11 @@ def rest_server(application, *, host: str, port: int, threads: int, connection_l
     100 workers (each agent keeps its heartbeat and task connections alive, followers forward
     theirs): found by ``benchmarks/scale``, where the leader stopped answering at 20 simulated workers.
     Its queue-depth warnings pass once per 10 s (:class:`webapp.logconfig.ThrottledLogger`).
+
+    Its loop waits with ``poll`` (``asyncore_use_poll``), not waitress' default ``select``, which
+    cannot watch a file descriptor numbered 1024 or more: with ~1,000 connections open the next one
+    got such a number and the loop raised ``ValueError: filedescriptor out of range in select()``,
+    which stopped the node (a leader at 100 simulated workers in ``benchmarks/scale``).
     """
     import logging
 
@@ -68,7 +99,8 @@ def rest_server(application, *, host: str, port: int, threads: int, connection_l
     from webapp.logconfig import ThrottledLogger
 
     server = create_server(application, host=host.strip("[]"), port=port, threads=threads, ident="raftconnect",
-                           clear_untrusted_proxy_headers=True, connection_limit=connection_limit)
+                           clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
+                           asyncore_use_poll=True)
     # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
     # thread: one warning per 10 s with the count instead (benchmarks/cluster, issue 16)
     server.task_dispatcher.queue_logger = ThrottledLogger(logging.getLogger("waitress.queue"), 10.0)
@@ -170,6 +202,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         freeze.freeze_now()  # the state start-up loaded lives on: not examined by the first full collection
         host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)
+        raise_open_files_limit(o["rest_connection_limit"] + 256)  # the connections, plus Raft, files, logs
         server = rest_server(application, host=host, port=int(port), threads=o["rest_threads"],
                              connection_limit=o["rest_connection_limit"])
         stopped = threading.Event()
