@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["extract", "enter", "run_child", "uncommitted"]
+__all__ = ["extract", "enter", "run_child", "alternate", "uncommitted", "add_arguments"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,3 +69,34 @@ def run_child(script: str, tree: str, args: list[str]) -> dict[str, Any]:
     if proc.returncode:
         raise RuntimeError(f"child for {tree} failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def alternate(script: str, baseline_tree: str, args: list[str], passes: int) -> dict[str, list[dict[str, Any]]]:
+    """``{"before": [...], "after": [...]}``: :func:`run_child` of ``script`` on ``baseline_tree`` and on this
+    checkout, alternately (before first), ``passes`` times each, so that load drift on a shared machine
+    hits both alike; prints each child's time to stderr."""
+    import time
+
+    results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for p in range(passes):
+        for label, tree in (("before", baseline_tree), ("after", str(ROOT))):
+            t0 = time.monotonic()
+            results[label].append(run_child(script, tree, args))
+            print(f"pass {p + 1}: {label} done in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    return results
+
+
+def add_arguments(parser, baseline: str) -> None:
+    """The options every two-tree benchmark takes: the cluster's size (``--connectors``, ``--tasks``,
+    ``--workers``), ``--passes``, ``--baseline`` (default ``baseline``), ``--no-record``, and the hidden
+    ``--child`` / ``--tree`` its children are run with."""
+    import argparse
+
+    parser.add_argument("--connectors", type=int, default=10_000)
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--passes", type=int, default=2, help="children per tree, alternating")
+    parser.add_argument("--baseline", default=baseline, help="git revision measured as 'before'")
+    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)

@@ -194,20 +194,16 @@ def run_child(tree: str, args: argparse.Namespace, url: str | None) -> dict[str,
 # ----------------------------------------------------------------------------- the comparison
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--connectors", type=int, default=10_000)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=100)
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import add_arguments
+
+    add_arguments(parser, DEFAULT_BASELINE)
     parser.add_argument("--rounds", type=int, default=5, help="rounds per expansion in each child")
-    parser.add_argument("--passes", type=int, default=2, help="children per tree, alternating")
     parser.add_argument("--store", choices=("raft", "postgresql", "mariadb"), default="raft")
     parser.add_argument("--url", help="relational store URL (default: a new database on the local server)")
-    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
     parser.add_argument("--expand", default="status,info")
     parser.add_argument("--churn", type=int, default=100,
                         help="connectors whose task 0 reports a status between two timed lists")
-    parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)

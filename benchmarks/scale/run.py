@@ -87,7 +87,7 @@ os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 from benchmarks._common import machine, quantile  # noqa: E402
 from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
 from webapp.plugin import ConnectorTaskId, SourceOffset  # noqa: E402
-from webapp.runtime.client import ControlPlaneClient, ControlPlaneUnavailable, Fenced  # noqa: E402
+from webapp.runtime.client import OFFSETS_PATH, ControlPlaneClient, ControlPlaneUnavailable, Fenced  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 SECRET = "scale-bench-secret"
@@ -572,10 +572,10 @@ def main() -> int:
         per = max(1, args.committers_per_worker)
         busy = alive[:max(1, args.client_threads // per)]
         for w in busy:  # the baseline, same run: one request per commit, as the client sent them before
-            w.client()._commit_batches = False
+            w.client()._unbatched.add(OFFSETS_PATH)
         one_rate, one_lat = commit_phase(busy)
         for w in busy:
-            w.client()._commit_batches = True
+            w.client()._unbatched.discard(OFFSETS_PATH)
         rate, lat = commit_phase(busy)
         row(f"offset commits, {args.client_threads} concurrent committers as {per} task threads on each of "
             f"{len(busy)} workers (an agent's busy task pool), {args.commit_seconds:.0f} s: the client gathers "

@@ -99,15 +99,11 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--connectors", type=int, default=10_000)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=100)
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import add_arguments
+
+    add_arguments(parser, DEFAULT_BASELINE)
     parser.add_argument("--scrapes", type=int, default=3, help="timed scrapes per child")
-    parser.add_argument("--passes", type=int, default=2, help="children per tree, alternating")
-    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
-    parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -115,18 +111,14 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine, record
-    from benchmarks._trees import extract, run_child, uncommitted
+    from benchmarks._trees import alternate, extract, uncommitted
 
     baseline_tree, rev, head = extract(args.baseline, "bench-scrape-")
     dirty = uncommitted("benchmarks/scale/RESULTS.md")
     load_start = Path("/proc/loadavg").read_text().split()[0]
     extra = ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers),
              "--scrapes", str(args.scrapes)]
-    results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-    for p in range(args.passes):
-        for label, tree in (("before", str(baseline_tree)), ("after", str(ROOT))):
-            results[label].append(run_child(__file__, tree, extra))
-            print(f"pass {p + 1}: {label} done", file=sys.stderr, flush=True)
+    results = alternate(__file__, str(baseline_tree), extra, args.passes)
     load_end = Path("/proc/loadavg").read_text().split()[0]
 
     def walls(label: str) -> list[float]:

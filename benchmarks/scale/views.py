@@ -109,24 +109,19 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
-def run_child(tree: str, args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks._trees import run_child as run
-
-    return run(__file__, tree, ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers",
-                                str(args.workers), "--rounds", str(args.rounds)])
+def child_args(args: argparse.Namespace) -> list[str]:
+    """The options a child of :func:`child` is run with."""
+    return ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers),
+            "--rounds", str(args.rounds)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--connectors", type=int, default=10_000)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=100)
+    sys.path.insert(0, str(ROOT))
+    from benchmarks._trees import add_arguments
+
+    add_arguments(parser, DEFAULT_BASELINE)
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three phases in each child")
-    parser.add_argument("--passes", type=int, default=2, help="children per tree, alternating")
-    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision measured as 'before'")
-    parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -135,16 +130,11 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from benchmarks._common import machine
 
-    from benchmarks._trees import extract
+    from benchmarks._trees import alternate, extract
 
     baseline_tree, rev, head = extract(args.baseline, "bench-views-")
     load_start = os.getloadavg()[0]
-    results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-    for p in range(args.passes):
-        for label, tree in (("before", str(baseline_tree)), ("after", str(ROOT))):
-            t0 = time.monotonic()
-            results[label].append(run_child(tree, args))
-            print(f"pass {p + 1}: {label} done in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    results = alternate(__file__, str(baseline_tree), child_args(args), args.passes)
     load_end = os.getloadavg()[0]
 
     def figures(label: str, phase: str, key: str) -> tuple[float, float]:

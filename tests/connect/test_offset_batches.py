@@ -3,14 +3,11 @@ the commits its task threads make at the same time into it (one request and one 
 commits, each still fenced on its own)."""
 from __future__ import annotations
 
-import threading
-
-from tools.launcher import wait_for
-from webapp.runtime.client import ControlPlaneClient, Fenced, _NoSuchEndpoint
 from webapp.plugin import ConnectorTaskId, SourceOffset
+from webapp.runtime.client import ControlPlaneClient, Fenced, _NoSuchEndpoint
 
-from .test_rest import post, source_config
-from .test_rest_lifecycle import FakeWorker, internal
+from .test_rest_lifecycle import internal
+from .test_status_batches import HoldingLeader, six_concurrent_calls, source_run_by_a_worker
 
 PATH = "/raftconnect/v1/internal/offsets"
 
@@ -21,11 +18,7 @@ def stored(api, name: str) -> dict[str, dict]:
 
 
 def test_the_endpoint_commits_each_batch_and_refuses_a_fenced_one_alone(api, node, tmp_path):
-    worker = FakeWorker(api, node)
-    assert post(api, "/connectors", {"name": "src", "config": source_config(tmp_path, **{"tasks.max": "2"})}
-                ).status_code == 201
-    worker.run_connector("src", 2)
-    view = worker.view()
+    worker, view = source_run_by_a_worker(api, node, tmp_path)
     gen0, gen1 = view["tasks"]["src-0"]["generation"], view["tasks"]["src-1"]["generation"]
     body = {"worker_id": worker.id, "commits": [
         {"connector": "src", "task": 0, "generation": gen0, "offsets": [[{"f": "a"}, {"pos": 1}], [{"f": "a"}, {"pos": 4}]],
@@ -53,54 +46,20 @@ def test_the_endpoint_commits_each_batch_and_refuses_a_fenced_one_alone(api, nod
     assert unsigned.status_code in (401, 403)
 
 
-class _Leader:
-    """Stands in for the cluster: answers batch commits, holding the first request until told to go on."""
-
-    def __init__(self):
-        self.requests: list[list[dict]] = []
-        self.first_in = threading.Event()
-        self.go_on = threading.Event()
-
-    def call(self, method, path, payload=None, retry_for=15.0, timeout=None):
-        assert (method, path) == ("POST", PATH)
-        self.requests.append(payload["commits"])
-        if len(self.requests) == 1:
-            self.first_in.set()
-            assert self.go_on.wait(30)
-        return {"results": [{"error_code": 409, "message": "fenced"} if c["task"] == 3 else None
-                            for c in payload["commits"]]}
-
-
 def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
     client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
-    leader = _Leader()
+    leader = HoldingLeader(PATH, "commits")
     monkeypatch.setattr(client, "call", leader.call)
-    outcomes: dict[int, str] = {}
 
     def commit(task):
-        try:
-            client.commit_offsets(ConnectorTaskId("c", task), 7, [SourceOffset({"f": str(task)}, {"pos": task})],
-                                  topics=["t", "t"] if task == 2 else None)
-            outcomes[task] = "ok"
-        except Fenced:
-            outcomes[task] = "fenced"
+        client.commit_offsets(ConnectorTaskId("c", task), 7, [SourceOffset({"f": str(task)}, {"pos": task})],
+                              topics=["t", "t"] if task == 2 else None)
 
-    first = threading.Thread(target=commit, args=(0,))
-    first.start()
-    assert leader.first_in.wait(30)  # a lone commit goes out at once, alone
-    others = [threading.Thread(target=commit, args=(t,)) for t in range(1, 6)]
-    for t in others:
-        t.start()
-    wait_for(lambda: len(client._commits._queue) == 5, 30, interval=0.01, what="the other commits to queue")
-    leader.go_on.set()
-    for t in [first, *others]:
-        t.join(30)
-    assert [len(r) for r in leader.requests] == [1, 5]  # the five that came meanwhile: one request
+    outcomes = six_concurrent_calls(client._commits, leader, commit)
+    assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
     second = sorted(leader.requests[1], key=lambda c: c["task"])
-    assert [c["task"] for c in second] == [1, 2, 3, 4, 5]
     assert second[1] == {"connector": "c", "task": 2, "generation": 7, "offsets": [[{"f": "2"}, {"pos": 2}]],
                          "topics": ["t"]}
-    assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
     assert (client._commits.requests, client._commits.items) == (2, 6)
 
 

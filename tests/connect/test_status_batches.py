@@ -12,12 +12,17 @@ from .test_rest import post, source_config
 from .test_rest_lifecycle import FakeWorker, internal
 
 
-def test_the_endpoint_records_each_status_and_refuses_a_fenced_one_alone(api, node, tmp_path):
+def source_run_by_a_worker(api, node, tmp_path) -> tuple[FakeWorker, dict]:
+    """A file source "src" of 2 tasks, its connector and tasks assigned to a FakeWorker; (worker, its view)."""
     worker = FakeWorker(api, node)
     assert post(api, "/connectors", {"name": "src", "config": source_config(tmp_path, **{"tasks.max": "2"})}
                 ).status_code == 201
     worker.run_connector("src", 2)
-    view = worker.view()
+    return worker, worker.view()
+
+
+def test_the_endpoint_records_each_status_and_refuses_a_fenced_one_alone(api, node, tmp_path):
+    worker, view = source_run_by_a_worker(api, node, tmp_path)
     gen0, gen1 = view["tasks"]["src-0"]["generation"], view["tasks"]["src-1"]["generation"]
     body = {"worker_id": worker.id, "statuses": [
         {"connector": "src", "task": None, "generation": view["connectors"]["src"]["generation"], "state": "RUNNING"},
@@ -44,51 +49,60 @@ def test_the_endpoint_records_each_status_and_refuses_a_fenced_one_alone(api, no
     assert unsigned.status_code in (401, 403)
 
 
-class _Leader:
-    """Stands in for the cluster: answers batch requests, holding the first one until told to go on."""
+class HoldingLeader:
+    """Stands in for the cluster at the batch endpoint ``path``: answers each item of the body's ``field``
+    (409 for task 3, else recorded), holding the first request until told to go on."""
 
-    def __init__(self):
+    def __init__(self, path: str, field: str):
+        self.path, self.field = path, field
         self.requests: list[list[dict]] = []
         self.first_in = threading.Event()
         self.go_on = threading.Event()
 
     def call(self, method, path, payload=None, retry_for=15.0, timeout=None):
-        assert (method, path) == ("POST", "/raftconnect/v1/internal/statuses")
-        self.requests.append(payload["statuses"])
+        assert (method, path) == ("POST", self.path)
+        self.requests.append(payload[self.field])
         if len(self.requests) == 1:
             self.first_in.set()
             assert self.go_on.wait(30)
-        return {"results": [{"error_code": 409, "message": "fenced"} if s["task"] == 3 else None
-                            for s in payload["statuses"]]}
+        return {"results": [{"error_code": 409, "message": "fenced"} if item["task"] == 3 else None
+                            for item in payload[self.field]]}
 
 
-def test_concurrent_reports_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
-    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
-    leader = _Leader()
-    monkeypatch.setattr(client, "call", leader.call)
+def six_concurrent_calls(group, leader: HoldingLeader, call) -> dict[int, str]:
+    """``call(0)`` alone, then ``call(1)`` .. ``call(5)`` while its request is held; each call's outcome
+    (``"ok"`` or ``"fenced"``) by task. ``group``: the client's request group the calls go through."""
     outcomes: dict[int, str] = {}
 
-    def report(task):
+    def run(task):
         try:
-            client.report_status("c", task, 7, "RUNNING")
+            call(task)
             outcomes[task] = "ok"
         except Fenced:
             outcomes[task] = "fenced"
 
-    first = threading.Thread(target=report, args=(0,))
+    first = threading.Thread(target=run, args=(0,))
     first.start()
-    assert leader.first_in.wait(30)  # the lone report went out at once, alone
-    others = [threading.Thread(target=report, args=(t,)) for t in range(1, 6)]
+    assert leader.first_in.wait(30)  # the lone call went out at once, alone
+    others = [threading.Thread(target=run, args=(t,)) for t in range(1, 6)]
     for t in others:
         t.start()
-    wait_for(lambda: len(client._statuses._queue) == 5, 30, interval=0.01, what="the other reports to queue")
+    wait_for(lambda: len(group._queue) == 5, 30, interval=0.01, what="the other calls to queue")
     leader.go_on.set()
     for t in [first, *others]:
         t.join(30)
     assert [len(r) for r in leader.requests] == [1, 5]  # the five that came meanwhile: one request
-    assert sorted(s["task"] for s in leader.requests[1]) == [1, 2, 3, 4, 5]
+    assert sorted(item["task"] for item in leader.requests[1]) == [1, 2, 3, 4, 5]
+    assert group._queue == [] and group._sending is False
+    return outcomes
+
+
+def test_concurrent_reports_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
+    leader = HoldingLeader("/raftconnect/v1/internal/statuses", "statuses")
+    monkeypatch.setattr(client, "call", leader.call)
+    outcomes = six_concurrent_calls(client._statuses, leader, lambda task: client.report_status("c", task, 7, "RUNNING"))
     assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
-    assert client._statuses._queue == [] and client._statuses._sending is False
 
 
 def test_report_statuses_sends_in_requests_of_at_most_the_batch_size(monkeypatch):

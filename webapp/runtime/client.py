@@ -1,7 +1,9 @@
 """ControlPlaneClient: how an agent talks to the cluster's internal REST endpoints.
 
-Owns signing, retries with backoff (tenacity) for transient failures, and
-mapping replies to exceptions. A 409 means the write was fenced: the caller no
+Owns signing, retries with backoff (tenacity) for transient failures, mapping
+replies to exceptions, and gathering the status reports and offset commits that
+an agent's threads make at the same time into one request each
+(:class:`_RequestGroup`, the batch endpoints). A 409 means the write was fenced: the caller no
 longer owns the task and must stop it.
 """
 from __future__ import annotations
@@ -32,6 +34,11 @@ class ControlPlaneUnavailable(Exception):
 
 class _Retryable(Exception):
     pass
+
+
+#: the batch endpoints of status reports and of offset commits
+STATUSES_PATH = "/raftconnect/v1/internal/statuses"
+OFFSETS_PATH = "/raftconnect/v1/internal/offsets"
 
 
 class _NoSuchEndpoint(RuntimeError):
@@ -130,9 +137,9 @@ class ControlPlaneClient:
         self.worker_id = worker_id
         self.timeout = timeout
         self.session = requests.Session()
-        self._status_batches = True  # False once a node answered that it has no batch endpoint
+        #: batch endpoints a node answered 404 for (a node of an earlier version): one request per item since
+        self._unbatched: set[str] = set()
         self._statuses = _RequestGroup(self._send_statuses, self.MAX_STATUS_BATCH)
-        self._commit_batches = True  # likewise for offset commits
         self._commits = _RequestGroup(self._send_commits, self.MAX_COMMIT_BATCH)
 
     def _call(self, method: str, path: str, payload: Any | None = None, timeout: float | None = None) -> Any:
@@ -200,7 +207,7 @@ class ControlPlaneClient:
     #: most offset commits in one request
     MAX_COMMIT_BATCH = 500
     #: the batch endpoints, which a node of an earlier version answers 404 (then one request per item)
-    _BATCH_PATHS = ("/raftconnect/v1/internal/statuses", "/raftconnect/v1/internal/offsets")
+    _BATCH_PATHS = (STATUSES_PATH, OFFSETS_PATH)
 
     def report_status(self, connector: str, task: int | None, generation: int, state: str,
                       trace: str | None = None) -> None:
@@ -219,7 +226,7 @@ class ControlPlaneClient:
         endpoint, reports go one per request as before.
         """
         item = {"connector": connector, "task": task, "generation": generation, "state": state, "trace": trace}
-        if not self._status_batches:
+        if STATUSES_PATH in self._unbatched:
             return self._report_one(item)
         self._statuses.submit(item)
 
@@ -239,18 +246,22 @@ class ControlPlaneClient:
         return outcomes
 
     def _send_statuses(self, items: list[dict[str, Any]]) -> list[Exception | None]:
-        """One request with ``items``; one outcome per item (``None``: recorded). Against a node without
-        the batch endpoint, one request per item."""
-        if self._status_batches:
+        """One request with ``items``; one outcome per item (``None``: recorded)."""
+        return self._send_batch(STATUSES_PATH, "statuses", items, self._report_one)
+
+    def _send_batch(self, path: str, field: str, items: list[dict[str, Any]],
+                    one: Callable[[dict[str, Any]], None]) -> list[Exception | None]:
+        """``POST path`` with ``{"worker_id", field: items}``; one outcome per item from its ``results``.
+        Against a node without that endpoint (404), ``one(item)`` for each item, now and from then on."""
+        if path not in self._unbatched:
             try:
-                answer = self.call("POST", "/raftconnect/v1/internal/statuses",
-                                   {"worker_id": self.worker_id, "statuses": items})
+                answer = self.call("POST", path, {"worker_id": self.worker_id, field: items})
             except _NoSuchEndpoint:
-                log.info("the cluster has no batch status endpoint: reporting statuses one per request")
-                self._status_batches = False
+                log.info("the cluster has no %s endpoint: sending one request per item", path)
+                self._unbatched.add(path)
             else:
                 return [self._outcome_in(item, result) for item, result in zip(items, answer["results"])]
-        return [self._outcome_of(self._report_one, item) for item in items]
+        return [self._outcome_of(one, item) for item in items]
 
     @staticmethod
     def _outcome_in(item: dict[str, Any], result: dict[str, Any] | None) -> Exception | None:
@@ -296,23 +307,13 @@ class ControlPlaneClient:
                                 "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
         if topics:
             item["topics"] = sorted(set(topics))
-        if not self._commit_batches:
+        if OFFSETS_PATH in self._unbatched:
             return self._commit_one(item)
         self._commits.submit(item)
 
     def _send_commits(self, items: list[dict[str, Any]]) -> list[Exception | None]:
-        """One request with ``items``; one outcome per item (``None``: committed). Against a node without
-        the batch endpoint, one request per item."""
-        if self._commit_batches:
-            try:
-                answer = self.call("POST", "/raftconnect/v1/internal/offsets",
-                                   {"worker_id": self.worker_id, "commits": items})
-            except _NoSuchEndpoint:
-                log.info("the cluster has no batch offset endpoint: committing offsets one per request")
-                self._commit_batches = False
-            else:
-                return [self._outcome_in(item, result) for item, result in zip(items, answer["results"])]
-        return [self._outcome_of(self._commit_one, item) for item in items]
+        """One request with ``items``; one outcome per item (``None``: committed)."""
+        return self._send_batch(OFFSETS_PATH, "commits", items, self._commit_one)
 
     def _commit_one(self, item: dict[str, Any]) -> None:
         body = {"worker_id": self.worker_id, **{k: v for k, v in item.items() if k != "connector"}}
