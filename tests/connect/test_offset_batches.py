@@ -48,7 +48,7 @@ def test_the_endpoint_commits_each_batch_and_refuses_a_fenced_one_alone(api, nod
 
 def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
     client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
-    leader = HoldingLeader(PATH, "commits")
+    leader = HoldingLeader(PATH, "commits", single="/raftconnect/v1/internal/connectors/")
     monkeypatch.setattr(client, "call", leader.call)
 
     def commit(task):
@@ -57,6 +57,8 @@ def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome
 
     outcomes = six_concurrent_calls(client._commits, leader, commit)
     assert outcomes == {0: "ok", 1: "ok", 2: "ok", 3: "fenced", 4: "ok", 5: "ok"}
+    # the lone first commit went alone to its connector's endpoint, as before the batch endpoint
+    assert leader.paths == ["/raftconnect/v1/internal/connectors/c/offsets", PATH]
     second = sorted(leader.requests[1], key=lambda c: c["task"])
     assert second[1] == {"connector": "c", "task": 2, "generation": 7, "offsets": [[{"f": "2"}, {"pos": 2}]],
                          "topics": ["t"]}
@@ -75,12 +77,12 @@ def test_a_node_without_the_batch_endpoint_gets_one_commit_per_request(monkeypat
             raise Fenced("task c-1 is not assigned to worker w1")
 
     monkeypatch.setattr(client, "call", call)
-    client.commit_offsets(ConnectorTaskId("c", 0), 3, [SourceOffset({"f": "a"}, {"pos": 1})], topics=["t"])
-    try:
-        client.commit_offsets(ConnectorTaskId("c", 1), 3, [SourceOffset({"f": "b"}, {"pos": 1})])
-        raise AssertionError("the fenced commit did not raise")
-    except Fenced:
-        pass
-    assert [p for p, _ in calls] == [PATH] + ["/raftconnect/v1/internal/connectors/c/offsets"] * 2
+    a = {"connector": "c", "task": 0, "generation": 3, "offsets": [[{"f": "a"}, {"pos": 1}]], "topics": ["t"]}
+    b = {"connector": "c", "task": 1, "generation": 3, "offsets": [[{"f": "b"}, {"pos": 1}]]}
+    outcomes = client._send_commits([a, b])  # two commits that queued together
+    assert outcomes[0] is None and isinstance(outcomes[1], Fenced)
+    client.commit_offsets(ConnectorTaskId("c", 2), 3, [SourceOffset({"f": "c"}, {"pos": 1})])
+    assert [p for p, _ in calls] == [PATH] + ["/raftconnect/v1/internal/connectors/c/offsets"] * 3
     assert calls[1][1] == {"worker_id": "w1", "task": 0, "generation": 3, "offsets": [[{"f": "a"}, {"pos": 1}]],
                            "topics": ["t"]}  # the body the single-commit endpoint has always taken
+    assert PATH in client._unbatched  # remembered: no batch request any more

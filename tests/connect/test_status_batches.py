@@ -51,22 +51,30 @@ def test_the_endpoint_records_each_status_and_refuses_a_fenced_one_alone(api, no
 
 class HoldingLeader:
     """Stands in for the cluster at the batch endpoint ``path``: answers each item of the body's ``field``
-    (409 for task 3, else recorded), holding the first request until told to go on."""
+    (409 for task 3, else recorded), holding the first request until told to go on. ``single``: the path
+    prefix of the one-item endpoint a lone call may use instead (its body is the item; 409 raises Fenced)."""
 
-    def __init__(self, path: str, field: str):
-        self.path, self.field = path, field
+    def __init__(self, path: str, field: str, single: str | None = None):
+        self.path, self.field, self.single = path, field, single
         self.requests: list[list[dict]] = []
+        self.paths: list[str] = []
         self.first_in = threading.Event()
         self.go_on = threading.Event()
 
     def call(self, method, path, payload=None, retry_for=15.0, timeout=None):
-        assert (method, path) == ("POST", self.path)
-        self.requests.append(payload[self.field])
+        assert method == "POST" and (path == self.path or self.single and path.startswith(self.single)), path
+        items = payload[self.field] if path == self.path else [payload]
+        self.paths.append(path)
+        self.requests.append(items)
         if len(self.requests) == 1:
             self.first_in.set()
             assert self.go_on.wait(30)
-        return {"results": [{"error_code": 409, "message": "fenced"} if item["task"] == 3 else None
-                            for item in payload[self.field]]}
+        results = [{"error_code": 409, "message": "fenced"} if item["task"] == 3 else None for item in items]
+        if path != self.path:
+            if results[0] is not None:
+                raise Fenced("fenced")
+            return None
+        return {"results": results}
 
 
 def six_concurrent_calls(group, leader: HoldingLeader, call) -> dict[int, str]:
