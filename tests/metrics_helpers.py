@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tools.launcher import wait_for
 from webapp.plugin import SourceOffset
-from webapp.runtime.agent_status import AgentTasksWriter
+from webapp.agent_tasks import AgentTasksWriter
 from webapp.runtime.registry import resolve
 from webapp.runtime.task_metrics import TaskMetrics
 

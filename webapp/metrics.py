@@ -32,7 +32,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, REGISTRY
 from prometheus_client.registry import Collector
 
-from webapp.runtime.agent_status import read_agent_tasks
+from webapp.agent_tasks import read_agent_tasks
 from webapp.states import STATES
 
 __all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "STATUS_CACHE_SECONDS", "NodeCollector",
@@ -62,9 +62,9 @@ def own_agent_tasks(node: Any) -> dict[str, dict[str, dict[str, Any]]]:
     """``{worker id: {task key: entry}}`` of the agent this node runs; ``{}`` when there is none.
 
     An entry is ``{"state", "connector", "task", "type", ...TaskMetrics.as_json()}`` as
-    :class:`~webapp.runtime.agent_status.AgentTasksWriter` wrote it. Nothing while the
+    :class:`~webapp.agent_tasks.AgentTasksWriter` wrote it. Nothing while the
     node's agent process has exited, or when the file was written by another process
-    than it or not rewritten for :data:`~webapp.runtime.agent_status.TASKS_MAX_AGE_S`
+    than it or not rewritten for :data:`~webapp.agent_tasks.TASKS_MAX_AGE_S`
     (a node started without an agent, e.g. in tests, reads any fresh file). The caller
     must not modify the entries.
     """

@@ -83,7 +83,7 @@ def test_an_exited_or_replaced_agent_exports_no_task_series(api, node, monkeypat
 
 
 def test_lag_of_a_task_is_left_out_while_unknown(api, node):
-    from webapp.runtime.agent_status import AgentTasksWriter
+    from webapp.agent_tasks import AgentTasksWriter
     from webapp.runtime.task_metrics import TaskMetrics
 
     AgentTasksWriter(node.options.data_dir, "w8").write({
@@ -96,7 +96,7 @@ def test_lag_of_a_task_is_left_out_while_unknown(api, node):
 def test_every_exported_metric_is_documented_in_operations(api, node):
     from pathlib import Path
 
-    from webapp.runtime.agent_status import AgentTasksWriter
+    from webapp.agent_tasks import AgentTasksWriter
     from webapp.runtime.task_metrics import TaskMetrics
 
     AgentTasksWriter(node.options.data_dir, "w7").write({

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from webapp.runtime.agent_status import (AgentStatusWriter, AgentTasksWriter, read_agent_status, read_agent_tasks,
-                                         status_path, tasks_path)
+from webapp.agent_tasks import AgentTasksWriter, read_agent_tasks, tasks_path
+from webapp.runtime.agent_status import AgentStatusWriter, read_agent_status, status_path
 
 
 class Clock:

@@ -24,7 +24,9 @@ from webapp.runtime import registry
 from webapp.states import State, TargetState, reported_state
 
 from . import config_providers
-from .agent_status import AgentStatusWriter, AgentTasksWriter
+from webapp.agent_tasks import AgentTasksWriter
+
+from .agent_status import AgentStatusWriter
 from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .engine import BatchEngine, LazySpark
 from .file_watcher import FileChangeWatcher
