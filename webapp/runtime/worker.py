@@ -111,7 +111,7 @@ class Worker:
         self.restart_tracker = RestartTracker()
         #: what the node's GET /health reads about this agent (see webapp.runtime.agent_status)
         self.status_file = AgentStatusWriter(data_dir, worker_id)
-        #: what the node's /metrics exports per task of this agent (see webapp.runtime.agent_status)
+        #: what the node's /metrics exports per task of this agent (see webapp.agent_tasks)
         self.tasks_file = AgentTasksWriter(data_dir, worker_id)
         #: assignment generations that reached this agent first by each path (``celery``, ``heartbeat``)
         self.first_delivered_by: dict[str, int] = {"celery": 0, "heartbeat": 0}

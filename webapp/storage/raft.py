@@ -21,6 +21,11 @@ from .base import (
 __all__ = ["RaftMetadataStore"]
 
 
+def _log_entries(offsets: list[SourceOffset]) -> list[list]:
+    """``offsets`` as the offset commands take them: ``[[partition key, partition, offset], ...]`` (copies)."""
+    return [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets]
+
+
 def _store_error(reason: str, code: int) -> StoreError:
     """The store error for a command the state machine refused with ``reason`` and HTTP ``code``."""
     if code == 404:
@@ -155,7 +160,7 @@ class RaftMetadataStore(MetadataStore):
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
-        entries = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets]
+        entries = _log_entries(offsets)
         self._commit(self.raft.commands.commit_offsets, name=task_id.connector, task=task_id.task, worker_id=worker_id,
                      generation=generation, entries=entries)
 
@@ -164,7 +169,7 @@ class RaftMetadataStore(MetadataStore):
         if not commits:
             return []
         items = [[c.task_id.connector, c.task_id.task, c.generation,
-                  [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in c.offsets]]
+                  _log_entries(c.offsets)]
                  for c in commits]
         results = self._commit(self.raft.commands.zzzzz_commit_offsets, worker_id=worker_id, items=items)
         return self._outcomes(results)
@@ -193,7 +198,7 @@ class RaftMetadataStore(MetadataStore):
             rec = snap.record
             record = None if rec is None else {"config": dict(rec.config), "target_state": rec.target_state,
                                                "tasks": [dict(t) for t in rec.tasks]}
-            offsets = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in snap.offsets]
+            offsets = _log_entries(snap.offsets)
             items.append([snap.name, list(kinds), record, snap.statuses, offsets, sorted(set(snap.topics))])
         if items:
             self._commit(self.raft.commands.import_names, items=items)
