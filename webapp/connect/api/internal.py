@@ -290,8 +290,11 @@ class OffsetCommitsView(InternalView):
         _touch(worker_id)
         store = current().store
         outcomes = store.commit_offsets_many(commits, worker_id=worker_id)
-        for c, used, error in zip(commits, topics, outcomes):
-            if error is None:
-                _record_topics(store, c.task_id.connector, used)
+        used: dict[str, set[str]] = {}  # per connector: one read of its recorded topics, not one per commit
+        for c, named, error in zip(commits, topics, outcomes):
+            if error is None and isinstance(named, list):
+                used.setdefault(c.task_id.connector, set()).update(t for t in named if isinstance(t, str))
+        for name, named in used.items():
+            _record_topics(store, name, sorted(named))
         return Response({"results": [None if e is None else {"error_code": e.http_status, "message": str(e)}
                                      for e in outcomes]})
