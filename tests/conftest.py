@@ -13,6 +13,9 @@
   base temp dir for the whole session: tests keep their files in ``tmp_path``,
   and nodes they start inherit the variable (their data dirs, also there, stay
   refused). Tests of the setting itself override it.
+* ``fresh_user_mirrors`` (autouse) — forgets the ``auth_user`` rows checked by
+  ``accounts.mirror`` before each test: a test's rollback deletes rows without the
+  signals that tell the cache.
 
 Other test modules add their own fixtures beside these; keep these generic.
 """
@@ -55,6 +58,14 @@ def file_allowed_paths(tmp_path_factory):
         os.environ.pop(file_access.ENV, None)
     else:
         os.environ[file_access.ENV] = before
+
+
+@pytest.fixture(autouse=True)
+def fresh_user_mirrors():
+    """Forget the rows :func:`webapp.connect.api.accounts.mirror` checked (each test has its own database rows)."""
+    from webapp.connect.api.accounts import forget_mirrors
+
+    forget_mirrors()
 
 
 @pytest.fixture(scope="session")

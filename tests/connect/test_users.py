@@ -153,12 +153,61 @@ def test_backup_users_come_from_the_replicated_state_and_restore_only_the_missin
 
 
 def test_an_edit_of_a_nodes_mirror_row_grants_nothing_and_is_undone(api, node, django_user_model):
+    """The Django admin saves rows through the ORM: the next authentication reads the row again and undoes it."""
     assert api.get("/connectors").status_code == 200  # the operator's row now mirrors the replicated user
-    django_user_model.objects.filter(username="operator").update(is_superuser=True, is_staff=True)
+    row = django_user_model.objects.get(username="operator")
+    row.is_superuser = row.is_staff = True
+    row.save()
     denied = post(api, "/raftconnect/v1/raft/members", {"address": "x:1"})
     assert denied.status_code == 403 and "has the operator role" in denied.json()["message"]
     row = django_user_model.objects.get(username="operator")
     assert not row.is_superuser and not row.is_staff
+
+
+def test_an_edit_past_the_orm_grants_nothing_and_is_undone_once_the_checked_row_expires(api, node,
+                                                                                      django_user_model, monkeypatch):
+    from webapp.connect.api import accounts
+
+    assert api.get("/connectors").status_code == 200
+    django_user_model.objects.filter(username="operator").update(is_superuser=True, is_staff=True)  # no signal
+    denied = post(api, "/raftconnect/v1/raft/members", {"address": "x:1"})
+    assert denied.status_code == 403 and "has the operator role" in denied.json()["message"]  # the role is Raft's
+    assert django_user_model.objects.get(username="operator").is_superuser  # checked moments ago: not read yet
+    monkeypatch.setattr(accounts, "MIRROR_TTL_S", 0.0)
+    assert api.get("/connectors").status_code == 200
+    row = django_user_model.objects.get(username="operator")
+    assert not row.is_superuser and not row.is_staff
+
+
+def test_a_checked_mirror_row_is_not_read_again_until_its_user_changes(api, node, django_user_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def user_reads() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert api.get("/connectors").status_code == 200
+        return sum(1 for q in queries if "auth_user" in q["sql"])
+
+    assert user_reads() == 1  # read, found equal to the replicated record
+    assert user_reads() == 0
+    node.raft.commands.user_put(name="operator", changes={"role": "viewer"}, create=False, now=time.time())
+    assert user_reads() > 1  # the role changed in Raft: read and rewritten (staff flags, group)
+    assert user_reads() == 1  # its own write made the cache forget; read once more, then trusted
+    assert user_reads() == 0
+
+
+def test_the_checked_mirror_rows_are_bounded(monkeypatch, django_user_model):
+    from webapp.connect.api import accounts
+
+    monkeypatch.setattr(accounts, "MIRROR_MAX_ENTRIES", 2)
+    users = []
+    for name in ("u1", "u2", "u3"):
+        users.append(django_user_model(pk=len(users) + 1, username=name, password="h", is_active=True))
+        accounts._checked.put(name, ("h", True, "viewer"), accounts._checked.epoch, users[-1])
+    assert accounts._checked.get("u1", ("h", True, "viewer")) is None  # the oldest went first
+    got = accounts._checked.get("u3", ("h", True, "viewer"))
+    assert got.username == "u3" and got is not users[2]  # a copy: requests never share an instance
+    assert accounts._checked.get("u3", ("other-hash", True, "viewer")) is None  # the record changed
 
 
 def test_a_worker_only_nodes_directory_is_a_refreshed_copy_kept_for_a_while_when_the_cluster_is_gone():

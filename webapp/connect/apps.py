@@ -6,3 +6,17 @@ class ConnectConfig(AppConfig):
 
     name = "webapp.connect"
     label = "connect"
+
+    def ready(self) -> None:
+        """Forget the checked ``auth_user`` rows whenever a user row or a group membership changes here."""
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Group
+        from django.db.models.signals import m2m_changed, post_delete, post_save
+
+        from .api.accounts import forget_mirrors
+
+        user = get_user_model()
+        for signal in (post_save, post_delete):
+            signal.connect(forget_mirrors, sender=user, dispatch_uid=f"raftconnect-mirror-{signal is post_save}-user")
+            signal.connect(forget_mirrors, sender=Group, dispatch_uid=f"raftconnect-mirror-{signal is post_save}-group")
+        m2m_changed.connect(forget_mirrors, sender=user.groups.through, dispatch_uid="raftconnect-mirror-groups")

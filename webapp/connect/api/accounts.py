@@ -32,6 +32,7 @@ Must not touch Raft except through ``node.raft.commands`` and the state's read m
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
@@ -51,7 +52,7 @@ from webapp.connect.locator import NodeNotReady, current, current_or_none
 
 from .roles import ADMIN, ROLES
 
-__all__ = ["ReplicatedUserBackend", "RemoteDirectory", "directory", "mirror", "token_digest", "user_list", "user_get", "user_create",
+__all__ = ["ReplicatedUserBackend", "RemoteDirectory", "directory", "mirror", "forget_mirrors", "token_digest", "user_list", "user_get", "user_create",
            "user_update", "user_delete", "token_list", "token_create", "token_revoke", "token_user",
            "export_users", "import_users", "bootstrap_users", "MIGRATED_MARKER"]
 
@@ -318,6 +319,62 @@ def token_revoke(*, user: str, name: str) -> None:
 _groups_done: dict[str, str] = {}  # user name -> role whose group this process last gave the row
 _mirror_lock = threading.Lock()
 
+#: how long a checked row is trusted without reading it again, when no ORM write of a user row or
+#: of group membership was seen (those forget every checked row at once: :func:`forget_mirrors`)
+MIRROR_TTL_S = 60.0
+#: at most this many users' checked rows are kept (the oldest checked goes first)
+MIRROR_MAX_ENTRIES = 4096
+
+
+class _CheckedRows:
+    """Rows :func:`mirror` found equal to their replicated record, so the next request skips the ``SELECT``.
+
+    An entry is ``name -> (replicated fields, epoch, monotonic time, user)``. It is used only while
+    the record's password hash, active flag and role are unchanged, no user row or group
+    membership was saved or deleted through the ORM on this node since it was read (``epoch``:
+    the Django admin's edits go through the ORM) and for at most :data:`MIRROR_TTL_S` (edits by
+    other means, e.g. SQL). Bounded by :data:`MIRROR_MAX_ENTRIES`. Before this, every
+    authenticated request read its ``auth_user`` row: ~8 % of the leader's CPU under 32 REST
+    clients writing configs (benchmarks/cluster, issue 16).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[tuple, int, float, Any]] = {}
+        self.epoch = 0
+
+    def forget(self) -> None:
+        """Drop every entry: a user row or a group membership changed on this node."""
+        with self._lock:
+            self.epoch += 1
+            self._rows.clear()
+
+    def get(self, name: str, fields: tuple):
+        """A copy of the user checked for ``fields``, or ``None`` when there is no valid entry."""
+        hit = self._rows.get(name)
+        if hit is None or hit[0] != fields or hit[1] != self.epoch or time.monotonic() - hit[2] > MIRROR_TTL_S:
+            return None
+        return copy.copy(hit[3])  # each request its own instance: login() and the admin set attributes on it
+
+    def put(self, name: str, fields: tuple, epoch: int, user) -> None:
+        """Remember ``user`` as checked for ``fields`` at ``epoch`` (read before its row was)."""
+        with self._lock:
+            if epoch != self.epoch:  # a row changed while it was read: read it again next time
+                return
+            self._rows.pop(name, None)
+            if len(self._rows) >= MIRROR_MAX_ENTRIES:
+                self._rows.pop(next(iter(self._rows)))
+            self._rows[name] = (fields, epoch, time.monotonic(), copy.copy(user))
+
+
+_checked = _CheckedRows()
+
+
+def forget_mirrors(**_signal: Any) -> None:
+    """Signal receiver (``post_save``/``post_delete`` of the user model and ``Group``, ``m2m_changed`` of
+    user groups; connected in ``ConnectConfig.ready``): the next authentication reads its row again."""
+    _checked.forget()
+
 
 def _mirror_row(model, name: str):
     """The ``auth_user`` row of ``name`` as a model instance, or ``None``: one plain ``SELECT``.
@@ -354,15 +411,24 @@ def mirror(name: str, rec: dict[str, Any]):
     role (and neither otherwise), and exactly the role's group, so an edit of the row (the Django
     admin's user pages) is undone at the user's next authentication. The returned user carries the
     replicated role (``_raftconnect_role``, which ``roles.user_role`` prefers to anything on the row).
+    A row found equal is not read again while nothing changed it (:class:`_CheckedRows`).
     """
     from django.contrib.auth.models import Group
     from django.db import transaction
 
+    fields = (rec["password"], bool(rec["active"]), rec["role"])
+    user = _checked.get(name, fields)
+    if user is not None:
+        user._raftconnect_role = rec["role"]
+        return user
+    epoch = _checked.epoch
     model = get_user_model()
     admin = rec["role"] == ADMIN
     want = {"password": rec["password"], "is_active": bool(rec["active"]), "is_staff": admin, "is_superuser": admin}
     user = _mirror_row(model, name)
-    if user is None or any(getattr(user, k) != v for k, v in want.items()) or _groups_done.get(name) != rec["role"]:
+    if user is not None and all(getattr(user, k) == v for k, v in want.items()) and _groups_done.get(name) == rec["role"]:
+        _checked.put(name, fields, epoch, user)
+    else:
         with _mirror_lock, transaction.atomic():
             user = model._default_manager.filter(username=name).first() or model(username=name)
             for k, v in want.items():

@@ -125,8 +125,11 @@ class FileSourceConnector(SourceConnector):
             elif not os.access(path, os.R_OK):
                 errors["path"].append(f"Path {path} is not readable")
             else:
-                files = _list_files(path, config.get("file.pattern") or "*") if os.path.isdir(path) else [path]
-                denied = next(filter(None, map(access.violation, files)), None)  # a directory's symlinks too
+                if os.path.isdir(path):
+                    files = _list_files(path, config.get("file.pattern") or "*")
+                    denied = next(filter(None, map(access.violation, files)), None)  # its symlinks too
+                else:
+                    files, denied = [path], None  # checked above
                 if denied:
                     errors["path"].append(denied)
                 elif not config.get("format") and files and _format_from_name(files[0]) is None:
