@@ -207,6 +207,22 @@ def test_switch_raft_postgresql_mariadb_raft_under_load_loses_nothing(parts, cap
             print(f"  {source} -> {target}: {duration:.2f} s, commit stall {stall:.0f} ms")
 
 
+def test_a_switch_recorded_as_completed_does_not_block_the_next_one_while_its_thread_returns(parts, monkeypatch):
+    """Between ``completed`` in Raft and the end of the switch's thread, a new switch is not refused (409)."""
+    finish, returned = parts.manager._finish, threading.Event()
+
+    def slow_to_return(*args, **kwargs):
+        finish(*args, **kwargs)  # records completed
+        time.sleep(0.5)  # the thread's way out, made long
+        returned.set()
+
+    monkeypatch.setattr(parts.manager, "_finish", slow_to_return)
+    assert parts.switch("pg")["phase"] == "completed"
+    assert not returned.is_set()
+    sw = parts.switch("raft")
+    assert returned.is_set() and sw["phase"] == "completed" and sw["target"] == "raft"
+
+
 def test_switch_to_a_store_that_is_down_aborts_and_keeps_the_source(parts):
     parts.router.put_connector_config("c", {"connector.class": "FileStreamSource"})
     before = snapshot_digest(parts.router.active)

@@ -139,6 +139,12 @@ class SwitchManager:
         if not self.raft.is_leader:
             raise SwitchError("this node is not the Raft leader", 503)
         with self._lock:
+            running, thread = self._running, self._thread
+        sw = self.raft.state.switch
+        if running is not None and thread is not None and sw is not None and sw["id"] == running \
+                and sw["phase"] in ("completed", "aborted"):
+            thread.join(timeout=5.0)  # recorded as ended, its thread is returning: not a running switch
+        with self._lock:
             if self._running is not None:
                 raise SwitchError(f"switch {self._running} is still running on this leader", 409)
             switch_id = uuid.uuid4().hex[:12]
