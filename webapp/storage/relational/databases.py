@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - depends on what is installed
 
 import dj_database_url
 
-__all__ = ["CONNECT_TIMEOUT", "SCHEMES", "database_settings", "redact_url"]
+__all__ = ["CONNECT_TIMEOUT", "CONN_MAX_AGE_S", "SCHEMES", "database_settings", "redact_url"]
 
 #: URL scheme → canonical backend name (``postgresql`` or ``mysql``).
 SCHEMES = {
@@ -28,6 +28,8 @@ SCHEMES = {
 }
 
 CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
+#: seconds a thread keeps its connection to a store between requests (Django's ``CONN_MAX_AGE``)
+CONN_MAX_AGE_S = 600
 
 
 def redact_url(url: str) -> str:
@@ -51,7 +53,12 @@ def database_settings(url: str) -> dict[str, Any]:
     """Django ``DATABASES`` entry for a store URL (``postgresql://``, ``mysql://`` or
     ``oracle://user:password@host:port/service``; aliases in :data:`SCHEMES`).
 
-    Adds a connect timeout and, for MySQL, utf8mb4 and READ COMMITTED isolation.
+    Adds a connect timeout, persistent connections checked before reuse (``CONN_MAX_AGE`` of
+    :data:`CONN_MAX_AGE_S`, ``CONN_HEALTH_CHECKS``) and, for MySQL, utf8mb4 and READ COMMITTED
+    isolation. Django's default closes a connection at the end of every request: each REST call
+    that read or wrote the store opened a new one, ~40 ms of CPU with PyMySQL (it builds an SSL
+    context with the system's CA certificates for each connection) and a new server process on
+    PostgreSQL (benchmarks/stores, issue 16).
     Errors: :class:`ValueError` for another scheme or a URL without a database
     name (the message carries the redacted URL).
     """
@@ -62,6 +69,8 @@ def database_settings(url: str) -> dict[str, Any]:
     cfg = dj_database_url.parse(backend + url[len(scheme):])
     if not cfg.get("NAME"):
         raise ValueError(f"store URL names no database: {redact_url(url)}")
+    cfg["CONN_MAX_AGE"] = CONN_MAX_AGE_S  # dj_database_url sets 0 and False
+    cfg["CONN_HEALTH_CHECKS"] = True
     options = cfg.setdefault("OPTIONS", {})
     if backend == "oracle":  # python-oracledb (thin mode, no Oracle client libraries needed)
         options.setdefault("tcp_connect_timeout", float(CONNECT_TIMEOUT))

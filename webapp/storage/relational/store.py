@@ -11,6 +11,7 @@ import random
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, Callable, TypeVar
 
@@ -28,8 +29,44 @@ from .databases import database_settings, redact_url
 from .group_commit import OffsetGroupCommit
 from .offsets import RelationalOffsets, key_hash
 
-__all__ = ["FenceCheck", "RelationalMetadataStore", "lock_conflict"]
+__all__ = ["FenceCheck", "RelationalMetadataStore", "close_retired_connections", "lock_conflict"]
 
+#: aliases of closed stores, the newest 256, and how many were ever retired: each thread that still
+#: holds a connection on one closes it at the end of its next request (:func:`close_retired_connections`)
+_retired: deque[str] = deque(maxlen=256)
+_retired_total = 0
+_retired_lock = threading.Lock()
+_retired_seen = threading.local()  # .total: _retired_total when this thread last looked
+
+
+def close_retired_connections(**_signal: Any) -> None:
+    """Close this thread's connections of stores closed since it last looked (``request_finished`` receiver).
+
+    A store's connections are kept between requests (``CONN_MAX_AGE``, :mod:`.databases`), one per
+    thread that used it; :meth:`RelationalMetadataStore.close` can close only its own thread's, and
+    once its alias is unregistered Django no longer closes the others. A REST thread lives as long
+    as the node, so without this each closed store would keep a server connection per such thread.
+    Costs one thread-local read per request unless a store was closed since.
+    """
+    seen = getattr(_retired_seen, "total", 0)
+    if seen == _retired_total:
+        return
+    with _retired_lock:
+        total = _retired_total
+        recent = list(_retired)[-(total - seen):]
+    _retired_seen.total = total
+    for alias in recent:
+        conn = getattr(connections._connections, alias, None)  # this thread's, if it opened one
+        if conn is None:
+            continue
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - a broken connection is as good as closed
+            pass
+        try:
+            delattr(connections._connections, alias)
+        except AttributeError:
+            pass
 
 
 T = TypeVar("T")
@@ -135,10 +172,14 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
             self._aliases.append(alias)
 
     def _unregister(self, alias: str) -> None:
+        global _retired_total
         try:
             connections[alias].close()
         except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
             pass
+        with _retired_lock:
+            _retired.append(alias)
+            _retired_total += 1
         with self._lock:
             connections.settings.pop(alias, None)
             try:
