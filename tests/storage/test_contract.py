@@ -5,6 +5,7 @@ Fencing follows a real Raft assignment (see ``conftest.py``).
 """
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -274,6 +275,22 @@ def test_offset_commit_is_one_fenced_batch_and_the_latest_value_wins(backend):
     assert offsets_of(s, c) == {key(pa): {"position": 20}, key(pb): {"position": 6}}
     # offsets of another connector are separate
     assert s.get_offsets(unique("other")) == []
+
+
+def test_offsets_with_quotes_backslashes_percent_signs_and_any_unicode_are_stored_as_given(backend):
+    """What the MySQL fenced upsert writes into its statement (the rows' JSON, as hex) and every other
+    backend's parameters carry any text: SQL quotes, escapes, ``%s``, control and 4-byte characters
+    (not NUL: PostgreSQL's ``jsonb`` refuses ``\\u0000``)."""
+    s = backend.store
+    c = unique("it's \\ 100%s")
+    g = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    nasty = "'; DROP TABLE x; -- \" \\ \\' %s %(a)s \n\r\x1a \u00e9 \u4e2d \U0001f600"
+    pa, pb = {"filename": nasty, "n": 1}, {nasty: [nasty, {"k": nasty}]}
+    s.commit_offsets(ConnectorTaskId(c, 0), [SourceOffset(pa, {"position": nasty}), SourceOffset(pb, {"pos": 2})],
+                     worker_id="w1", generation=g)
+    assert offsets_of(s, c) == {key(pa): {"position": nasty}, key(pb): {"pos": 2}}
+    assert sorted((json.dumps(dict(o.partition), sort_keys=True) for o in s.get_offsets(c))) == \
+        sorted(json.dumps(p, sort_keys=True) for p in (pa, pb))
 
 
 def test_concurrent_offset_commits_keep_each_tasks_order_and_a_fenced_one_fails_alone(backend):

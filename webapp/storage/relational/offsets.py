@@ -20,6 +20,9 @@ from ..base import FencedWrite, OffsetCommit, StoreError
 
 __all__ = ["RelationalOffsets", "json_text", "key_hash"]
 
+#: where the MySQL fenced upsert takes its rows, as the hex digits of their JSON text (:meth:`_fenced_upsert`)
+_ROWS_HEX = "@rows_hex@"
+
 
 def json_text(value: Any) -> str:
     """``value`` as JSON text, as ``json.dumps`` reads it back (ASCII only: non-ASCII characters escaped).
@@ -93,11 +96,15 @@ class RelationalOffsets:
     def _fenced_upsert_sql(self) -> str | None:
         """The statement of :meth:`_fenced_upsert` for this backend, or ``None`` where there is none.
 
-        The rows travel as one JSON array parameter, turned into rows by the server
-        (``jsonb_to_recordset`` on PostgreSQL, ``JSON_TABLE`` on MariaDB >= 10.6 and MySQL >= 8.0):
-        a constant statement text, where a ``VALUES`` list of five parameters per row cost the
-        client more CPU than the server's work (4.2 ms for 64 rows, psycopg re-parsing the long
-        query each time). Older MySQL/MariaDB servers and other backends get ``None``.
+        The rows travel as one JSON array, turned into rows by the server (``jsonb_to_recordset``
+        on PostgreSQL, ``JSON_TABLE`` on MariaDB >= 10.6 and MySQL >= 8.0): a ``VALUES`` list of
+        five parameters per row cost the client more CPU than the server's work (4.2 ms for 64
+        rows, psycopg re-parsing the long query each time). On PostgreSQL the array is a parameter
+        of a constant statement. On MySQL it is a hex literal written into the statement where
+        :data:`_ROWS_HEX` stands: PyMySQL escapes a string parameter character by character
+        (``str.translate``), 7.4 µs per commit for the array against 0.3 µs for ``bytes.hex``, and a
+        hex literal needs no escaping at all, whatever the server's ``sql_mode``. Older
+        MySQL/MariaDB servers and other backends get ``None``.
         """
         if self._fenced_sql is not False:
             return self._fenced_sql
@@ -118,8 +125,10 @@ class RelationalOffsets:
         elif self.backend == "mysql":
             self._call(connection.ensure_connection)
             if connection.mysql_version >= ((10, 6) if connection.mysql_is_mariadb else (8, 0, 4)):
-                # partition and offset travel as JSON text inside the array (one string column each)
-                sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o FROM JSON_TABLE(%s, '$[*]' "
+                # partition and offset travel as JSON text inside the array (one string column each); the
+                # array itself as a hex literal put in per statement (_fenced_upsert)
+                sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o FROM "
+                       f"JSON_TABLE(CONVERT(X'{_ROWS_HEX}' USING utf8mb4), '$[*]' "
                        f"COLUMNS (c VARCHAR(255) PATH '$.c', h VARCHAR(64) PATH '$.h', k LONGTEXT PATH '$.k', "
                        f"p LONGTEXT PATH '$.p', o LONGTEXT PATH '$.o')) AS v "
                        f"JOIN {lease} AS l ON l.id = %s AND l.term = %s AND NOT l.read_only "
@@ -150,7 +159,11 @@ class RelationalOffsets:
         else:
             rows = [{"c": c, "h": h, "k": k, "p": json_text(p), "o": json_text(o)} for c, h, k, p, o in kept]
         with connections[self.alias].cursor() as cur:
-            cur.execute(sql, [json_text(rows), LEASE_ID, self._term or 0])
+            if self.backend == "postgresql":
+                cur.execute(sql, [json_text(rows), LEASE_ID, self._term or 0])
+            else:  # hex digits only: nothing in it is SQL, nor a % for the driver's formatting
+                cur.execute(sql.replace(_ROWS_HEX, json_text(rows).encode("utf-8").hex(), 1),
+                            [LEASE_ID, self._term or 0])
             return cur.rowcount > 0
 
     def _write_offset_rows(self, kept: list, gone: dict[str, list[str]]) -> None:
