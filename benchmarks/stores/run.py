@@ -12,7 +12,10 @@ plugin when ``raftconnect_redis_store`` is importable). The active store is
 switched with ``SwitchManager``; the assignment gives every task to worker
 ``w1``; THREADS threads (default 32) each commit fenced offsets of their own
 task (2 partitions per commit) through ``router.commit_offsets`` for SECONDS
-(default 10): commits/s and p50/p99 latency. Baseline, in the same run, with the
+(default 10): commits/s and p50/p99 latency. A second router side commits BATCH tasks' offsets
+(default 8) per ``router.commit_offsets_many`` call, as the leader receives a busy agent's commits
+through ``POST /raftconnect/v1/internal/offsets``. Each router thread opens its store connection
+before the clock starts, as the baseline does. Baseline, in the same run, with the
 same threads and duration, alternating with the router in ROUNDS rounds (default
 2: router, baseline, router, baseline) so that load drift on a shared machine
 hits both sides alike. Each side also reports its CPU per commit, of this process (the
@@ -39,7 +42,7 @@ it. Progress is printed as the switch goes. Every switch's digest is checked aga
 expected counts, the config/status digests must not change from switch to
 switch, and every acknowledged load write must be in the final store.
 
-Usage: ``python benchmarks/stores/run.py [--threads 32] [--seconds 10] [--rounds 2]
+Usage: ``python benchmarks/stores/run.py [--threads 32] [--seconds 10] [--rounds 2] [--batch 8]
 [--connectors 10000] [--load-threads 8] [--only writes|switch] [--no-record]``.
 Creates scratch databases ``rc_bench_<random>`` on PostgreSQL 127.0.0.1:5432
 (user postgres) and MariaDB 127.0.0.1:3306 (user root) and drops them at the
@@ -224,40 +227,66 @@ class Node:
 
 # --------------------------------------------------------------------------- closed-loop load
 class Hammer:
-    """``threads`` threads calling ``op(i, n)`` in a loop for ``seconds``; ``op`` returns the commits it made."""
+    """``threads`` threads calling ``op(i, n)`` in a loop for ``seconds``; ``op`` returns the commits it made.
 
-    def __init__(self, label: str, threads: int, seconds: float, op: Callable[[int, int], int]):
-        self.label, self.threads, self.seconds, self.op = label, threads, seconds, op
+    ``prepare(i)``, when given, runs in thread ``i`` before the clock starts: the router side opens
+    its threads' store connections there, as the baseline opens its own before it is timed (each
+    PyMySQL connection costs ~40 ms of CPU: timed, 32 of them were a tenth of a 5 s round).
+    """
+
+    def __init__(self, label: str, threads: int, seconds: float, op: Callable[[int, int], int],
+                 prepare: Callable[[int], None] | None = None):
+        self.label, self.threads, self.seconds, self.op, self.prepare = label, threads, seconds, op, prepare
         self.lat: list[list[float]] = [[] for _ in range(threads)]
         self.done = [0] * threads
         self.errors: collections.Counter = collections.Counter()
         self._err_lock = threading.Lock()
+        self._barrier: threading.Barrier | None = None
+        self.t0 = self.stop_at = 0.0
 
-    def _run(self, i: int, stop_at: float) -> None:
+    def _error(self, exc: BaseException) -> None:
+        with self._err_lock:
+            self.errors[f"{type(exc).__name__}: {str(exc)[:160]}"] += 1
+
+    def _run(self, i: int) -> None:
         from django.db import connections
 
         n = 0
         try:
+            if self.prepare is not None:
+                try:
+                    self.prepare(i)
+                except Exception as exc:  # noqa: BLE001 - reported; the barrier must still be reached
+                    self._error(exc)
+            self._barrier.wait()
+            stop_at = self.stop_at
             while time.monotonic() < stop_at:
                 n += 1
                 t0 = time.perf_counter()
                 try:
                     k = self.op(i, n)
                 except Exception as exc:  # noqa: BLE001 - counted and reported, the thread goes on
-                    with self._err_lock:
-                        self.errors[f"{type(exc).__name__}: {str(exc)[:160]}"] += 1
+                    self._error(exc)
                     continue
                 self.lat[i].append(time.perf_counter() - t0)
                 self.done[i] += k
         finally:
             connections.close_all()  # this thread's Django connections (relational stores)
 
-    def run(self) -> dict[str, Any]:
-        stop_at = time.monotonic() + self.seconds
-        ts = [threading.Thread(target=self._run, args=(i, stop_at), daemon=True) for i in range(self.threads)]
-        t0 = time.monotonic()
+    def run(self, on_start: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Run the threads; ``on_start()`` is called once every thread is prepared, just before the clock starts."""
+        def start() -> None:
+            if on_start is not None:
+                on_start()
+            self.t0 = time.monotonic()
+            self.stop_at = self.t0 + self.seconds
+
+        self._barrier = threading.Barrier(self.threads + 1, action=start)
+        ts = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(self.threads)]
         for t in ts:
             t.start()
+        self._barrier.wait()
+        t0, stop_at = self.t0, self.stop_at
         prev, prev_t = 0, t0
         while any(t.is_alive() for t in ts):
             time.sleep(min(TICK_S, max(0.05, stop_at - time.monotonic() + 0.05)))
@@ -412,6 +441,7 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) -> list[dict[str, Any]]:
     from webapp.plugin import ConnectorTaskId, partition_key
+    from webapp.storage.base import OffsetCommit
 
     node = Node(urls, _WORK / "raft-writes")
     rows = []
@@ -427,16 +457,25 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
                     rows.append({"backend": label, "error": f"switch aborted: {sw.get('error')}"})
                     continue
             names = [f"w-{store}-{i}" for i in range(args.threads)]
-            for n in names:
+            batched = [f"w-{store}-b{i}" for i in range(args.threads * args.batch)]  # thread i: [i*batch, ...)
+            for n in names + batched:
                 node.router.put_connector_config(n, {"connector.class": "FileStreamSource", "tasks.max": "1"})
                 node.router.put_task_configs(n, [{"task.class": "FileStreamSourceTask"}], worker_id=None,
                                              generation=0)
-            gen = node.assign(names)
+            gen = node.assign(names + batched)
 
             def commit(i: int, n: int) -> int:
                 node.router.commit_offsets(ConnectorTaskId(names[i], 0), offsets_of(n), worker_id=WORKER,
                                            generation=gen)
                 return 1
+
+            def commit_many(i: int, n: int) -> int:
+                commits = [OffsetCommit(ConnectorTaskId(batched[i * args.batch + k], 0), offsets_of(n), gen)
+                           for k in range(args.batch)]
+                fenced = [e for e in node.router.commit_offsets_many(commits, worker_id=WORKER) if e is not None]
+                if fenced:
+                    raise fenced[0]
+                return args.batch
 
             def propose(i: int, n: int) -> int:
                 entries = [[partition_key(o.partition), dict(o.partition), dict(o.offset)] for o in offsets_of(n)]
@@ -455,32 +494,48 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
                 direct = RedisDirect(redis_prefix)
                 base_op, base_what = direct.batch, "redis-py pipeline of 50 `HSET`s (50 commits) per round trip"
             # Alternate router and baseline rounds so that load drift on a shared machine hits both alike.
-            router_parts, base_parts = [], []
+            router_parts, many_parts, base_parts = [], [], []
             server = SERVER_PROCESSES[store]
 
             def measured(hammer: Hammer) -> dict[str, Any]:
-                c0, s0 = cpu_seconds(server)
-                out = hammer.run()
+                at_start: list[tuple[float, float]] = []
+                out = hammer.run(on_start=lambda: at_start.append(cpu_seconds(server)))
                 c1, s1 = cpu_seconds(server)
+                (c0, s0), = at_start
                 return {**out, "client_cpu_s": c1 - c0, "server_cpu_s": s1 - s0}
+
+            connect = None
+            if store in ("pg", "maria"):
+                alias = node.router.stores.get(store).alias
+
+                def connect(i: int) -> None:
+                    from django.db import connections
+
+                    connections[alias].ensure_connection()
 
             try:
                 for r in range(args.rounds):
                     router_parts.append(measured(Hammer(f"{label} via router, round {r + 1}/{args.rounds}",
-                                                        args.threads, args.seconds / args.rounds, commit)))
+                                                        args.threads, args.seconds / args.rounds, commit,
+                                                        prepare=connect)))
+                    many_parts.append(measured(Hammer(f"{label} via router, {args.batch} per call, round {r + 1}/"
+                                                      f"{args.rounds}", args.threads, args.seconds / args.rounds,
+                                                      commit_many, prepare=connect)))
                     base_parts.append(measured(Hammer(f"{label} direct, round {r + 1}/{args.rounds}", args.threads,
                                                       args.seconds / args.rounds, base_op)))
             finally:
                 if direct is not None:
                     direct.close()
-            router, base = merge(router_parts), merge(base_parts)
-            row = {"backend": label, "router": router, "base": base, "base_what": base_what,
-                   "ratio": router["rate"] / base["rate"] if base["rate"] else 0.0}
+            router, many, base = merge(router_parts), merge(many_parts), merge(base_parts)
+            row = {"backend": label, "router": router, "many": many, "base": base, "base_what": base_what,
+                   "ratio": router["rate"] / base["rate"] if base["rate"] else 0.0,
+                   "many_ratio": many["rate"] / base["rate"] if base["rate"] else 0.0}
             rows.append(row)
             log(f"  {label}: router {router['rate']:,.0f} commits/s (rounds {router['rounds']}; p50 "
-                f"{router['p50_ms']:.1f} ms, p99 {router['p99_ms']:.1f} ms, max {router['max_ms']:.0f} ms); direct "
-                f"{base['rate']:,.0f}/s (rounds {base['rounds']}); ratio {row['ratio']:.2f}")
-            for what, res in (("router", router), ("direct", base)):
+                f"{router['p50_ms']:.1f} ms, p99 {router['p99_ms']:.1f} ms, max {router['max_ms']:.0f} ms); "
+                f"{args.batch} per call {many['rate']:,.0f}/s; direct {base['rate']:,.0f}/s (rounds "
+                f"{base['rounds']}); ratios {row['ratio']:.2f}, {row['many_ratio']:.2f}")
+            for what, res in (("router", router), ("router, batched", many), ("direct", base)):
                 if res["errors"]:
                     log(f"  ERRORS ({what}): {res['errors']}")
     finally:
@@ -678,20 +733,23 @@ def report(args, started: datetime, mach: dict[str, str], versions: dict[str, st
     if writes:
         lines += [f"### Offset commits through the leader ({args.threads} threads x {args.seconds:g} s per side "
                   f"in {args.rounds} alternating rounds, 2 partitions per commit; in-process router, no HTTP)", "",
-                  "| backend | via `router.commit_offsets` | p50 / p99 / max ms | direct baseline, same run | "
-                  "baseline commits/s | router / direct | CPU µs per commit, this process + server: router / direct |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"| backend | via `router.commit_offsets` | p50 / p99 / max ms | direct baseline, same run | "
+                  f"baseline commits/s | router / direct | via `router.commit_offsets_many`, {args.batch} commits "
+                  f"per call: commits/s, p50 ms, / direct | CPU µs per commit, this process + server: router / "
+                  f"{args.batch} per call / direct |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in writes:
             if "error" in r:
-                lines.append(f"| {r['backend']} | {r['error']} | | | | | |")
+                lines.append(f"| {r['backend']} | {r['error']} | | | | | | |")
                 continue
-            ro, b = r["router"], r["base"]
+            ro, m, b = r["router"], r["many"], r["base"]
             err = f" ({sum(ro['errors'].values())} errors)" if ro["errors"] else ""
             rounds = lambda x: " / ".join(f"{v:,}" for v in x["rounds"])  # noqa: E731
             cpu = lambda x: f"{x['client_us']:.0f} + {x['server_us']:.0f}"  # noqa: E731
             lines.append(f"| {r['backend']} | {ro['rate']:,.0f} commits/s ({rounds(ro)}){err} | "
                          f"{ro['p50_ms']:.1f} / {ro['p99_ms']:.1f} / {ro['max_ms']:.0f} | {r['base_what']} | "
-                         f"{b['rate']:,.0f} ({rounds(b)}) | {r['ratio']:.2f} | {cpu(ro)} / {cpu(b)} |")
+                         f"{b['rate']:,.0f} ({rounds(b)}) | {r['ratio']:.2f} | {m['rate']:,.0f} ({rounds(m)}), "
+                         f"{m['p50_ms']:.1f}, **{r['many_ratio']:.2f}** | {cpu(ro)} / {cpu(m)} / {cpu(b)} |")
         lines.append("")
     if switches:
         sw = switches["switches"]
@@ -729,6 +787,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=10.0, help="per backend and side, over all rounds")
     parser.add_argument("--rounds", type=int, default=2, help="router/baseline alternations per backend")
+    parser.add_argument("--batch", type=int, default=8,
+                        help="commits per router.commit_offsets_many call (a busy agent's batch)")
     parser.add_argument("--connectors", type=int, default=10_000)
     parser.add_argument("--load-threads", type=int, default=8)
     parser.add_argument("--only", choices=["writes", "switch"])
