@@ -149,3 +149,23 @@ def test_a_symlink_swapped_in_after_validation_fails_the_sink_task_before_it_wri
     with pytest.raises(file_access.PathNotAllowed, match=SETTING):
         FileSinkTask(_context(tmp_path, "swap-sink"), conn.task_configs(1)[0]).start()
     assert sorted(os.listdir(outside)) == ["secret.csv"]  # no staging directory was created there
+
+
+def test_a_changed_setting_applies_at_once_and_a_repointed_root_link_within_the_policy_ttl(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    link = tmp_path / "root"
+    link.symlink_to(a)
+    monkeypatch.delenv("RAFTCONNECT_DATA_DIR", raising=False)
+    monkeypatch.setenv(file_access.ENV, str(a))
+    assert file_access.policy().roots == (str(a),)
+    monkeypatch.setenv(file_access.ENV, str(link))
+    assert file_access.policy().roots == (str(a),)  # a new setting: resolved now, through the link
+    link.unlink()
+    link.symlink_to(b)
+    assert file_access.policy().roots == (str(a),)  # the same setting within POLICY_TTL_S: as resolved
+    monkeypatch.setattr(file_access, "POLICY_TTL_S", 0.0)
+    assert file_access.policy().roots == (str(b),)
+    assert file_access.violation(str(b / "x.csv")) is None and file_access.violation(str(a / "x.csv")) is not None
+

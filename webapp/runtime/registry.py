@@ -59,19 +59,37 @@ def plugins() -> tuple[PluginDesc, ...]:
     return tuple(sorted(found, key=lambda p: p.class_name))
 
 
+_index: tuple[tuple[PluginDesc, ...], dict[str, PluginDesc]] = ((), {})
+
+
+def _by_name() -> dict[str, PluginDesc]:
+    """``{full name | simple name | simple name without "Connector": plugin}`` of :func:`plugins`, the
+    first plugin in class-name order winning a shared alias; rebuilt when ``plugins`` is reloaded."""
+    global _index
+    found, index = _index
+    current = plugins()
+    if found is not current:
+        index = {}
+        for p in current:
+            simple = p.class_name.rsplit(".", 1)[-1]
+            aliases = [p.class_name, simple] + ([simple[: -len("Connector")]] if simple.endswith("Connector") else [])
+            for alias in aliases:
+                index.setdefault(alias, p)
+        _index = (current, index)
+    return index
+
+
 def resolve(connector_class: str) -> PluginDesc:
     """The plugin named by ``connector_class`` (full name, simple name or alias).
 
-    Raises :class:`UnknownPlugin` with the list of installed classes.
+    A dictionary lookup: every REST write resolves its class several times (validation, the
+    response's type, its secret keys; benchmarks/cluster). Raises :class:`UnknownPlugin` with the
+    list of installed classes.
     """
     name = (connector_class or "").strip()
-    for p in plugins():
-        simple = p.class_name.rsplit(".", 1)[-1]
-        aliases = {p.class_name, simple}
-        if simple.endswith("Connector"):
-            aliases.add(simple[: -len("Connector")])
-        if name in aliases:
-            return p
+    found = _by_name().get(name)
+    if found is not None:
+        return found
     known = ", ".join(p.class_name for p in plugins())
     raise UnknownPlugin(
         f"Failed to find any class that implements Connector and which name matches {name}, "
