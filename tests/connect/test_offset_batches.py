@@ -46,6 +46,19 @@ def test_the_endpoint_commits_each_batch_and_refuses_a_fenced_one_alone(api, nod
     assert unsigned.status_code in (401, 403)
 
 
+def test_a_malformed_single_commit_is_a_400_naming_the_pair_and_writes_nothing(api, node, tmp_path):
+    worker, view = source_run_by_a_worker(api, node, tmp_path)
+    gen0 = view["tasks"]["src-0"]["generation"]
+    path = "/raftconnect/v1/internal/connectors/src/offsets"
+    good = {"worker_id": worker.id, "task": 0, "generation": gen0, "offsets": [[{"f": "a"}, {"pos": 1}]]}
+    assert internal(api, node, "POST", path, good).status_code == 204
+    for offsets in ([[{"f": "a"}]], [[{"f": "a"}, 5]], [["a", {"pos": 2}]], [{"f": "a"}], "a"):
+        resp = internal(api, node, "POST", path, dict(good, offsets=offsets))
+        assert resp.status_code == 400, (offsets, resp.content)
+        assert resp.json()["error_code"] == 400 and resp.json()["message"]
+    assert stored(api, "src") == {"a": {"pos": 1}}
+
+
 def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome(monkeypatch):
     client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1")
     leader = HoldingLeader(PATH, "commits", single="/raftconnect/v1/internal/connectors/")

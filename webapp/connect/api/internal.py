@@ -233,7 +233,7 @@ class OffsetsCommitView(InternalView):
 
     def post(self, request: Request, name: str) -> Response:
         body = request.data
-        entries = [SourceOffset(p, o) for p, o in self.field(body, "offsets", list)]
+        entries = _offsets_of(body)
         _touch(body.get("worker_id", ""))
         store = current().store
         store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
