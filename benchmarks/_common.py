@@ -32,12 +32,12 @@ def quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
 
 
-def record(script: str, text: str, *, keep: bool = True) -> None:
+def record(script: str, text: str, *, keep: bool = True, results: str = "RESULTS.md") -> None:
     """Print a benchmark's ``text`` and, with ``keep`` (its ``--no-record`` not given), append it
-    to the ``RESULTS.md`` beside ``script`` (the benchmark's ``__file__``)."""
+    to the ``results`` file beside ``script`` (the benchmark's ``__file__``)."""
     print(text)
     if keep:
-        with open(os.path.join(os.path.dirname(os.path.abspath(script)), "RESULTS.md"), "a") as fh:
+        with open(os.path.join(os.path.dirname(os.path.abspath(script)), results), "a") as fh:
             fh.write(text)
 
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import cpu_ticks, machine, quantile  # noqa: E402
+from benchmarks._common import cpu_ticks, machine, quantile, record  # noqa: E402
 
 STORES = {"raft": None, "postgresql": "postgresql://postgres@127.0.0.1:5432/{db}",
           "mariadb": "mysql://root@127.0.0.1:3306/{db}"}
@@ -156,16 +156,7 @@ def main() -> int:
         per_round = ", ".join(f"{args.requests / e:,.0f}" for e, _, _ in results[store])
         lines.append(f"| {store} | {rate:,.0f} (rounds: {per_round}) | {quantile(lat, 0.5) * 1000:.1f} / "
                      f"{quantile(lat, 0.99) * 1000:.1f} | {cpu:.2f} | {rate / base:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print("\n" + text)
-    if not args.no_record:
-        out = Path(__file__).with_name("RESULTS_REST.md")
-        if not out.exists():
-            out.write_text("# REST reads by active metadata store\n\n`python benchmarks/stores/rest_reads.py` "
-                           "(see its docstring for what each row measures and its baseline).\n")
-        with out.open("a") as fh:
-            fh.write("\n" + text)
-        log(f"recorded in {out}")
+    record(__file__, "\n" + "\n".join(lines) + "\n", keep=not args.no_record, results="RESULTS_REST.md")
     return 0
 
 
