@@ -56,17 +56,22 @@ def close_retired_connections(**_signal: Any) -> None:
         recent = list(_retired)[-(total - seen):]
     _retired_seen.total = total
     for alias in recent:
-        conn = getattr(connections._connections, alias, None)  # this thread's, if it opened one
-        if conn is None:
-            continue
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001 - a broken connection is as good as closed
-            pass
-        try:
-            delattr(connections._connections, alias)
-        except AttributeError:
-            pass
+        _drop_own_connection(alias)
+
+
+def _drop_own_connection(alias: str) -> None:
+    """Close and forget this thread's connection on ``alias``, if it has one. Never raises."""
+    conn = getattr(connections._connections, alias, None)
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - a broken connection is as good as closed; must not hide the real error
+        pass
+    try:
+        delattr(connections._connections, alias)
+    except AttributeError:
+        pass
 
 
 T = TypeVar("T")
@@ -173,19 +178,12 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
 
     def _unregister(self, alias: str) -> None:
         global _retired_total
-        try:
-            connections[alias].close()
-        except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
-            pass
+        _drop_own_connection(alias)
         with _retired_lock:
             _retired.append(alias)
             _retired_total += 1
         with self._lock:
             connections.settings.pop(alias, None)
-            try:
-                delattr(connections._connections, alias)
-            except AttributeError:
-                pass
             if alias in self._aliases:
                 self._aliases.remove(alias)
 
