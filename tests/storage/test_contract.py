@@ -5,6 +5,7 @@ Fencing follows a real Raft assignment (see ``conftest.py``).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 
@@ -280,7 +281,7 @@ def test_offset_commit_is_one_fenced_batch_and_the_latest_value_wins(backend):
 def test_offsets_with_quotes_backslashes_percent_signs_and_any_unicode_are_stored_as_given(backend):
     """What the MySQL fenced upsert writes into its statement (the rows' JSON, as hex) and every other
     backend's parameters carry any text: SQL quotes, escapes, ``%s``, control and 4-byte characters
-    (not NUL: PostgreSQL's ``jsonb`` refuses ``\\u0000``)."""
+    (NUL: the next test)."""
     s = backend.store
     c = unique("it's \\ 100%s")
     g = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
@@ -291,6 +292,50 @@ def test_offsets_with_quotes_backslashes_percent_signs_and_any_unicode_are_store
     assert offsets_of(s, c) == {key(pa): {"position": nasty}, key(pb): {"pos": 2}}
     assert sorted((json.dumps(dict(o.partition), sort_keys=True) for o in s.get_offsets(c))) == \
         sorted(json.dumps(p, sort_keys=True) for p in (pa, pb))
+
+
+def test_nul_and_the_escape_character_are_stored_as_given_everywhere(backend):
+    """NUL (U+0000) in config keys and values, task configs, a status trace and offsets comes back as
+    given from every backend, through every path that writes or reads them. PostgreSQL's ``text``
+    and ``jsonb`` refuse NUL: before its fields escaped it (``webapp.storage.models``) each of these
+    writes failed there with a ``DataError`` (a 500), and a switch to PostgreSQL could not copy the
+    Raft store's data. Text that already looks escaped (U+FFFF, U+FFFF ``0``) must not be confused."""
+    s = backend.store
+    tricky = ["a\x00b", "\x00", "\uffff", "\uffff0", "\uffff1\x00", "\\u0000", "plain"]
+    c = unique()
+    config = {"connector.class": "X", **{f"k{i}\x00": v for i, v in enumerate(tricky)}}
+    s.put_connector_config(c, config)
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1", f"{c}-1": "w1"})
+    s.put_task_configs(c, [{"t": v} for v in tricky[:2]], worker_id=None, generation=gen)
+    assert s.get_connector(c).config == config and s.get_connector(c).tasks == [{"t": v} for v in tricky[:2]]
+    assert next(x for x in s.connector_summaries() if x.name == c).config == config
+
+    s.put_status(c, None, {"state": "FAILED", "trace": "boom\x00 " + " ".join(tricky)}, worker_id="w1", generation=gen)
+    assert s.put_statuses([StatusReport(c, 0, {"state": "FAILED", "trace": "\x00\uffff0"}, gen)], worker_id="w1") == [None]
+    st = s.get_statuses(c)
+    assert st["connector"]["trace"] == "boom\x00 " + " ".join(tricky) and st["tasks"]["0"]["trace"] == "\x00\uffff0"
+    summary, statuses = next((x, y) for x, y in s.connectors_with_statuses() if x.name == c)
+    assert statuses["tasks"]["0"]["trace"] == "\x00\uffff0"
+
+    parts = [{"file": v, v: [v]} for v in tricky]
+    s.commit_offsets(ConnectorTaskId(c, 0), [SourceOffset(p, {"pos": p["file"]}) for p in parts[:4]],
+                     worker_id="w1", generation=gen)  # the fenced upsert's own statement
+    assert s.commit_offsets_many([OffsetCommit(ConnectorTaskId(c, 1), [SourceOffset(p, {"pos": p["file"]})
+                                                                       for p in parts[4:]], gen)],
+                                 worker_id="w1") == [None]
+    assert offsets_of(s, c) == {key(p): {"pos": p["file"]} for p in parts}
+    assert sorted(json.dumps(dict(o.partition), sort_keys=True) for o in s.get_offsets(c)) == \
+        sorted(json.dumps(p, sort_keys=True) for p in parts)
+    s.alter_offsets(c, [SourceOffset(parts[0], {"pos": "\x00altered"}), (parts[1], None)])
+    assert offsets_of(s, c)[key(parts[0])] == {"pos": "\x00altered"} and key(parts[1]) not in offsets_of(s, c)
+
+    # what a store switch copies: exported and imported under another name, unchanged
+    snap = s.export_name(c)
+    other = unique("copy")
+    s.import_name(dataclasses.replace(snap, name=other, record=dataclasses.replace(snap.record, name=other)))
+    copy = s.export_name(other)
+    assert copy.record.config == config and copy.statuses["connector"]["trace"] == st["connector"]["trace"]
+    assert {partition_key(o.partition): dict(o.offset) for o in copy.offsets} == offsets_of(s, c)
 
 
 def test_concurrent_offset_commits_keep_each_tasks_order_and_a_fenced_one_fails_alone(backend):

@@ -151,16 +151,20 @@ class RelationalOffsets:
         an updated row even if unchanged; Django's MySQL backend sets ``CLIENT.FOUND_ROWS``, so an
         unchanged row counts there too).
         """
-        from ..models import LEASE_ID
+        from ..models import LEASE_ID, escape_nul_json
 
         sql = self._fenced_upsert_sql()
         if self.backend == "postgresql":
             rows = [{"c": c, "h": h, "k": k, "p": p, "o": o} for c, h, k, p, o in kept]
+            text = json_text(rows)  # ASCII: NUL and U+FFFF appear as escapes
+            if "\\u0000" in text or "\\uffff" in text:  # jsonb refuses NUL: as PortableJSONField writes it
+                rows = [{**r, "p": escape_nul_json(r["p"]), "o": escape_nul_json(r["o"])} for r in rows]
+                text = json_text(rows)
         else:
             rows = [{"c": c, "h": h, "k": k, "p": json_text(p), "o": json_text(o)} for c, h, k, p, o in kept]
         with connections[self.alias].cursor() as cur:
             if self.backend == "postgresql":
-                cur.execute(sql, [json_text(rows), LEASE_ID, self._term or 0])
+                cur.execute(sql, [text, LEASE_ID, self._term or 0])
             else:  # hex digits only: nothing in it is SQL, nor a % for the driver's formatting
                 cur.execute(sql.replace(_ROWS_HEX, json_text(rows).encode("utf-8").hex(), 1),
                             [LEASE_ID, self._term or 0])
