@@ -21,7 +21,7 @@ from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.kafka.embedded import free_port
 from webapp.storage.base import StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore
-from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager, snapshot_digest
+from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager, canonical, snapshot_digest
 
 from .conftest import MARIADB_URL, PG_URL, drop_database, start_raft
 
@@ -205,6 +205,28 @@ def test_switch_raft_postgresql_mariadb_raft_under_load_loses_nothing(parts, cap
               f"({rate:.0f}/s), longest single write {load.longest_write * 1000:.0f} ms")
         for source, target, duration, stall in reports:
             print(f"  {source} -> {target}: {duration:.2f} s, commit stall {stall:.0f} ms")
+
+
+def test_metadata_holding_nul_survives_switches_through_every_backend(parts):
+    """A config, a task's failure trace and an offset holding NUL (U+0000) go raft -> PostgreSQL ->
+    MariaDB -> raft unchanged. PostgreSQL's ``text``/``jsonb`` cannot hold NUL: before its fields
+    escaped it, the copy into PostgreSQL failed and the switch aborted."""
+    router = parts.router
+    config = {"connector.class": "FileStreamSource", "x\x00": "a\x00b \uffff0"}
+    router.put_connector_config("nul", config)
+    router.put_task_configs("nul", [{"task": "\x00"}], worker_id=None, generation=0)
+    generation = parts.assign(["nul"])
+    router.put_status("nul", 0, {"state": "FAILED", "trace": "bad byte \x00 in row"}, worker_id=WORKER,
+                      generation=generation)
+    router.commit_offsets(ConnectorTaskId("nul", 0), [SourceOffset({"key": "\x00"}, {"last": "z\x00"})],
+                          worker_id=WORKER, generation=generation)
+    expected = canonical(router.active.export_name("nul"))
+    for target in ("pg", "maria", "raft"):
+        sw = parts.switch(target)
+        assert sw["phase"] == "completed", sw
+        assert canonical(router.active.export_name("nul")) == expected, target
+    assert router.get_connector("nul").config == config
+    assert router.get_statuses("nul")["tasks"]["0"]["trace"] == "bad byte \x00 in row"
 
 
 def test_a_switch_recorded_as_completed_does_not_block_the_next_one_while_its_thread_returns(parts, monkeypatch):
