@@ -1,0 +1,137 @@
+#!/usr/bin/env python
+"""REST requests at 32 clients on a 3-member cluster's leader: config writes, config reads and ``GET /``,
+this checkout against another one (``--baseline DIR``) in the same run.
+
+Each side is a fresh 3-member Raft-only cluster (``tools.launcher.LocalCluster``, real ``runnode``
+processes, the code of its checkout) with 200 file-source connectors. Per round and side: 2,000
+``PUT /connectors/{name}/config`` (as ``run.py``'s writes), then 3,000 ``GET /connectors/{name}/config``
+and 3,000 ``GET /`` (no authentication), each from THREADS clients (default 32) on kept-alive urllib3
+connections. The sides take turns (baseline, this, baseline, this, ...) for ROUNDS rounds (default
+2) so that load drift on a shared machine hits both alike. Each row: requests/s of every round, the
+leader's CPU per request (``/proc``), and the ratio of the best rounds (this / baseline).
+
+What it watches: the REST server's own cost per request. Until commit 64137d4 waitress's loop
+spun while a task thread held a channel's output (``runnode._quiet_channel_class``), ~100 loop
+turns per request under 32 clients.
+
+Usage: ``python benchmarks/cluster/rest_mix.py --baseline DIR [--threads 32] [--rounds 2]
+[--no-record]`` (DIR: e.g. ``git worktree add /tmp/old <commit>``; without it only this checkout
+is measured). Results are appended to ``RESULTS_REST_MIX.md`` next to this file, with the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from benchmarks._common import cpu_ticks, machine, record  # noqa: E402
+
+KINDS = ("PUT /connectors/{name}/config", "GET /connectors/{name}/config", "GET /")
+
+
+def _reads(leader, path_of, total: int, threads: int) -> tuple[float, float]:
+    """``(requests/s, leader CPU ms per request)`` of ``total`` GETs of ``path_of(i)`` from ``threads`` clients."""
+    import urllib3
+
+    host, port = leader.url.split("://", 1)[1].rsplit(":", 1)
+    pool = urllib3.HTTPConnectionPool(host, int(port), maxsize=threads, block=True, retries=False,
+                                      timeout=urllib3.Timeout(30.0))
+    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
+
+    def one(i: int) -> None:
+        r = pool.request("GET", path_of(i), headers=headers)
+        if r.status != 200:
+            raise RuntimeError(f"GET {path_of(i)}: HTTP {r.status} {r.data[:200]!r}")
+
+    before = cpu_ticks(leader.proc.pid)[:2]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as ex:
+        list(ex.map(one, range(total)))
+    elapsed = time.perf_counter() - t0
+    after = cpu_ticks(leader.proc.pid)[:2]
+    pool.close()
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    return total / elapsed, sum(a - b for a, b in zip(after, before)) * tick_ms / total
+
+
+def _side(repo: Path, kafka, work: Path, threads: int) -> dict[str, tuple[float, float]]:
+    """One round on a fresh cluster running ``repo``'s code: ``{kind: (requests/s, leader CPU ms per request)}``."""
+    import tools.launcher
+    from run import _rest_writes
+    from tools.launcher import LocalCluster
+
+    tools.launcher.REPO_ROOT = repo
+    csv = work / "w.csv"
+    csv.write_text("a\n1\n")
+    cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
+                           raft_roles="raft", file_allowed_paths=[str(work)]).start()
+    try:
+        leader = cluster.leader()
+        _rest_writes(leader, 4, 400, str(csv))  # creates the 200 connectors, warms connections and caches
+        elapsed, _, cpu = _rest_writes(leader, threads, 2000, str(csv), cluster.nodes)
+        out = {KINDS[0]: (2000 / elapsed, sum(cpu["leader"]))}
+        out[KINDS[1]] = _reads(leader, lambda i: f"/connectors/bench-{i % 200}/config", 3000, threads)
+        out[KINDS[2]] = _reads(leader, lambda i: "/", 3000, threads)
+        return out
+    finally:
+        cluster.stop()
+        tools.launcher.REPO_ROOT = ROOT
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="checkout to compare against (e.g. a git worktree of an older commit)")
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    import django
+
+    django.setup()
+    from webapp.kafka.embedded import EmbeddedKafka
+
+    def commit(repo: Path) -> str:
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip() or "?"
+
+    sides = [("this", ROOT)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    results: dict[str, list[dict[str, tuple[float, float]]]] = {name: [] for name, _ in sides}
+    work = Path(tempfile.mkdtemp(prefix="bench-rest-mix-"))
+    with EmbeddedKafka(log_dir=work / "kafka") as kafka:
+        for r in range(args.rounds):
+            for name, repo in reversed(sides):  # the baseline first in each round
+                res = _side(repo, kafka, work, args.threads)
+                results[name].append(res)
+                print(f"  round {r + 1}/{args.rounds}, {name} ({commit(repo)}): "
+                      + "; ".join(f"{k} {v[0]:,.0f}/s {v[1]:.2f} ms" for k, v in res.items()), flush=True)
+    lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n",
+             f"{args.threads} clients, {args.rounds} rounds per side; this checkout {commit(ROOT)}"
+             + (f", baseline {commit(sides[1][1])}" if args.baseline else "") + ".\n",
+             "| request | this: requests/s per round (leader CPU ms per request) | "
+             + ("baseline: requests/s per round (leader CPU ms per request) | best / best |" if args.baseline else "")
+             + "\n|---|---|" + ("---|---|" if args.baseline else "") + "\n"]
+    for kind in KINDS:
+        row = [kind]
+        for name, _ in sides:
+            row.append(", ".join(f"{x[kind][0]:,.0f} ({x[kind][1]:.2f})" for x in results[name]))
+        if args.baseline:
+            best = {name: max(x[kind][0] for x in results[name]) for name, _ in sides}
+            row.append(f"{best['this'] / best['baseline']:.2f}")
+        lines.append("| " + " | ".join(row) + " |\n")
+    record(__file__, "".join(lines), keep=not args.no_record, results="RESULTS_REST_MIX.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
