@@ -14,9 +14,10 @@ What it watches: the REST server's own cost per request. Until commit 64137d4 wa
 spun while a task thread held a channel's output (``runnode._quiet_channel_class``), ~100 loop
 turns per request under 32 clients.
 
-Usage: ``python benchmarks/cluster/rest_mix.py --baseline DIR [--threads 32] [--rounds 2]
-[--no-record]`` (DIR: e.g. ``git worktree add /tmp/old <commit>``; without it only this checkout
-is measured). Results are appended to ``RESULTS_REST_MIX.md`` next to this file, with the machine.
+Usage: ``python benchmarks/cluster/rest_mix.py [--baseline DIR|COMMIT] [--threads 32] [--rounds 2]
+[--no-record]``. The baseline is a checkout's directory, or a commit checked out for the run (a
+temporary ``git worktree`` sharing this checkout's ``.venv`` and console build); by default
+1a1b332, the commit before the quiet channel. Results are appended to ``RESULTS_REST_MIX.md`` next to this file, with the machine.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from benchmarks._common import cpu_ticks, machine, record  # noqa: E402
 
+#: worktrees :func:`_checkout` made, removed at the end of the run
+_WORKTREES: list[Path] = []
 KINDS = ("PUT /connectors/{name}/config", "GET /connectors/{name}/config", "GET /")
 
 
@@ -89,9 +92,30 @@ def _side(repo: Path, kafka, work: Path, threads: int) -> dict[str, tuple[float,
         tools.launcher.REPO_ROOT = ROOT
 
 
+def _checkout(baseline: str) -> Path:
+    """``baseline``'s directory, or a temporary ``git worktree`` of commit ``baseline`` (with links to this
+    checkout's ``.venv`` and console build, which git does not hold). Errors: ``SystemExit`` when
+    neither."""
+    if Path(baseline).is_dir():
+        return Path(baseline).resolve()
+    where = Path(tempfile.mkdtemp(prefix="bench-rest-mix-baseline-")) / "repo"
+    done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), baseline],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"--baseline {baseline}: neither a directory nor a commit here ({done.stderr.strip()})")
+    (where / ".venv").symlink_to(ROOT / ".venv")
+    dist = ROOT / "webapp" / "console" / "dist"
+    if dist.is_dir() and not (where / "webapp" / "console" / "dist").exists():
+        (where / "webapp" / "console" / "dist").symlink_to(dist)
+    print(f"baseline {baseline} checked out at {where}", flush=True)
+    _WORKTREES.append(where)
+    return where
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", help="checkout to compare against (e.g. a git worktree of an older commit)")
+    parser.add_argument("--baseline", default="1a1b332",
+                        help="checkout directory or commit to compare against (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-record", action="store_true")
@@ -99,13 +123,22 @@ def main() -> int:
     import django
 
     django.setup()
+    try:
+        return _run(args)
+    finally:
+        for where in _WORKTREES:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
+
+
+def _run(args) -> int:
+    """The measured rounds of :func:`main` and their record."""
     from webapp.kafka.embedded import EmbeddedKafka
 
     def commit(repo: Path) -> str:
         return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True).stdout.strip() or "?"
 
-    sides = [("this", ROOT)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    sides = [("this", ROOT)] + ([("baseline", _checkout(args.baseline))] if args.baseline else [])
     results: dict[str, list[dict[str, tuple[float, float]]]] = {name: [] for name, _ in sides}
     work = Path(tempfile.mkdtemp(prefix="bench-rest-mix-"))
     with EmbeddedKafka(log_dir=work / "kafka") as kafka:
