@@ -26,8 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-from benchmarks._common import cpu_ticks, machine, record  # noqa: E402
+from benchmarks._common import machine, record  # noqa: E402
 
 #: worktrees :func:`_checkout` made, removed at the end of the run
 _WORKTREES: list[Path] = []
@@ -45,27 +43,10 @@ KINDS = ("PUT /connectors/{name}/config", "GET /connectors/{name}/config", "GET 
 
 def _reads(leader, path_of, total: int, threads: int) -> tuple[float, float]:
     """``(requests/s, leader CPU ms per request)`` of ``total`` GETs of ``path_of(i)`` from ``threads`` clients."""
-    import urllib3
+    from run import _rest_load
 
-    host, port = leader.url.split("://", 1)[1].rsplit(":", 1)
-    pool = urllib3.HTTPConnectionPool(host, int(port), maxsize=threads, block=True, retries=False,
-                                      timeout=urllib3.Timeout(30.0))
-    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
-
-    def one(i: int) -> None:
-        r = pool.request("GET", path_of(i), headers=headers)
-        if r.status != 200:
-            raise RuntimeError(f"GET {path_of(i)}: HTTP {r.status} {r.data[:200]!r}")
-
-    before = cpu_ticks(leader.proc.pid)[:2]
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(threads) as ex:
-        list(ex.map(one, range(total)))
-    elapsed = time.perf_counter() - t0
-    after = cpu_ticks(leader.proc.pid)[:2]
-    pool.close()
-    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
-    return total / elapsed, sum(a - b for a, b in zip(after, before)) * tick_ms / total
+    elapsed, _, cpu = _rest_load(leader, threads, total, lambda i: ("GET", path_of(i), None))
+    return total / elapsed, sum(cpu["leader"])
 
 
 def _side(repo: Path, kafka, work: Path, threads: int) -> dict[str, tuple[float, float]]:

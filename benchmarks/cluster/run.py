@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,11 +144,14 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     return elapsed, lat
 
 
-def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
-    """``(elapsed s, latencies s, CPU ms per write)``: ``total`` config writes from ``concurrency`` clients.
+def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tuple[str, str, dict | None]],
+               members=()) -> tuple[float, list[float], dict]:
+    """``(elapsed s, latencies s, CPU ms per request)``: ``total`` requests from ``concurrency`` clients.
 
-    The CPU figures say where a write's cost lies: ``{"leader"|"follower N"|"client": (user, system)}``
-    in ms of CPU per write, from ``/proc`` for the ``members`` (NodeProcess) and ``os.times`` for
+    ``request(i)`` gives the ``i``-th request as ``(method, path, JSON body or None)``; an answer of
+    300 or more raises ``RuntimeError``. The CPU figures say where a request's cost lies:
+    ``{"leader"|"follower N"|"client": (user, system)}`` in ms of CPU per request, from ``/proc`` for
+    the ``members`` (NodeProcess; the leader alone when ``members`` is empty) and ``os.times`` for
     this process (the clients).
     """
     import urllib3
@@ -164,15 +168,15 @@ def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) ->
     lock = threading.Lock()
 
     def one(i):
-        cfg = {"connector.class": SOURCE, "path": path, "format": "csv", "topic": f"t{i % 50}", "tasks.max": "1"}
+        method, path, body = request(i)
         t0 = time.perf_counter()
-        resp = pool.request("PUT", f"/connectors/bench-{i % 200}/config", json=cfg, headers=headers)
+        resp = pool.request(method, path, json=body, headers=headers)
         if resp.status >= 300:
-            raise RuntimeError(f"PUT /connectors/bench-{i % 200}/config: HTTP {resp.status} {resp.data[:300]!r}")
+            raise RuntimeError(f"{method} {path}: HTTP {resp.status} {resp.data[:300]!r}")
         with lock:
             lat.append(time.perf_counter() - t0)
 
-    running = [m for m in members if m.proc is not None]
+    running = [m for m in members if m.proc is not None] or [leader]
     pids = {"leader": leader.proc.pid} if leader in running else {}
     pids.update({f"follower {n}": m.proc.pid for n, m in enumerate((m for m in running if m is not leader), 1)})
     before = {k: cpu_ticks(p)[:2] for k, p in pids.items()}
@@ -187,6 +191,15 @@ def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) ->
     cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(cpu_ticks(p)[:2], before[k])) for k, p in pids.items()}
     cpu["client"] = ((me1.user - me0.user) * 1000 / total, (me1.system - me0.system) * 1000 / total)
     return elapsed, lat, cpu
+
+
+def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
+    """:func:`_rest_load` of ``total`` ``PUT /connectors/bench-<i % 200>/config`` (file source on ``path``)."""
+    def put(i: int) -> tuple[str, str, dict]:
+        cfg = {"connector.class": SOURCE, "path": path, "format": "csv", "topic": f"t{i % 50}", "tasks.max": "1"}
+        return "PUT", f"/connectors/bench-{i % 200}/config", cfg
+
+    return _rest_load(leader, concurrency, total, put, members)
 
 
 def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
