@@ -71,7 +71,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "webapp.admin_site.LazyMessageMiddleware",  # Django's MessageMiddleware, storage made when used
 ]
 
 ROOT_URLCONF = "webapp.urls"

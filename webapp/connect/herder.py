@@ -191,13 +191,21 @@ class Herder:
 
     def connector_set_target_state(self, *, name: str, target_state: str) -> None:
         """Pause (PAUSED), resume (STARTED) or stop (STOPPED) a connector and its tasks."""
-        self._record(name)
+        self._summary(name)
         self.store.put_target_state(name, TargetState(target_state).value)
         self._poke(name)
 
     # ------------------------------------------------------------- selectors
     def _record(self, name: str) -> ConnectorRecord:
         rec = self.store.get_connector(name)
+        if rec is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return rec
+
+    def _summary(self, name: str) -> ConnectorSummary:
+        """The connector without its task configs (config, target state, task count); for every caller that
+        needs no task config, as copying them is most of a record's read. Errors: :class:`NotFoundError`."""
+        rec = self.store.connector_summary(name)
         if rec is None:
             raise NotFoundError(f"Connector {name} not found")
         return rec
@@ -214,9 +222,13 @@ class Herder:
             return "unknown"
 
     def connector_info(self, name: str) -> dict[str, Any]:
-        """Connect's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``."""
-        rec = self._record(name)
-        return self._info(ConnectorSummary.of(rec), self._type(rec))
+        """Connect's ConnectorInfo: ``{"name", "config", "tasks": [{"connector", "task"}], "type"}``.
+
+        Read without the task configs (``connector_summary``), which ConnectorInfo only counts.
+        Errors: :class:`NotFoundError`.
+        """
+        rec = self._summary(name)
+        return self._info(rec, self._type(rec))
 
     def _info(self, rec: ConnectorSummary, type_: str, secret_keys: frozenset[str] | None = None) -> dict[str, Any]:
         """ConnectorInfo of ``rec``, its config as :meth:`shown_config` shows it; ``secret_keys`` are the
@@ -283,7 +295,7 @@ class Herder:
 
     def connector_config(self, name: str) -> dict[str, str]:
         """The connector's config as submitted, secrets hidden (:meth:`shown_config`)."""
-        return self.shown_config(self._record(name).config)
+        return self.shown_config(self._summary(name).config)
 
     @staticmethod
     def _password_keys(config: dict[str, str]) -> frozenset[str]:
@@ -303,7 +315,7 @@ class Herder:
 
     def _unhidden(self, name: str, config: dict[str, str]) -> dict[str, str]:
         """``config`` (a write of connector ``name``) with hidden values sent back replaced by the stored ones."""
-        rec = self.store.get_connector(name)
+        rec = self.store.connector_summary(name)
         if rec is None:
             return config
         return keep_hidden(config, rec.config, self._password_keys({**rec.config, **config}))
@@ -328,8 +340,8 @@ class Herder:
         Entities with no reported status yet are UNASSIGNED (worker_id of the
         assigned worker, if any).
         """
-        rec = self._record(name)
-        return self._status(ConnectorSummary.of(rec), self.store.get_statuses(name), self.assignment(),
+        rec = self._summary(name)
+        return self._status(rec, self.store.get_statuses(name), self.assignment(),
                             self._worker_addresses(self.members()), self._type(rec))
 
     @staticmethod
@@ -371,7 +383,7 @@ class Herder:
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         """Connect's ConnectorOffsets: ``{"offsets": [{"partition": {...}, "offset": {...}}]}``."""
-        self._record(name)
+        self._summary(name)
         return {"offsets": [{"partition": dict(o.partition), "offset": dict(o.offset)}
                             for o in self.store.get_offsets(name)]}
 
@@ -382,7 +394,7 @@ class Herder:
         A ``null`` value removes the key. The merged config is validated like a PUT.
         Errors: :class:`NotFoundError`, :class:`BadRequest` (body, values, name, config).
         """
-        rec = self._record(name)
+        rec = self._summary(name)
         if not isinstance(patch, dict):
             raise BadRequest("Connector configuration must be a JSON object of string keys and values")
         removed = {k for k, v in patch.items() if v is None}

@@ -153,7 +153,7 @@ def providers() -> dict[str, Callable[[str | None, str], str]]:
 
 def has_references(value: str) -> bool:
     """True when ``value`` contains at least one ``${provider:...}`` reference."""
-    return isinstance(value, str) and PATTERN.search(value) is not None
+    return isinstance(value, str) and "${" in value and PATTERN.search(value) is not None
 
 
 def transform(config: Mapping[str, str]) -> dict[str, str]:

@@ -42,6 +42,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 VERSION = f"3.9.0-raftconnect-{RAFTCONNECT_VERSION}"
+_JSON = "application/json"
+#: ``Accept`` values for which DRF's negotiation can only answer :data:`_JSON` with the JSON renderer
+_PLAIN_ACCEPT = frozenset({"*/*", _JSON})
 
 
 def herder() -> Herder:
@@ -73,6 +76,21 @@ class ConnectAPIView(APIView):
                 response[NOT_LEADER_HEADER] = "1"  # nothing reached a log: safe to send to the leader
             return response
         return super().dispatch(request, *args, **kwargs)
+
+    def perform_content_negotiation(self, request: Request, force: bool = False):
+        """``(renderer, media type)`` for the response; DRF's negotiation unless the answer is plain JSON anyway.
+
+        With the one JSON renderer and a request that accepts anything or exactly ``application/json``
+        (no ``?format=``, no parameters such as ``indent``), DRF's negotiation (parsing the ``Accept``
+        list and ordering it by precedence) always picks that renderer and ``application/json``; this
+        answers so directly. Any other request goes through DRF's, which may answer 406.
+        """
+        renderers = self.get_renderers()
+        if (len(renderers) == 1 and renderers[0].media_type == _JSON and self.format_kwarg is None
+                and request.META.get("HTTP_ACCEPT", "*/*") in _PLAIN_ACCEPT
+                and "format" not in request.query_params):
+            return renderers[0], _JSON
+        return super().perform_content_negotiation(request, force)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication and permissions first

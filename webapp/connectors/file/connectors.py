@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -74,6 +75,15 @@ class _Split:
                    None if d.get("end") is None else int(d["end"]), bool(d.get("whole", True)))
 
 
+def _stat_mode(path: str) -> int | None:
+    """``st_mode`` of ``path`` (symbolic links followed), or ``None`` where ``os.path.exists`` says False:
+    one ``stat`` where the exists / isfile / isdir chain made up to four."""
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+
+
 def _next_line_start(f, offset: int, size: int) -> int:
     """Smallest position >= offset that starts a line (just after a newline), or ``size``."""
     if offset <= 0:
@@ -116,16 +126,17 @@ class FileSourceConnector(SourceConnector):
         if path:
             access = file_access.policy()
             denied = access.violation(path)  # first: nothing is said about paths outside the allowed roots
+            mode = None if denied else _stat_mode(path)
             if denied:
                 errors["path"].append(denied)
-            elif not os.path.exists(path):
+            elif mode is None:
                 errors["path"].append(f"Path {path} does not exist")
-            elif not (os.path.isfile(path) or os.path.isdir(path)):
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 errors["path"].append(f"Path {path} is neither a file nor a directory")
             elif not os.access(path, os.R_OK):
                 errors["path"].append(f"Path {path} is not readable")
             else:
-                if os.path.isdir(path):
+                if stat.S_ISDIR(mode):
                     files = _list_files(path, config.get("file.pattern") or "*")
                     denied = next(filter(None, map(access.violation, files)), None)  # its symlinks too
                 else:
