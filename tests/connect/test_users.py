@@ -164,6 +164,44 @@ def test_an_edit_of_a_nodes_mirror_row_grants_nothing_and_is_undone(api, node, d
     assert not row.is_superuser and not row.is_staff
 
 
+def test_a_group_given_in_the_admin_is_taken_away_at_the_next_authentication(api, node, django_user_model):
+    """The row's groups are exactly its role's: the admin's group pages write through the ORM, so the next
+    authentication sets them again (before, a row once given its group was never looked at again)."""
+    from django.contrib.auth.models import Group
+
+    assert api.get("/connectors").status_code == 200
+    row = django_user_model.objects.get(username="operator")
+    assert set(row.groups.values_list("name", flat=True)) == {"operator"}
+    row.groups.add(Group.objects.get(name="admin"))
+    assert api.get("/connectors").status_code == 200
+    assert set(row.groups.values_list("name", flat=True)) == {"operator"}
+
+
+def test_the_mirrors_own_writes_do_not_make_other_users_write_their_groups_again(api, node, django_user_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    assert api.get("/connectors").status_code == 200  # the operator's row and groups are set
+    make_user("other", "viewer")
+    other = Client()
+    other.defaults["HTTP_AUTHORIZATION"] = basic("other", "pw")
+    node.raft.commands.user_put(name="other", changes={"role": "operator"}, create=False, now=time.time())
+    assert other.get("/connectors").status_code == 200  # "other" is mirrored again: its writes fire the signals
+    assert set(django_user_model.objects.get(username="other").groups.values_list("name", flat=True)) == {"operator"}
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get("/connectors").status_code == 200
+    assert not [q for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+
+
+def test_the_rows_given_their_group_are_bounded(monkeypatch, api, node, django_user_model):
+    from webapp.connect.api import accounts
+
+    monkeypatch.setattr(accounts, "MIRROR_MAX_ENTRIES", 2)
+    for name in ("g1", "g2", "g3"):
+        accounts.mirror(name, {"password": "h", "active": True, "role": "viewer"})
+    assert list(accounts._groups_done) == ["g2", "g3"]
+
+
 def test_an_edit_past_the_orm_grants_nothing_and_is_undone_once_the_checked_row_expires(api, node,
                                                                                       django_user_model, monkeypatch):
     from webapp.connect.api import accounts

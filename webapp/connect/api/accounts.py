@@ -316,8 +316,12 @@ def token_revoke(*, user: str, name: str) -> None:
 
 
 # ------------------------------------------------------------- authentication
-_groups_done: dict[str, str] = {}  # user name -> role whose group this process last gave the row
+#: user name -> the role whose group :func:`mirror` last gave the row; forgotten with every ORM write of
+#: users or groups that is not the mirror's own (:func:`forget_mirrors`), at most :data:`MIRROR_MAX_ENTRIES`
+_groups_done: dict[str, str] = {}
 _mirror_lock = threading.Lock()
+#: ``active`` while this thread's :func:`mirror` writes a row: the signals of its own writes
+_mirroring = threading.local()
 
 #: how long a checked row is trusted without reading it again, when no ORM write of a user row or
 #: of group membership was seen (those forget every checked row at once: :func:`forget_mirrors`)
@@ -372,8 +376,16 @@ _checked = _CheckedRows()
 
 def forget_mirrors(**_signal: Any) -> None:
     """Signal receiver (``post_save``/``post_delete`` of the user model and ``Group``, ``m2m_changed`` of
-    user groups; connected in ``ConnectConfig.ready``): the next authentication reads its row again."""
+    user groups; connected in ``ConnectConfig.ready``): the next authentication reads its row again.
+
+    A write that is not :func:`mirror`'s own (the Django admin's user or group pages, a deleted row)
+    also forgets which rows were given their role's group, so the next authentication of each user
+    sets its groups again: a group added in the admin is taken away. The mirror's own writes leave
+    that alone; otherwise each one would make every other user's next request write its groups.
+    """
     _checked.forget()
+    if not getattr(_mirroring, "active", False):
+        _groups_done.clear()
 
 
 def _mirror_row(model, name: str):
@@ -430,12 +442,19 @@ def mirror(name: str, rec: dict[str, Any]):
         _checked.put(name, fields, epoch, user)
     else:
         with _mirror_lock, transaction.atomic():
-            user = model._default_manager.filter(username=name).first() or model(username=name)
-            for k, v in want.items():
-                setattr(user, k, v)
-            user.save()
-            user.groups.remove(*Group.objects.filter(name__in=ROLES).exclude(name=rec["role"]))
-            user.groups.add(*Group.objects.filter(name=rec["role"]))
+            _mirroring.active = True
+            try:
+                user = model._default_manager.filter(username=name).first() or model(username=name)
+                for k, v in want.items():
+                    setattr(user, k, v)
+                user.save()
+                user.groups.remove(*Group.objects.filter(name__in=ROLES).exclude(name=rec["role"]))
+                user.groups.add(*Group.objects.filter(name=rec["role"]))
+            finally:
+                _mirroring.active = False
+            _groups_done.pop(name, None)
+            if len(_groups_done) >= MIRROR_MAX_ENTRIES:
+                _groups_done.pop(next(iter(_groups_done), None), None)  # the oldest: its groups are set again
             _groups_done[name] = rec["role"]
     user._raftconnect_role = rec["role"]
     return user
