@@ -136,29 +136,34 @@ class FileAccessPolicy:
         The message names the setting and the path as written, never what a
         symbolic link points at.
         """
+        return self._judge(path)[1]
+
+    def _judge(self, path: str) -> tuple[str | None, str | None]:
+        """``(real path, None)`` when ``path`` may be used, else ``(real path or None, why not)``: the path
+        is resolved once for both the check and the caller (:meth:`check`)."""
         try:
             real = realpath(path)
         except (ValueError, TypeError, OSError):  # NUL bytes, not a string
-            return f"Path {path!r} is not a valid path ({self.label})"
+            return None, f"Path {path!r} is not a valid path ({self.label})"
         moved = real != os.path.abspath(path) or os.pardir in str(path).split(os.sep)  # abspath folds '..'
         how = "resolves (through a symbolic link or '..') to a place" if moved else "is"
         if self.data_dir is not None and _under(real, self.data_dir) \
                 and not _under(real, os.path.join(self.data_dir, FILES_DIR)):
-            return (f"Path {path} {how} in the node's data directory (Raft journal, node database, cluster "
-                    f"secret), which {SETTING} never allows; only its {FILES_DIR}/ directory may be allowed")
+            return real, (f"Path {path} {how} in the node's data directory (Raft journal, node database, cluster "
+                          f"secret), which {SETTING} never allows; only its {FILES_DIR}/ directory may be allowed")
         if not any(_under(real, root) for root in self.roots):
             allowed = ", ".join(self.roots) if self.roots else "nothing (this process has no data directory)"
             if self.default and self.roots:
                 allowed += " (the default: the node's data directory's files/)"
-            return f"Path {path} {how} not under {self.label}; allowed: {allowed}"
-        return None
+            return real, f"Path {path} {how} not under {self.label}; allowed: {allowed}"
+        return real, None
 
     def check(self, path: str) -> str:
         """The real path of ``path``; raises :class:`PathNotAllowed` (a ConnectException) when not allowed."""
-        problem = self.violation(path)
+        real, problem = self._judge(path)
         if problem is not None:
             raise PathNotAllowed(problem)
-        return realpath(path)
+        return real
 
 
 #: seconds a policy's resolved directories are reused for the same settings (:func:`policy`)
