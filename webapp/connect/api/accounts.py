@@ -365,13 +365,19 @@ class _CheckedRows:
         with self._lock:
             if epoch != self.epoch:  # a row changed while it was read: read it again next time
                 return
-            self._rows.pop(name, None)
-            if len(self._rows) >= MIRROR_MAX_ENTRIES:
-                self._rows.pop(next(iter(self._rows)))
-            self._rows[name] = (fields, epoch, time.monotonic(), copy.copy(user))
+            _remember(self._rows, name, (fields, epoch, time.monotonic(), copy.copy(user)))
 
 
 _checked = _CheckedRows()
+
+
+def _remember(table: dict, key: str, value: Any) -> None:
+    """Set ``table[key]`` as its newest entry, dropping the oldest first when ``table`` holds
+    :data:`MIRROR_MAX_ENTRIES` (the bound of :class:`_CheckedRows` and of ``_groups_done``)."""
+    table.pop(key, None)
+    if len(table) >= MIRROR_MAX_ENTRIES:
+        table.pop(next(iter(table), None), None)
+    table[key] = value
 
 
 def forget_mirrors(**_signal: Any) -> None:
@@ -452,10 +458,7 @@ def mirror(name: str, rec: dict[str, Any]):
                 user.groups.add(*Group.objects.filter(name=rec["role"]))
             finally:
                 _mirroring.active = False
-            _groups_done.pop(name, None)
-            if len(_groups_done) >= MIRROR_MAX_ENTRIES:
-                _groups_done.pop(next(iter(_groups_done), None), None)  # the oldest: its groups are set again
-            _groups_done[name] = rec["role"]
+            _remember(_groups_done, name, rec["role"])  # a user dropped from it has its groups set again
     user._raftconnect_role = rec["role"]
     return user
 
