@@ -99,10 +99,11 @@ def test_waitress_queue_depth_warnings_pass_once_per_interval_with_the_count_hel
 
 
 def test_the_rest_server_throttles_waitress_queue_warnings():
-    from webapp.connect.management.commands.runnode import rest_server
+    from webapp.connect.restserver import waitress_server
     from webapp.logconfig import ThrottledLogger
 
-    server = rest_server(lambda environ, start_response: [], host="127.0.0.1", port=0, threads=1, connection_limit=10)
+    server = waitress_server(lambda environ, start_response: [], host="127.0.0.1", port=0, threads=1,
+                             connection_limit=10)
     try:
         assert isinstance(server.task_dispatcher.queue_logger, ThrottledLogger)
     finally:

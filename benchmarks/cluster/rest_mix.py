@@ -11,7 +11,7 @@ connections. The sides take turns (baseline, this, baseline, this, ...) for ROUN
 leader's CPU per request (``/proc``), and the ratio of the best rounds (this / baseline).
 
 What it watches: the REST server's own cost per request. Until commit 64137d4 waitress's loop
-spun while a task thread held a channel's output (``runnode._quiet_channel_class``), ~100 loop
+spun while a task thread held a channel's output (``restserver._quiet_channel_class``), ~100 loop
 turns per request under 32 clients.
 
 Usage: ``python benchmarks/cluster/rest_mix.py [--baseline DIR|COMMIT] [--threads 32] [--rounds 2]

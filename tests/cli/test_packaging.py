@@ -22,7 +22,7 @@ def test_runtime_dependencies_are_declared():
     """``pip install .`` must pull what a node and the CLI import (the runtime part of requirements.txt)."""
     declared = {d.split("[")[0].split("~")[0].split("=")[0].split(">")[0].strip().lower()
                 for d in _pyproject()["project"]["dependencies"]}
-    for name in ("django", "djangorestframework", "celery", "pysyncobj", "confluent-kafka", "pyspark", "waitress",
+    for name in ("django", "djangorestframework", "celery", "pysyncobj", "confluent-kafka", "pyspark", "granian", "waitress",
                  "whitenoise", "requests", "click", "cryptography", "pyarrow", "polars"):
         assert name in declared, name
 

@@ -1,14 +1,18 @@
-"""The node's REST server keeps answering with more open client connections than waitress' default allows."""
+"""The node's REST server (granian by default, waitress as the fallback): connection limits, descriptors
+past ``select()``'s reach, whole bodies under concurrency, and granian's embedding (its socket, its environ,
+its idle timeout, its stop)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import threading
+import time
 
 import pytest
 import requests
 
-from webapp.connect.management.commands.runnode import rest_server
+from webapp.connect.restserver import SERVER_IDENT, SERVERS, GranianRESTServer, rest_server, waitress_server
 from webapp.connect.nodeargs import add_node_arguments
 from webapp.kafka.embedded import free_port
 
@@ -16,6 +20,37 @@ from webapp.kafka.embedded import free_port
 def _app(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"ok"]
+
+
+@contextlib.contextmanager
+def serving(app, kind="granian", **kw):
+    """``(server, port)`` of a ``kind`` server for ``app`` running on a thread; closed after (granian's thread
+    ends then; waitress's loop does not stop on ``close()`` from another thread, a node never closes it)."""
+    kw.setdefault("threads", 2)
+    kw.setdefault("connection_limit", 100)
+    port = kw.pop("port", None) or free_port()
+    server = rest_server(app, kind=kind, host="127.0.0.1", port=port, **kw)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        yield server, port
+    finally:
+        server.close()
+        if kind == "granian":
+            thread.join(10)
+            assert not thread.is_alive(), "close() did not end run()"
+
+
+def test_default_server_is_granian_and_either_can_be_chosen(monkeypatch):
+    monkeypatch.delenv("RAFTCONNECT_REST_SERVER", raising=False)
+    parser = argparse.ArgumentParser()
+    add_node_arguments(parser)
+    assert parser.parse_args([]).rest_server == "granian"
+    assert parser.parse_args(["--rest-server", "waitress"]).rest_server == "waitress"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--rest-server", "gunicorn"])
+    with pytest.raises(ValueError, match="unknown REST server"):
+        rest_server(_app, kind="gunicorn", host="127.0.0.1", port=free_port(), threads=1, connection_limit=1)
 
 
 def test_default_connection_limit_is_above_waitress_own(monkeypatch):
@@ -29,31 +64,27 @@ def test_default_connection_limit_is_above_waitress_own(monkeypatch):
     assert parser.parse_args([]).rest_connection_limit == 300
 
 
+@pytest.mark.parametrize("kind", SERVERS)
 @pytest.mark.parametrize("limit, answers", [(1000, True), (100, False)])
-def test_a_request_is_served_while_150_idle_connections_are_open(limit, answers):
-    """150 kept-alive connections (workers, forwarding members) and one more client: waitress' default
-    limit of 100 stops accepting it; the node's limit does not."""
-    port = free_port()
-    server = rest_server(_app, host="127.0.0.1", port=port, threads=2, connection_limit=limit)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    idle = []
-    try:
-        for _ in range(150):
-            s = socket.create_connection(("127.0.0.1", port))
-            idle.append(s)
+def test_a_request_is_served_while_150_idle_connections_are_open(kind, limit, answers):
+    """150 kept-alive connections (workers, forwarding members) and one more client: a limit of 100
+    (waitress' default) stops accepting it; the node's limit does not. Once the idle ones close, it is served."""
+    with serving(_app, kind, connection_limit=limit) as (server, port):
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(150)]
         try:
-            ok = requests.get(f"http://127.0.0.1:{port}/", timeout=3).text == "ok"
-        except requests.RequestException:
-            ok = False
-        assert ok is answers
-    finally:
-        for s in idle:
-            s.close()
-        server.close()
+            try:
+                ok = requests.get(f"http://127.0.0.1:{port}/", timeout=3).text == "ok"
+            except requests.RequestException:
+                ok = False
+            assert ok is answers
+        finally:
+            for s in idle:
+                s.close()
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).text == "ok"
 
 
-def test_a_request_is_served_when_its_socket_is_numbered_past_select_s_limit():
+@pytest.mark.parametrize("kind", SERVERS)
+def test_a_request_is_served_when_its_socket_is_numbered_past_select_s_limit(kind):
     """With ~1,000 connections open, the next socket's descriptor is 1024 or more, which ``select()`` cannot
     watch: waitress' default loop raised and the node stopped (benchmarks/scale, a leader at 100
     workers). The node's server waits with ``poll``."""
@@ -71,16 +102,9 @@ def test_a_request_is_served_when_its_socket_is_numbered_past_select_s_limit():
             filler.append(fd)
             if fd >= 1030:
                 break
-        port = free_port()
-        server = rest_server(_app, host="127.0.0.1", port=port, threads=2, connection_limit=100)
-        assert server.socket.fileno() >= 1024
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        try:
+        with serving(_app, kind) as (server, port):
+            assert server.socket.fileno() >= 1024
             assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
-            assert thread.is_alive()
-        finally:
-            server.close()
     finally:
         for fd in filler:
             os.close(fd)
@@ -96,7 +120,7 @@ def test_the_loop_does_not_watch_a_channel_for_writing_while_its_request_is_serv
     thread held it, ``poll`` returned at once, turn after turn (~100 turns per request under 32
     clients, benchmarks/cluster). The node's channel is watched only once the request is done, or
     when the buffer is over the high watermark (the task thread then waits for the loop), or to close."""
-    server = rest_server(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=100)
+    server = waitress_server(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=100)
     channel, sockets = _channel(server)
     try:
         channel.requests = [object()]  # a request a task thread is serving
@@ -120,7 +144,7 @@ def test_the_loop_does_not_watch_a_channel_for_writing_while_its_request_is_serv
         server.close()
 
 
-def test_concurrent_large_and_small_responses_arrive_whole_with_few_loop_turns(monkeypatch):
+def test_waitress_concurrent_large_and_small_responses_arrive_whole_with_few_loop_turns(monkeypatch):
     """Responses past the output buffer's high watermark (the task thread waits for the loop to drain
     it) and small ones, from 6 clients at once: every body arrives whole, and the loop turns a few
     times per request, not once per GIL hand-over."""
@@ -142,7 +166,7 @@ def test_concurrent_large_and_small_responses_arrive_whole_with_few_loop_turns(m
 
     monkeypatch.setattr(wasyncore, "poll2", counted)
     port = free_port()
-    server = rest_server(app, host="127.0.0.1", port=port, threads=4, connection_limit=100)
+    server = waitress_server(app, host="127.0.0.1", port=port, threads=4, connection_limit=100)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     errors: list[str] = []
@@ -167,3 +191,165 @@ def test_concurrent_large_and_small_responses_arrive_whole_with_few_loop_turns(m
         assert turns[0] / 240 < 20, f"{turns[0]} loop turns for 240 requests"
     finally:
         server.close()
+
+
+# ------------------------------------------------------------------ granian, embedded
+def _echo(environ, start_response):
+    """Answers with what the server gave: the body's length and some environ keys, as JSON."""
+    import json
+
+    size = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(size) if size else b""
+    out = json.dumps({"length": len(body), "sha": __import__("hashlib").sha256(body).hexdigest(),
+                      "path": environ["PATH_INFO"], "query": environ["QUERY_STRING"],
+                      "method": environ["REQUEST_METHOD"], "host": environ.get("HTTP_HOST"),
+                      "server_port": environ["SERVER_PORT"], "scheme": environ["wsgi.url_scheme"],
+                      "secret_in_environ": "RAFTCONNECT_TEST_SECRET" in environ}).encode()
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [out]
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_request_bodies_and_environ_arrive_as_sent_and_answers_name_raftconnect(kind, monkeypatch):
+    """A 5 MB body arrives whole, the path and query as WSGI wants them (path decoded, query not), and
+    the process environment (the cluster secret, the admin password) is not copied into the environ
+    (granian's own wrapper copies all of it into every request's ``request.META``)."""
+    import hashlib
+
+    monkeypatch.setenv("RAFTCONNECT_TEST_SECRET", "s3cret")
+    body = bytes(range(256)) * 20_000
+    with serving(_echo, kind) as (server, port):
+        r = requests.post(f"http://127.0.0.1:{port}/connectors/a%20b/config?expand=status&x=%20", data=body,
+                          timeout=30)
+    assert r.status_code == 200 and r.headers["Server"] == SERVER_IDENT
+    got = r.json()
+    assert got["length"] == len(body) and got["sha"] == hashlib.sha256(body).hexdigest()
+    assert (got["path"], got["query"], got["method"]) == ("/connectors/a b/config", "expand=status&x=%20", "POST")
+    assert (got["host"], got["server_port"], got["scheme"]) == (f"127.0.0.1:{port}", str(port), "http")
+    assert got["secret_in_environ"] is False
+
+
+class _Closing:
+    """A WSGI body that records its ``close()``; ``streaming`` as Django's responses say it."""
+
+    def __init__(self, chunks, streaming, closed):
+        self.chunks, self.streaming, self.closed = chunks, streaming, closed
+
+    @property
+    def content(self):
+        return b"".join(self.chunks)
+
+    def __iter__(self):
+        return iter(self.chunks)
+
+    def close(self):
+        self.closed.set()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_granian_sends_a_response_object_whole_and_closes_it(streaming):
+    """Django returns its ``HttpResponse`` (``streaming`` False: sent as one ``bytes``) or a streamed
+    response (iterated chunk by chunk); either way the body arrives whole and ``close()`` is called,
+    which is what sends Django's ``request_finished`` (connections, ``ReleaseRequestMiddleware``)."""
+    closed = threading.Event()
+    chunks = [b"a" * 70_000, b"b" * 3, b"c" * 200_000]
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return _Closing(chunks, streaming, closed)
+
+    with serving(app) as (server, port):
+        r = requests.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert r.status_code == 200 and r.content == b"".join(chunks)
+        assert closed.wait(10)
+
+
+def test_granian_concurrent_large_and_small_responses_arrive_whole():
+    big = b"x" * (17 * 1024 * 1024)
+
+    def app(environ, start_response):
+        body = big if environ["PATH_INFO"] == "/big" else b"ok"
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    errors: list[str] = []
+    with serving(app, threads=4) as (server, port):
+        def client(n: int) -> None:
+            with requests.Session() as session:
+                for i in range(40):
+                    path = "/big" if n == 0 and i % 10 == 0 else "/small"
+                    r = session.get(f"http://127.0.0.1:{port}{path}", timeout=30)
+                    if r.status_code != 200 or r.content != (big if path == "/big" else b"ok"):
+                        errors.append(f"{path}: {r.status_code}, {len(r.content)} bytes")
+
+        clients = [threading.Thread(target=client, args=(n,)) for n in range(6)]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join(120)
+        assert not any(c.is_alive() for c in clients), "a client is still waiting for its response"
+    assert not errors, errors[:5]
+
+
+@pytest.mark.parametrize("first", SERVERS)
+def test_a_second_server_on_a_taken_port_fails_instead_of_sharing_it(first):
+    """granian binds its own sockets with ``SO_REUSEPORT``: a second node started on the same port would
+    have shared the first's connections without a word. The node's socket is its own: the second fails."""
+    with serving(_app, first) as (server, port):
+        with pytest.raises(OSError) as exc:
+            GranianRESTServer(_app, host="127.0.0.1", port=port, threads=1, connection_limit=10)
+        assert exc.value.errno == __import__("errno").EADDRINUSE
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the peer closes ``sock`` within ``within`` seconds (a read gives EOF or a reset)."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(1) == b""
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_granian_keeps_an_idle_connection_for_its_idle_timeout_then_closes_it():
+    """Agents and forwarding members keep connections between calls; granian's own 30 s closed them
+    and the next POST failed with a broken pipe. The node's idle timeout (waitress's 120 s) is the
+    server's ``idle_timeout_ms``; here 2 s: open before it, closed by the server after it."""
+    with serving(_app, idle_timeout_ms=2000) as (server, port):
+        s = socket.create_connection(("127.0.0.1", port))
+        try:
+            t0 = time.monotonic()
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert b"ok" in s.recv(4096)
+            assert not _closed_by_server(s, 1.0), "closed before its idle timeout"
+            assert _closed_by_server(s, 10.0), "still open well past its idle timeout"
+            assert time.monotonic() - t0 >= 1.9
+        finally:
+            s.close()
+
+
+def test_granian_idle_timeout_default_is_waitress_channel_timeout():
+    from waitress.adjustments import Adjustments
+
+    from webapp.connect.restserver import IDLE_TIMEOUT_MS
+
+    assert IDLE_TIMEOUT_MS == Adjustments.channel_timeout * 1000
+
+
+def test_granian_of_another_series_is_refused_with_a_clear_message(monkeypatch):
+    import granian
+
+    monkeypatch.setattr(granian, "__version__", "3.0.0")
+    with pytest.raises(RuntimeError, match="--rest-server waitress"):
+        GranianRESTServer(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
+
+
+def test_close_before_run_makes_run_return_at_once():
+    server = GranianRESTServer(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
+    server.close()
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from webapp.connect.restserver import SERVERS
+
 __all__ = ["add_node_arguments", "data_dir_from_argv", "prepare_runnode", "with_default_port"]
 
 ROLES = ("raft", "worker")
@@ -55,11 +57,16 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--switch-hold-seconds", type=float,
                         default=float(env("RAFTCONNECT_SWITCH_HOLD_SECONDS", "0")),
                         help="pause between metadata store switch phases, for drills (default 0)")
-    parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")))
+    parser.add_argument("--rest-server", choices=SERVERS, default=env("RAFTCONNECT_REST_SERVER", SERVERS[0]),
+                        help="HTTP server of the REST API: granian (default; HTTP handled outside the GIL) or "
+                             "waitress (pure Python, the fallback)")
+    parser.add_argument("--rest-threads", type=int, default=int(env("RAFTCONNECT_REST_THREADS", "16")),
+                        help="Python threads serving REST requests (default 16)")
     parser.add_argument("--rest-connection-limit", type=int,
                         default=int(env("RAFTCONNECT_REST_CONNECTION_LIMIT", "1000")),
-                        help="client connections the REST server keeps open at once (waitress' own default, "
-                             "100, is below what a leader with 100 workers needs; default 1000)")
+                        help="client connections the REST server keeps open at once; beyond it it stops "
+                             "accepting until one closes (a leader with 100 workers needs several hundred; "
+                             "default 1000)")
     parser.add_argument("--rest-listen", default=env("RAFTCONNECT_REST_LISTEN", ""),
                         help="HOST:PORT the REST API binds when it differs from --rest-address, the address other "
                              "nodes and agents use (Connect's listeners vs rest.advertised.*; default: --rest-address)")

@@ -77,6 +77,7 @@ _FLAG_KEYS: dict[str, tuple[str, str | None]] = {
     "raftconnect.jdbc.allowed.hosts": ("--jdbc-allowed-hosts", "RAFTCONNECT_JDBC_ALLOWED_HOSTS"),
     "raftconnect.switch.hold.seconds": ("--switch-hold-seconds", "RAFTCONNECT_SWITCH_HOLD_SECONDS"),
     "raftconnect.rest.threads": ("--rest-threads", "RAFTCONNECT_REST_THREADS"),
+    "raftconnect.rest.server": ("--rest-server", "RAFTCONNECT_REST_SERVER"),
 }
 
 # worker key -> environment variable read by the node or its agent

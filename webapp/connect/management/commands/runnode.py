@@ -21,6 +21,7 @@ from webapp import environment, gcpolicy
 from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect import census, malloc
 from webapp.connect.node import ConnectNode, NodeOptions
+from webapp.connect.restserver import rest_server
 from webapp.runtime import file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
 from webapp.kafka import client_overrides
@@ -76,71 +77,6 @@ def raise_open_files_limit(wanted: int) -> tuple[int, int]:
             "open files limit is %d, below the %d the REST connection limit and the node's own files need: "
             "raise it (ulimit -n, LimitNOFILE=) or lower --rest-connection-limit", soft, wanted)
     return soft, hard
-
-
-def _quiet_channel_class():
-    """waitress's ``HTTPChannel`` that the loop does not watch for writing while a thread serves its request.
-
-    waitress's loop asks every channel, at each turn, whether it wants to read or write, and watches
-    for writing (``POLLOUT``) whenever its output buffer is not empty. A task thread appends the
-    response to that buffer and sends it itself (``send_bytes`` is 1: at once), holding the
-    buffer's lock; in between, and while that thread waits for the GIL, the loop found the buffer
-    not empty, the socket writable and the lock taken: ``poll`` returned at once, turn after turn.
-    Under 32 REST clients the leader's loop made ~100 turns per request, each over every open
-    socket, and held most of the GIL: ``GET /`` ran at 250-370 requests/s with 2.9-4.5 ms of the
-    leader's CPU each, config writes at 470-525/s (benchmarks/cluster, issue 16).
-
-    Here a channel whose request is still being served is watched for writing only when its buffer
-    holds at least ``outbuf_high_watermark`` bytes (the task thread then waits for the loop to drain
-    it) or the channel is to close. Otherwise the task thread flushes its own output, and once the
-    request is done (waitress pulls its trigger when output is left) the loop sends the rest as
-    before. Every response of this application is written in one or two calls before its task
-    ends, so nothing waits longer than its request. Same 32 clients: ``GET /`` 1,040-1,240/s at
-    0.7-0.85 ms, config writes 580-655/s.
-    """
-    from waitress.channel import HTTPChannel
-
-    class QuietHTTPChannel(HTTPChannel):
-        def writable(self) -> bool:
-            if self.will_close or self.close_when_flushed:
-                return True
-            pending = self.total_outbufs_len
-            return bool(pending) and (not self.requests or pending >= self.adj.outbuf_high_watermark)
-
-    return QuietHTTPChannel
-
-
-def rest_server(application, *, host: str, port: int, threads: int, connection_limit: int):
-    """The node's waitress server for ``application`` on ``host:port``.
-
-    ``connection_limit`` is how many client connections waitress keeps open at once; beyond it
-    waitress stops accepting until one closes. Its default of 100 is below what the leader needs at
-    100 workers (each agent keeps its heartbeat and task connections alive, followers forward
-    theirs): found by ``benchmarks/scale``, where the leader stopped answering at 20 simulated workers.
-    Its queue-depth warnings pass once per 10 s (:class:`webapp.logconfig.ThrottledLogger`).
-
-    Its loop waits with ``poll`` (``asyncore_use_poll``), not waitress' default ``select``, which
-    cannot watch a file descriptor numbered 1024 or more: with ~1,000 connections open the next one
-    got such a number and the loop raised ``ValueError: filedescriptor out of range in select()``,
-    which stopped the node (a leader at 100 simulated workers in ``benchmarks/scale``).
-
-    Its channels are :func:`_quiet_channel_class`'s: the loop does not spin on a channel whose
-    request a thread is still serving.
-    """
-    import logging
-
-    from waitress import create_server
-
-    from webapp.logconfig import ThrottledLogger
-
-    server = create_server(application, host=host.strip("[]"), port=port, threads=threads, ident="raftconnect",
-                           clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
-                           asyncore_use_poll=True)
-    # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
-    # thread: one warning per 10 s with the count instead (benchmarks/cluster, issue 16)
-    server.task_dispatcher.queue_logger = ThrottledLogger(logging.getLogger("waitress.queue"), 10.0)
-    server.channel_class = _quiet_channel_class()  # the loop must not spin on busy channels (see there)
-    return server
 
 
 class Command(BaseCommand):
@@ -239,8 +175,12 @@ class Command(BaseCommand):
         freeze.freeze_now()  # the state start-up loaded lives on: not examined by the first full collection
         host, port = (options.rest_listen or options.rest_address).rsplit(":", 1)
         raise_open_files_limit(o["rest_connection_limit"] + 256)  # the connections, plus Raft, files, logs
-        server = rest_server(application, host=host, port=int(port), threads=o["rest_threads"],
-                             connection_limit=o["rest_connection_limit"])
+        try:  # bound now: an address in use stops the node here, before it serves anything
+            server = rest_server(application, kind=o["rest_server"], host=host, port=int(port),
+                                 threads=o["rest_threads"], connection_limit=o["rest_connection_limit"])
+        except (OSError, RuntimeError, ValueError) as exc:
+            node.stop()
+            raise CommandError(f"REST server on {host}:{port}: {exc}") from exc
         stopped = threading.Event()
 
         def shutdown(signum, frame):
