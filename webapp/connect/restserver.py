@@ -5,9 +5,9 @@ Two servers, chosen per node with ``--rest-server`` (``RAFTCONNECT_REST_SERVER``
 * ``granian`` (the default): :class:`GranianRESTServer`, granian's WSGI worker run inside the
   node's process. Connections, HTTP/1.1 parsing and response writes happen on granian's Rust
   threads, which do not hold the GIL; only the WSGI call itself runs on one of ``threads`` Python
-  threads. On a Raft leader the GIL is what a config write waits for: against waitress, same
-  machine and run, 32 REST clients wrote 1.18x as fast with 14 % less of the leader's CPU per
-  write, and one client's p50 fell from 2.1 to 1.6 ms (``benchmarks/cluster/RESULTS.md``, issue 16).
+  threads. On a Raft leader the GIL is what a request waits for: against waitress in the same run,
+  32 clients got 1.75x the ``GET /`` (0.51-0.54 -> 0.29-0.34 ms of the leader's CPU each), 1.17x
+  the config reads and 1.11x the config writes (``benchmarks/cluster/RESULTS_REST_MIX.md``, issue 16).
 * ``waitress``: :func:`waitress_server`, pure Python (its loop, parser and buffers hold the GIL).
   Kept as the fallback for a platform granian's wheels do not cover.
 
