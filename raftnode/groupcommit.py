@@ -128,6 +128,12 @@ class GroupCommitter:
         self.batches = 0
         self.batched_commands = 0
 
+    def stats(self) -> dict[str, int]:
+        """Counters since start: ``{"proposals": log entries proposed, "commands": commands they carried,
+        "abandoned": entries pysyncobj never answered}``; ``commands / proposals`` is the batching factor."""
+        proposals, batches, batched = self.proposals, self.batches, self.batched_commands
+        return {"proposals": proposals, "commands": proposals - batches + batched, "abandoned": self.abandoned}
+
     def submit(self, name: str, args: tuple, timeout: float) -> Any:
         """Commit ``name(*args)`` (a replicated command of the state machine) and return its apply result.
 

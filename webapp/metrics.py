@@ -124,6 +124,17 @@ class NodeCollector(Collector):
             yield failures
         yield gauge("raftconnect_raft_commit_lag", "Commit index minus applied index on this member",
                     max(0, st["commit_index"] - st["applied_index"]))
+        committer = node.raft.group_commit
+        if committer is not None:  # the leader's group commit: commands / entries is how well writes batch
+            gc = committer.stats()
+            for name, doc, value in (
+                    ("raftconnect_raft_proposals", "Raft log entries this member proposed as leader (group "
+                     "commit) since it started", gc["proposals"]),
+                    ("raftconnect_raft_proposed_commands", "Commands (config writes, statuses, offset commits) "
+                     "those entries carried", gc["commands"])):
+                family = CounterMetricFamily(name, doc)
+                family.add_metric([], value)
+                yield family
         state = node.raft.state
         a = state.assignment
         yield gauge("raftconnect_assignment_generation", "Generation of the committed assignment", a["generation"])

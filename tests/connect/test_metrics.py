@@ -17,6 +17,8 @@ def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
     assert value(m["raftconnect_metadata_store_active"], store="raft") == 1.0
     assert value(m["raftconnect_members"], role="raft") >= 1
     before = sum(s.value for s in m["raftconnect_offset_commit_seconds"] if s.name.endswith("_count"))
+    proposals_before = value(m["raftconnect_raft_proposals"])
+    commands_before = value(m["raftconnect_raft_proposed_commands"])
     node.store.put_connector_config("m1", {"connector.class": "FileStreamSource"})
     node.store.alter_offsets("m1", [SourceOffset({"p": 0}, {"o": 1})])
     m = scrape(api)
@@ -24,6 +26,12 @@ def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
     assert after == before + 1
     writes = [s for s in m["raftconnect_store_write_seconds"] if s.name.endswith("_count")]
     assert value(writes, store="raft", kind="config") >= 1
+    # the leader's group commit carried both writes above, each entry one command or more
+    proposals, commands = value(m["raftconnect_raft_proposals"]), value(m["raftconnect_raft_proposed_commands"])
+    assert commands >= commands_before + 2 and proposals >= proposals_before + 1
+    assert 1 <= proposals <= commands
+    stats = node.raft.group_commit.stats()  # read after the scrape: never behind it
+    assert stats["proposals"] >= proposals and stats["commands"] >= commands
 
 
 def test_metrics_need_authentication(api, client):
