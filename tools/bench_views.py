@@ -3,7 +3,7 @@
 Mounted only when ``RAFTCONNECT_BENCH_BASELINE=1`` (see ``urls``), never in a
 normal node. They return the same JSON as the real endpoints so that the
 benchmark can divide the real endpoint's cost by the cost of serving the same
-bytes from the same waitress server and Django:
+bytes from the same REST server and Django:
 
 * ``GET /raftconnect/v1/bench/connectors-status`` — ``GET /connectors?expand=status``'s body,
   computed from the Herder (``?static=1``: the last computed bytes, the floor);

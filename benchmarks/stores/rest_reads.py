@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """REST reads on a node whose active metadata store is PostgreSQL or MariaDB, against the Raft store.
 
-Three real node processes (``manage.py runnode``, Raft only, waitress), each its own one-member
+Three real node processes (``manage.py runnode``, Raft only, the default REST server), each its own one-member
 cluster started with a different active store (``RAFTCONNECT_METADATA_STORE``): ``raft`` (the
 baseline: metadata in the node's memory), PostgreSQL and MariaDB (scratch databases
 ``rc_rest_<random>``, dropped at the end). Each gets the same CONNECTORS file-source connectors

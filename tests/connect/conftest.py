@@ -45,7 +45,7 @@ def api(db, node, client, settings):
 
 @pytest.fixture(scope="session")
 def live_node(tmp_path_factory):
-    """A real node process (``manage.py runnode``, waitress) with Raft only (no worker: tasks never run).
+    """A real node process (``manage.py runnode``, its REST server) with Raft only (no worker: tasks never run).
 
     Shared by the tests that drive the API over HTTP (client compatibility,
     schema fuzzing). ``.url``, ``.auth`` (the admin's ``(user, password)``).

@@ -353,3 +353,28 @@ def test_close_before_run_makes_run_return_at_once():
     thread.start()
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_a_stopped_granian_server_closes_only_its_own_descriptor():
+    """granian's listener closes the descriptor it was given when it stops, after ``close()`` returned.
+    Given the socket's own, that close hit whatever was opened under the same number in between (in
+    the suite: the next server's socket, whose ``listen`` then failed in granian, which aborts the
+    process on a panic). Here a file opened right after ``close()`` takes the number and must stay open."""
+    import os
+
+    server = GranianRESTServer(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    port = server.address[1]
+    assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+    number = server.socket.fileno()
+    server.close()
+    fd = os.open(os.devnull, os.O_RDONLY)
+    try:
+        assert fd == number, "the socket's number was not the lowest free one: nothing to check"
+        assert server.released.wait(30), "granian did not stop"
+        thread.join(10)
+        assert not thread.is_alive()
+        os.fstat(fd)  # EBADF if granian closed it
+    finally:
+        os.close(fd)

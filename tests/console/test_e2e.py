@@ -75,7 +75,7 @@ def test_console_login_create_pause_trace_and_viewer(tmp_path, kafka_broker, bro
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(60_000)  # a loaded 2-core CI machine; conditions are awaited, not slept on
     try:
-        # the console comes from the node's own production WSGI server (waitress, ident "raftconnect")
+        # the console comes from the node's own production HTTP server (granian; Server: raftconnect)
         index = requests.get(node.url + "/console/", timeout=10)
         assert index.status_code == 200 and index.headers["Server"] == "raftconnect", index.headers
         page = context.new_page()

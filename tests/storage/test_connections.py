@@ -1,7 +1,7 @@
 """A relational store's connections across requests: kept, checked before reuse, closed with the store.
 
 Each test runs the store in a thread of its own that sends Django's ``request_started`` and
-``request_finished`` signals around each call, as a waitress thread of a node does around a REST
+``request_finished`` signals around each call, as a REST thread of a node does around a REST
 request. Real PostgreSQL and MariaDB servers.
 """
 from __future__ import annotations

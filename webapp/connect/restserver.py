@@ -17,6 +17,7 @@ accepting until one closes. Both answer with ``Server: raftconnect``.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import threading
@@ -148,39 +149,56 @@ class GranianRESTServer:
         if not granian.__version__.startswith(GRANIAN_SERIES):
             raise RuntimeError(f"the REST server drives granian {GRANIAN_SERIES}x, found {granian.__version__}: "
                                f"install the version in requirements.txt or start with --rest-server waitress")
-        from granian._granian import SocketHolder
-
         host = host.strip("[]")
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         self.socket = socket.create_server((host, port), family=family, backlog=backlog)
         self.address = self.socket.getsockname()[:2]
-        self._holder = SocketHolder(self.socket.fileno(), False, backlog)
+        self._backlog = backlog
         self._application = application
         self._threads = max(1, threads)
         self._connection_limit = max(1, connection_limit)
         self._idle_timeout_ms = max(1, idle_timeout_ms)
         self._signal = None
         self._stopped = threading.Event()
+        #: set once granian has stopped and let go of its descriptor (its signal's callback)
+        self.released = threading.Event()
         self._lock = threading.Lock()
 
     def run(self) -> None:
-        """Serve until :meth:`close` (from another thread or a signal handler)."""
+        """Serve until :meth:`close` (from another thread or a signal handler); returns once granian has stopped.
+
+        granian's listener takes ownership of the descriptor it is given and closes it when it
+        stops, after :meth:`close` returned. Given the socket's own descriptor, that second close
+        hit whatever had been opened under the same number meanwhile: under the test suite,
+        another server's socket, whose ``listen`` then failed inside granian, which aborts the
+        process on a Rust panic. granian is given a duplicate (``os.dup``) of its own.
+        """
         from granian._futures import _new_cbscheduler
-        from granian._granian import MetricsAggregator, WorkerSignal, WSGIWorker
+        from granian._granian import MetricsAggregator, SocketHolder, WorkerSignal, WSGIWorker
         from granian._loops import loops
         from granian.http import HTTP1Settings
 
         with self._lock:
             if self._stopped.is_set():
+                self.released.set()
                 return
             self._signal = WorkerSignal()
-            self._signal.add_cb(self._stopped.set)
+            self._signal.add_cb(self.released.set)
+            fd = os.dup(self.socket.fileno())
         loop = loops.get("asyncio")  # the worker's API wants one; WSGI calls never run on it
+        try:
+            holder = SocketHolder(fd, False, self._backlog)
+        except BaseException:
+            os.close(fd)
+            raise
         worker = WSGIWorker(
-            1, (None, self._holder), None,
+            1, (None, holder), None,
             1,  # Rust I/O threads: connections and parsing, outside the GIL
             512,  # Rust blocking threads (granian's default)
-            self._threads, 30,  # Python threads for the WSGI calls; idle ones end after 30 s
+            # Python threads for the WSGI calls. An idle one ends after 600 s (granian's longest; its
+            # default is 30 s): each keeps its own store connections (Django's are per thread), and
+            # a PyMySQL connection costs ~40 ms of CPU to open
+            self._threads, 600,
             self._connection_limit,  # backpressure: connections open at once
             "1", HTTP1Settings(header_read_timeout=self._idle_timeout_ms), None,  # HTTP/1.1 only
             None,  # no static files of granian's own (the console's come through Django: ConsoleFilesMiddleware)
@@ -190,10 +208,11 @@ class GranianRESTServer:
         callback = _granian_callback(self._application, str(self.address[0]), str(self.address[1]))
         worker.serve_mtr(_new_cbscheduler(loop, callback, impl_asyncio=False), loop, self._signal)
         self._stopped.wait()
+        self.released.wait(30)  # granian finishes its open requests and closes its descriptor
         loop.close()
 
     def close(self) -> None:
-        """Stop accepting and end :meth:`run`; idempotent."""
+        """Stop accepting and have :meth:`run` return once granian stopped; idempotent."""
         with self._lock:
             self._stopped.set()
             if self._signal is not None:
