@@ -378,3 +378,26 @@ def test_a_stopped_granian_server_closes_only_its_own_descriptor():
         os.fstat(fd)  # EBADF if granian closed it
     finally:
         os.close(fd)
+
+
+def test_runnode_on_a_taken_rest_port_exits_saying_so(tmp_path):
+    """Another process holds the node's REST port: the node stops with the address in its message
+    (with granian's own socket it would have shared the port and served half of its connections)."""
+    from tools.launcher import NodeProcess, wait_for
+
+    holder = socket.create_server(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    node = NodeProcess(node_id="taken", rest_port=port, raft_port=free_port(), data_dir=str(tmp_path / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft")
+    try:
+        node.start(wait=False)
+        wait_for(lambda: node.proc.poll() is not None, 120, what="the node on a taken port to exit")
+        assert node.proc.returncode != 0
+        with open(node.log_path) as fh:
+            log_text = fh.read()
+        assert f"REST server on 127.0.0.1:{port}" in log_text and "Address already in use" in log_text, \
+            log_text[-2000:]
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+        holder.close()
