@@ -401,3 +401,24 @@ def test_runnode_on_a_taken_rest_port_exits_saying_so(tmp_path):
         if node.proc is not None and node.proc.poll() is None:
             node.proc.kill()
         holder.close()
+
+
+def test_asyncio_keeps_working_in_a_process_serving_granian():
+    """granian's Rust-task scheduler registers a never-initialised stand-in ``asyncio.Task`` for the
+    whole process; ``asyncio.all_tasks()`` (which ``asyncio.run`` calls on its way out, as do
+    Playwright and any asyncio client) then raised "Future object is not initialized" (CI, the
+    console's end-to-end tests). The node's server uses granian's asyncio scheduler, which registers nothing."""
+    import asyncio
+
+    async def one():
+        await asyncio.sleep(0)
+        return 1
+
+    with serving(_app) as (server, port):
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+        assert asyncio.run(one()) == 1
+        loop = asyncio.new_event_loop()
+        try:
+            assert asyncio.all_tasks(loop) == set()
+        finally:
+            loop.close()

@@ -206,7 +206,10 @@ class GranianRESTServer:
             (None, MetricsAggregator(1)),  # no metrics endpoint of granian's own
         )
         callback = _granian_callback(self._application, str(self.address[0]), str(self.address[1]))
-        worker.serve_mtr(_new_cbscheduler(loop, callback, impl_asyncio=False), loop, self._signal)
+        # the asyncio flavour of granian's scheduler: its Rust flavour registers a never-initialised
+        # stand-in asyncio.Task for the whole process, and asyncio.all_tasks() (asyncio.run's exit,
+        # any asyncio client) then raises "Future object is not initialized". WSGI calls use neither.
+        worker.serve_mtr(_new_cbscheduler(loop, callback, impl_asyncio=True), loop, self._signal)
         self._stopped.wait()
         self.released.wait(30)  # granian finishes its open requests and closes its descriptor
         loop.close()
