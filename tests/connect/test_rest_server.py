@@ -144,18 +144,44 @@ def test_the_loop_does_not_watch_a_channel_for_writing_while_its_request_is_serv
         server.close()
 
 
+#: past waitress's ``outbuf_high_watermark`` (16 MiB): its task thread then waits for the loop to drain it
+_BIG = b"x" * (17 * 1024 * 1024)
+
+
+def _big_or_small(environ, start_response):
+    """``/big`` answers :data:`_BIG`, anything else ``ok``."""
+    body = _BIG if environ["PATH_INFO"] == "/big" else b"ok"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _fetch_large_and_small(port: int) -> list[str]:
+    """6 clients at once, 40 requests each on one connection (client 0 asks ``/big`` every 10th time):
+    the answers that did not arrive whole. Fails if a client is still waiting after 120 s."""
+    errors: list[str] = []
+
+    def client(n: int) -> None:
+        with requests.Session() as session:
+            for i in range(40):
+                path = "/big" if n == 0 and i % 10 == 0 else "/small"
+                r = session.get(f"http://127.0.0.1:{port}{path}", timeout=30)
+                if r.status_code != 200 or r.content != (_BIG if path == "/big" else b"ok"):
+                    errors.append(f"{path}: {r.status_code}, {len(r.content)} bytes")
+
+    clients = [threading.Thread(target=client, args=(n,)) for n in range(6)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join(120)
+    assert not any(c.is_alive() for c in clients), "a client is still waiting for its response"
+    return errors
+
+
 def test_waitress_concurrent_large_and_small_responses_arrive_whole_with_few_loop_turns(monkeypatch):
     """Responses past the output buffer's high watermark (the task thread waits for the loop to drain
     it) and small ones, from 6 clients at once: every body arrives whole, and the loop turns a few
     times per request, not once per GIL hand-over."""
     import waitress.wasyncore as wasyncore
-
-    big = b"x" * (17 * 1024 * 1024)  # waitress's outbuf_high_watermark is 16 MiB
-
-    def app(environ, start_response):
-        body = big if environ["PATH_INFO"] == "/big" else b"ok"
-        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
-        return [body]
 
     turns = [0]
     poll2 = wasyncore.poll2
@@ -166,27 +192,11 @@ def test_waitress_concurrent_large_and_small_responses_arrive_whole_with_few_loo
 
     monkeypatch.setattr(wasyncore, "poll2", counted)
     port = free_port()
-    server = waitress_server(app, host="127.0.0.1", port=port, threads=4, connection_limit=100)
+    server = waitress_server(_big_or_small, host="127.0.0.1", port=port, threads=4, connection_limit=100)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    errors: list[str] = []
-
-    def client(n: int) -> None:
-        with requests.Session() as session:
-            for i in range(40):
-                path = "/big" if n == 0 and i % 10 == 0 else "/small"
-                r = session.get(f"http://127.0.0.1:{port}{path}", timeout=30)
-                want = big if path == "/big" else b"ok"
-                if r.status_code != 200 or r.content != want:
-                    errors.append(f"{path}: {r.status_code}, {len(r.content)} bytes")
-
     try:
-        clients = [threading.Thread(target=client, args=(n,)) for n in range(6)]
-        for c in clients:
-            c.start()
-        for c in clients:
-            c.join(120)
-        assert not any(c.is_alive() for c in clients), "a client is still waiting for its response"
+        errors = _fetch_large_and_small(port)
         assert not errors, errors[:5]
         assert turns[0] / 240 < 20, f"{turns[0]} loop turns for 240 requests"
     finally:
@@ -265,29 +275,8 @@ def test_granian_sends_a_response_object_whole_and_closes_it(streaming):
 
 
 def test_granian_concurrent_large_and_small_responses_arrive_whole():
-    big = b"x" * (17 * 1024 * 1024)
-
-    def app(environ, start_response):
-        body = big if environ["PATH_INFO"] == "/big" else b"ok"
-        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
-        return [body]
-
-    errors: list[str] = []
-    with serving(app, threads=4) as (server, port):
-        def client(n: int) -> None:
-            with requests.Session() as session:
-                for i in range(40):
-                    path = "/big" if n == 0 and i % 10 == 0 else "/small"
-                    r = session.get(f"http://127.0.0.1:{port}{path}", timeout=30)
-                    if r.status_code != 200 or r.content != (big if path == "/big" else b"ok"):
-                        errors.append(f"{path}: {r.status_code}, {len(r.content)} bytes")
-
-        clients = [threading.Thread(target=client, args=(n,)) for n in range(6)]
-        for c in clients:
-            c.start()
-        for c in clients:
-            c.join(120)
-        assert not any(c.is_alive() for c in clients), "a client is still waiting for its response"
+    with serving(_big_or_small, threads=4) as (server, port):
+        errors = _fetch_large_and_small(port)
     assert not errors, errors[:5]
 
 
