@@ -41,6 +41,28 @@ def record(script: str, text: str, *, keep: bool = True, results: str = "RESULTS
             fh.write(text)
 
 
+def thread_stats(pid: int | str) -> dict[str, tuple[str, int, int]]:
+    """Per thread of process ``pid``: ``{tid: (name, user + system CPU in clock ticks, context switches)}``.
+
+    From ``/proc/<pid>/task/<tid>/stat`` and ``status`` (voluntary plus involuntary switches); a thread that
+    ends while it is read is left out. The name is the kernel's (``comm``): Python threads show the
+    interpreter's name unless they set their own, Rust threads (granian's) their runtime's. Errors:
+    ``OSError`` when the process is gone."""
+    out: dict[str, tuple[str, int, int]] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+            with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                switches = sum(int(line.split(":")[1]) for line in fh
+                               if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        out[tid] = (stat[stat.index("(") + 1:stat.rindex(")")], int(fields[11]) + int(fields[12]), switches)
+    return out
+
+
 def cpu_ticks(pid: int | str) -> tuple[int, int, int, int]:
     """``(user, system, reaped children's user, reaped children's system)`` CPU time of process ``pid``
     in clock ticks (``/proc/<pid>/stat``; ``os.sysconf("SC_CLK_TCK")`` per second). Errors: ``OSError``

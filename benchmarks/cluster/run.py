@@ -12,7 +12,9 @@ ratio where one applies:
   concurrent clients (each a kept-alive urllib3 connection), writes/s, p50/p99; baseline: raw pysyncobj ``@replicated``
   calls on a 3-member cluster with the same tuning, same concurrency; best of
   ``--repeat`` rounds (default 3) per side, the machine being shared; with the CPU each
-  process spent per REST write (leader, followers, the clients in this process), from ``/proc``;
+  process spent per REST write (leader, followers, the clients in this process), from ``/proc``, and
+  of the leader's: its REST threads, its Raft thread and its context switches per write (how often
+  its threads hand the GIL to each other);
 * leader failover — ``kill -9`` of the leader, N trials (default 20): seconds until
   a REST write on a survivor succeeds, p50/p99 (goal p99 <= 3 s); baseline: the
   Raft election alone (time until a survivor reports LEADER);
@@ -43,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from webapp.kafka.embedded import free_port  # noqa: E402 - after the path: this checkout's webapp, not an installed one
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import cpu_ticks, machine, quantile  # noqa: E402
+from benchmarks._common import cpu_ticks, machine, quantile, thread_stats  # noqa: E402
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 
@@ -180,6 +182,7 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
     pids = {"leader": leader.proc.pid} if leader in running else {}
     pids.update({f"follower {n}": m.proc.pid for n, m in enumerate((m for m in running if m is not leader), 1)})
     before = {k: cpu_ticks(p)[:2] for k, p in pids.items()}
+    threads0 = thread_stats(leader.proc.pid) if leader.proc is not None else {}
     me0 = os.times()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as ex:
@@ -190,7 +193,30 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(cpu_ticks(p)[:2], before[k])) for k, p in pids.items()}
     cpu["client"] = ((me1.user - me0.user) * 1000 / total, (me1.system - me0.system) * 1000 / total)
+    if threads0:
+        cpu["leader threads"] = _leader_threads(threads0, thread_stats(leader.proc.pid), total, tick_ms)
     return elapsed, lat, cpu
+
+
+def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> dict[str, float]:
+    """Where the leader's CPU went between two :func:`thread_stats` readings, per request.
+
+    ``{"rest ms": CPU of granian's threads (named ``tokio-rt-worker``: its connection runtime and the
+    threads that run the WSGI calls), "busiest other ms": the busiest other thread (the Raft thread
+    under writes), "switches": context switches of all threads}``. The switches show how often the
+    leader's threads hand the GIL and the CPU to each other: one client's writes need a few per write;
+    32 clients' writes many more, which is the cost of 16 REST threads contending for one GIL.
+    """
+    rest = other_max = switches = 0
+    for tid, (name, ticks, sw) in after.items():
+        _, ticks0, sw0 = before.get(tid, (name, 0, 0))
+        switches += sw - sw0
+        if name.startswith("tokio-rt-worker"):
+            rest += ticks - ticks0
+        else:
+            other_max = max(other_max, ticks - ticks0)
+    return {"rest ms": rest * tick_ms / total, "busiest other ms": other_max * tick_ms / total,
+            "switches": switches / total}
 
 
 def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
@@ -231,7 +257,11 @@ def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
             r_el, r_lat, r_cpu = min(rest_runs, key=lambda x: x[0])
             b_el, b_lat = min(raw_runs, key=lambda x: x[0])
             rounds = ", ".join(f"{b / r[0]:.2f}" for r, (b, _) in zip(rest_runs, raw_runs))
+            split = r_cpu.pop("leader threads", None)
             cpu = "; ".join(f"{who} {u + s_:.2f} ({u:.2f} user + {s_:.2f} sys)" for who, (u, s_) in r_cpu.items())
+            if split:
+                cpu += (f"; of the leader's: REST threads {split['rest ms']:.2f}, Raft thread (busiest other) "
+                        f"{split['busiest other ms']:.2f}; leader context switches per write {split['switches']:.1f}")
             rows.append(
                 f"| connector config writes via REST, {conc} client(s), best of {repeat} | {total / r_el:,.0f} writes/s, "
                 f"p50 {pct(r_lat, 50) * 1000:.1f} ms, p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {cpu} "
