@@ -154,7 +154,8 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
     300 or more raises ``RuntimeError``. The CPU figures say where a request's cost lies:
     ``{"leader"|"follower N"|"client": (user, system)}`` in ms of CPU per request, from ``/proc`` for
     the ``members`` (NodeProcess; the leader alone when ``members`` is empty) and ``os.times`` for
-    this process (the clients).
+    this process (the clients); for a leader running as a process, also ``"leader threads"``: its
+    CPU per request by thread (:func:`_leader_threads`, a dict, not a pair).
     """
     import urllib3
 
