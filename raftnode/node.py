@@ -23,6 +23,7 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 
 from . import durability
+from .osthreads import name_os_thread
 from .commands import ClusterCommands
 from .groupcommit import GroupCommitter
 from .state import BATCH_COMMAND, ClusterStateMachine
@@ -343,6 +344,8 @@ class RaftNode:
             on_proposed=self._proposed if config.append_entries_immediately else None,
         ) if config.group_commit else None
         _keep_next_index_monotonic(self.syncobj)
+        self._raft_thread_named = False
+        self.syncobj.addOnTickCallback(self._name_raft_thread)
         self._send_wanted = False
         self._wake: Callable[[], None] | None = None
         if self.group_commit is not None and config.append_entries_immediately:
@@ -350,6 +353,15 @@ class RaftNode:
         self._stopped = threading.Event()
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
+
+    #: the kernel's name for the Raft thread (``top -H``, ``/proc/<pid>/task/*/comm``; see ``raftnode.osthreads``)
+    RAFT_THREAD_NAME = "raft"
+
+    def _name_raft_thread(self) -> None:
+        """On the Raft thread's first tick: name it for the kernel (:data:`RAFT_THREAD_NAME`)."""
+        if not self._raft_thread_named:
+            self._raft_thread_named = True
+            name_os_thread(self.RAFT_THREAD_NAME)
 
     # ------------------------------------------------------- immediate append-entries
     def _proposed(self) -> None:

@@ -23,6 +23,8 @@ import sys
 import threading
 from typing import Any, Callable, Iterable
 
+from raftnode.osthreads import name_os_thread
+
 #: the ``Server`` header of every answer, whichever server runs
 SERVER_IDENT = "raftconnect"
 #: ``--rest-server`` choices; the first is the default
@@ -33,6 +35,10 @@ SERVERS = ("granian", "waitress")
 IDLE_TIMEOUT_MS = 120_000
 #: the granian release series whose worker this module drives (see :class:`GranianRESTServer`)
 GRANIAN_SERIES = "2.8."
+
+#: the kernel's name for the Python threads running the application under granian (``top -H``,
+#: ``/proc/<pid>/task/*/comm``); granian's Rust threads keep theirs (``tokio-rt-worker``)
+REST_THREAD_NAME = "rest"
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -96,7 +102,8 @@ def _granian_callback(application: WSGIApp, server_name: str, server_port: str):
     environ (CGI style); a node's environment holds the cluster secret and the admin password,
     which must not reach ``request.META``, so this one does not. A Django response that is not
     streamed is handed over as one ``bytes`` (not iterated chunk by chunk from Rust) and closed
-    right after, which sends Django's ``request_finished``.
+    right after, which sends Django's ``request_finished``. Each Python thread granian runs it on
+    names itself :data:`REST_THREAD_NAME` for the kernel on its first request.
     """
     base = {
         "GATEWAY_INTERFACE": "CGI/1.1", "SCRIPT_NAME": "", "SERVER_SOFTWARE": SERVER_IDENT,
@@ -106,7 +113,12 @@ def _granian_callback(application: WSGIApp, server_name: str, server_port: str):
         "wsgi.run_once": False, "wsgi.version": (1, 0),
     }
 
+    named = threading.local()
+
     def call(proto, scope) -> int:
+        if not getattr(named, "done", False):  # the thread's first request: name it for the kernel
+            named.done = True
+            name_os_thread(REST_THREAD_NAME)
         start = _Start()
         body = application(base | scope, start)
         if isinstance(body, list):
