@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 
-__all__ = ["cpu_ticks", "machine", "quantile", "record"]
+__all__ = ["cpu_ticks", "machine", "quantile", "record", "short_commit"]
 
 
 def machine() -> str:
@@ -22,6 +23,12 @@ def machine() -> str:
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, "
             f"Python {platform.python_version()}")
+
+
+def short_commit(repo: str | os.PathLike, default: str = "?") -> str:
+    """The short hash of ``repo``'s ``HEAD`` (a checkout's directory), or ``default`` when git cannot tell."""
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or default
 
 
 def quantile(values: list[float], q: float) -> float:

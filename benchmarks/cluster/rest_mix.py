@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-from benchmarks._common import machine, record  # noqa: E402
+from benchmarks._common import machine, record, short_commit  # noqa: E402
 
 #: worktrees :func:`_checkout` made, removed at the end of the run
 _WORKTREES: list[Path] = []
@@ -115,10 +115,6 @@ def _run(args) -> int:
     """The measured rounds of :func:`main` and their record."""
     from webapp.kafka.embedded import EmbeddedKafka
 
-    def commit(repo: Path) -> str:
-        return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip() or "?"
-
     sides = [("this", ROOT)] + ([("baseline", _checkout(args.baseline))] if args.baseline else [])
     results: dict[str, list[dict[str, tuple[float, float]]]] = {name: [] for name, _ in sides}
     work = Path(tempfile.mkdtemp(prefix="bench-rest-mix-"))
@@ -127,11 +123,11 @@ def _run(args) -> int:
             for name, repo in reversed(sides):  # the baseline first in each round
                 res = _side(repo, kafka, work, args.threads)
                 results[name].append(res)
-                print(f"  round {r + 1}/{args.rounds}, {name} ({commit(repo)}): "
+                print(f"  round {r + 1}/{args.rounds}, {name} ({short_commit(repo)}): "
                       + "; ".join(f"{k} {v[0]:,.0f}/s {v[1]:.2f} ms" for k, v in res.items()), flush=True)
     lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n",
-             f"{args.threads} clients, {args.rounds} rounds per side; this checkout {commit(ROOT)}"
-             + (f", baseline {commit(sides[1][1])}" if args.baseline else "") + ".\n",
+             f"{args.threads} clients, {args.rounds} rounds per side; this checkout {short_commit(ROOT)}"
+             + (f", baseline {short_commit(sides[1][1])}" if args.baseline else "") + ".\n",
              "| request | this: requests/s per round (leader CPU ms per request) | "
              + ("baseline: requests/s per round (leader CPU ms per request) | best / best |" if args.baseline else "")
              + "\n|---|---|" + ("---|---|" if args.baseline else "") + "\n"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -33,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import machine, record  # noqa: E402
+from benchmarks._common import machine, record, short_commit  # noqa: E402
 
 
 def _side(kafka, work: Path, rest_threads: int, clients: int, writes: int) -> dict[str, float]:
@@ -86,8 +85,7 @@ def main() -> int:
                 results[n].append(res)
                 print(f"  round {r + 1}/{args.rounds}, {n} REST threads: {res['writes/s']:,.0f} writes/s, leader "
                       f"{res['leader ms']:.2f} ms per write", flush=True)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "?"
+    commit = short_commit(ROOT)
     lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n\n",
              f"{args.clients} clients, {args.writes:,} config writes per round, {args.rounds} rounds; commit {commit}. "
              "Per round: writes/s (leader CPU ms per write = REST threads + Raft thread + other threads; context "

@@ -174,13 +174,12 @@ def main() -> int:
         views_child(args) if args.tree else child(args)
         return 0
     sys.path.insert(0, str(ROOT))
-    from benchmarks._common import machine, record
+    from benchmarks._common import machine, record, short_commit
 
     if args.views:
         return compare_views(args, machine())
 
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = short_commit(ROOT, "")
     load_start = Path("/proc/loadavg").read_text().split()[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_MALLOC_") and k != "MALLOC_ARENA_MAX"}
     results: dict[str, list[dict]] = {"glibc": [], "node": []}

@@ -28,7 +28,6 @@ import argparse
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 
-from benchmarks._common import cpu_ticks, machine, quantile, record  # noqa: E402
+from benchmarks._common import cpu_ticks, machine, quantile, record, short_commit  # noqa: E402
 
 STORES = {"raft": None, "postgresql": "postgresql://postgres@127.0.0.1:5432/{db}",
           "mariadb": "mysql://root@127.0.0.1:3306/{db}"}
@@ -103,8 +102,7 @@ def main() -> int:
 
     repo = Path(args.repo).resolve() if args.repo else ROOT
     tools.launcher.REPO_ROOT = repo
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = short_commit(repo, "unknown")
     work = Path(tempfile.mkdtemp(prefix="bench-rest-reads-"))
     csv = work / "w.csv"
     csv.write_text("a\n1\n")
