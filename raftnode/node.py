@@ -23,9 +23,9 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 
 from . import durability
-from .osthreads import name_os_thread
 from .commands import ClusterCommands
 from .groupcommit import GroupCommitter
+from .osthreads import name_os_thread
 from .state import BATCH_COMMAND, ClusterStateMachine
 
 __all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "SingleAttempt", "without_leader_wait"]

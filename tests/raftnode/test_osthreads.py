@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 
 import pytest
 import requests
 
 from raftnode.osthreads import name_os_thread
+from tools.launcher import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_NAME) is Linux's")
 
@@ -17,15 +17,6 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pr
 def _comm(tid: int) -> str:
     with open(f"/proc/self/task/{tid}/comm") as fh:
         return fh.read().strip()
-
-
-def _wait_for(predicate, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_a_thread_gets_the_name_given_cut_to_the_kernel_s_15_bytes():
@@ -51,7 +42,8 @@ def test_the_raft_thread_is_named_raft(tmp_path):
     try:
         assert raft.wait_ready(15), raft.status()
         tick_thread = raft.syncobj._SyncObj__thread  # pysyncobj's own (autoTick) thread
-        assert _wait_for(lambda: _comm(tick_thread.native_id) == RaftNode.RAFT_THREAD_NAME)
+        wait_for(lambda: _comm(tick_thread.native_id) == RaftNode.RAFT_THREAD_NAME, 15, 0.02,
+                 "the Raft thread's kernel name")
     finally:
         raft.destroy()
 
