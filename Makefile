@@ -80,6 +80,7 @@ bench: setup
 	$(PY) benchmarks/cluster/run.py
 	$(PY) benchmarks/cluster/rest_mix.py
 	$(PY) benchmarks/cluster/rest_threads.py
+	$(PY) benchmarks/cluster/rest_floor.py
 	$(PY) benchmarks/stores/run.py
 	$(PY) benchmarks/stores/rest_reads.py
 	$(PY) benchmarks/rest/run.py
