@@ -1,5 +1,5 @@
 """Kernel thread names (``raftnode.osthreads``): the Raft thread and granian's REST threads name
-themselves, so ``top -H`` and ``benchmarks/cluster`` can tell them from the other threads."""
+themselves (granian's or waitress's), so ``top -H`` and ``benchmarks/cluster`` can tell them from the other threads."""
 from __future__ import annotations
 
 import sys
@@ -48,7 +48,8 @@ def test_the_raft_thread_is_named_raft(tmp_path):
         raft.destroy()
 
 
-def test_granian_s_python_threads_name_themselves_rest_on_their_first_request():
+@pytest.mark.parametrize("kind", ["granian", "waitress"])
+def test_the_rest_server_s_python_threads_name_themselves_rest_on_their_first_request(kind):
     from webapp.connect.restserver import REST_THREAD_NAME
     from tests.connect.test_rest_server import _app, serving
 
@@ -58,6 +59,6 @@ def test_granian_s_python_threads_name_themselves_rest_on_their_first_request():
         named["comm"] = _comm(threading.get_native_id())
         return _app(environ, start_response)
 
-    with serving(app_thread_name, "granian", threads=1) as (_, port):
+    with serving(app_thread_name, kind, threads=1) as (_, port):
         assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 200
     assert named["comm"] == REST_THREAD_NAME

@@ -94,6 +94,19 @@ class _Chunks:
             close()
 
 
+def _thread_namer() -> Callable[[], None]:
+    """A function that names the thread calling it :data:`REST_THREAD_NAME` for the kernel, once per
+    thread (its first call there; later calls only read a thread-local flag)."""
+    named = threading.local()
+
+    def name_thread() -> None:
+        if not getattr(named, "done", False):
+            named.done = True
+            name_os_thread(REST_THREAD_NAME)
+
+    return name_thread
+
+
 def _granian_callback(application: WSGIApp, server_name: str, server_port: str):
     """The function granian's worker calls per request: ``(proto, scope) -> status``.
 
@@ -113,12 +126,10 @@ def _granian_callback(application: WSGIApp, server_name: str, server_port: str):
         "wsgi.run_once": False, "wsgi.version": (1, 0),
     }
 
-    named = threading.local()
+    name_thread = _thread_namer()
 
     def call(proto, scope) -> int:
-        if not getattr(named, "done", False):  # the thread's first request: name it for the kernel
-            named.done = True
-            name_os_thread(REST_THREAD_NAME)
+        name_thread()
         start = _Start()
         body = application(base | scope, start)
         if isinstance(body, list):
@@ -288,13 +299,20 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
     which stopped the node (a leader at 100 simulated workers in ``benchmarks/scale``).
 
     Its channels are :func:`_quiet_channel_class`'s: the loop does not spin on a channel whose
-    request a thread is still serving.
+    request a thread is still serving. Each task thread names itself :data:`REST_THREAD_NAME` for the
+    kernel on its first request, as granian's Python threads do.
     """
     from waitress import create_server
 
     from webapp.logconfig import ThrottledLogger
 
-    server = create_server(application, host=host.strip("[]"), port=port, threads=threads, ident=SERVER_IDENT,
+    name_thread = _thread_namer()
+
+    def named_application(environ, start_response):  # each task thread: "rest" for the kernel, as granian's
+        name_thread()
+        return application(environ, start_response)
+
+    server = create_server(named_application, host=host.strip("[]"), port=port, threads=threads, ident=SERVER_IDENT,
                            clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
                            asyncore_use_poll=True, channel_timeout=max(1, idle_timeout_ms // 1000))
     # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
