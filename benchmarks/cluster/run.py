@@ -326,7 +326,7 @@ def bench_isolated_leader(kafka, work: Path, trials: int) -> list[str]:
 
     from tools.launcher import LocalCluster, wait_for
 
-    times, elections = [], []
+    times: list[float] = []
     for trial in range(trials):
         cluster = LocalCluster(data_dir=str(work / f"isolated-{trial}"), bootstrap_servers=kafka.bootstrap_servers,
                                raft_roles="raft").start()
