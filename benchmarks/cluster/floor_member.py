@@ -55,7 +55,7 @@ class _RaftNodeKV:
 
         self.raft = RaftNode(RaftConfig(self_address=me, peers=peers, data_dir=data, password="bench"))
 
-    def _isLeader(self) -> bool:  # noqa: N802 - pysyncobj's name
+    def _isLeader(self) -> bool:  # pysyncobj's name
         return self.raft.is_leader
 
     def put(self, k, v, sync: bool = True, timeout: float = 10):

@@ -163,9 +163,9 @@ def main() -> int:
                       f"({time.monotonic() - started:.0f} s)", flush=True)
     raw = [x["writes/s"] for x in results["raw pysyncobj"]]
     lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n\n",
-             f"{args.clients} clients, {args.writes:,} writes per round and side, {args.rounds} rounds; commit "
-             f"{short_commit(ROOT)}. Per round: writes/s, its ratio to raw pysyncobj's in the same round, p50; "
-             "for the HTTP sides, CPU ms per write of each process (leader, followers, the clients).\n\n",
+             (f"{args.clients} clients, {args.writes:,} writes per round and side, {args.rounds} rounds; commit "
+              f"{short_commit(ROOT)}. Per round: writes/s, its ratio to raw pysyncobj's in the same round, p50; "
+              "for the HTTP sides, CPU ms per write of each process (leader, followers, the clients).\n\n"),
              "| side | rounds |\n|---|---|\n"]
     for side in SIDES:
         cells = []
