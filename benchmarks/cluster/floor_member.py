@@ -4,7 +4,7 @@
 The least any HTTP front over a Python Raft member can cost: the node's own REST server
 (:func:`webapp.connect.restserver.rest_server`, granian, 16 Python threads) with a WSGI application
 that does only what every write needs — read and decode the JSON body, propose it with
-``sync=True`` to a pysyncobj member with ``run.py``'s raw baseline tuning, and encode a JSON answer.
+``sync=True`` to ``run.py``'s raw baseline member (:func:`run.raw_member`), and encode a JSON answer.
 No Django, no authentication, no validation.
 
 With ``--raftnode`` the member is RaftConnect's own (:class:`raftnode.RaftNode`, its defaults: group
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
@@ -30,25 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-def _kv(me: str, peers: list[str], data: str):
-    from pysyncobj import SyncObj, SyncObjConf, replicated
-
-    class KV(SyncObj):  # run.py's raw baseline member, option for option
-        def __init__(self) -> None:
-            super().__init__(me, peers, SyncObjConf(password="bench", autoTickPeriod=0.005, appendEntriesPeriod=0.01,
-                                                    journalFile=os.path.join(data, "j"), raftMinTimeout=0.4,
-                                                    raftMaxTimeout=1.2))
-            self.data: dict = {}
-
-        @replicated
-        def put(self, k, v):
-            self.data[k] = v
-
-    return KV()
-
-
 class _RaftNodeKV:
-    """:class:`raftnode.RaftNode` behind ``_kv``'s two calls (``put``, ``_isLeader``)."""
+    """:class:`raftnode.RaftNode` behind ``run.raw_member``'s two calls (``put``, ``_isLeader``)."""
 
     def __init__(self, me: str, peers: list[str], data: str) -> None:
         from raftnode import RaftConfig, RaftNode
@@ -112,10 +94,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--raftnode", action="store_true", help="RaftConnect's RaftNode instead of raw pysyncobj")
     args = parser.parse_args()
+    from run import raw_member  # this file's directory is on the path: it is run as a script
     from webapp.connect.restserver import rest_server
 
     peers = [p for p in args.peers.split(",") if p]
-    kv = _RaftNodeKV(args.raft, peers, args.data) if args.raftnode else _kv(args.raft, peers, args.data)
+    kv = _RaftNodeKV(args.raft, peers, args.data) if args.raftnode else raw_member(args.raft, peers, args.data)
     server = rest_server(application_for(kv), host="127.0.0.1", port=args.http_port, threads=args.threads,
                          connection_limit=256)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.close, daemon=True).start())

@@ -75,9 +75,9 @@ def _start_floor(work: Path, raftnode: bool) -> list[FloorMember]:
         port = free_port()
         (data / str(i)).mkdir()
         log = open(data / f"{i}.log", "w")  # noqa: SIM115 - the process's, closed with it
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("floor_member.py")), "--raft", me,
-                                 "--peers", ",".join(x for x in raft if x != me), "--http-port", str(port),
-                                 "--data", str(data / str(i))] + (["--raftnode"] if raftnode else []), stdout=log, stderr=subprocess.STDOUT)
+        argv = [sys.executable, str(Path(__file__).with_name("floor_member.py")), "--raft", me,
+                "--peers", ",".join(x for x in raft if x != me), "--http-port", str(port), "--data", str(data / str(i))]
+        proc = subprocess.Popen(argv + (["--raftnode"] if raftnode else []), stdout=log, stderr=subprocess.STDOUT)
         members.append(FloorMember(url=f"http://127.0.0.1:{port}", proc=proc))
     wait_for(lambda: any(m.is_leader() for m in members), 60, what="a floor member to lead")
     return members
@@ -94,17 +94,10 @@ def _stop_floor(members: list[FloorMember]) -> None:
             m.proc.wait()
 
 
-def _config(i: int, path: str) -> dict[str, str]:
-    return {"connector.class": "raftconnect.connectors.file.FileSourceConnector", "path": path, "format": "csv",
-            "topic": f"t{i % 50}", "tasks.max": "1"}
-
-
 def _side(kafka, work: Path, side: str, clients: int, writes: int) -> dict:
     """One round of ``side`` on fresh members: ``{"writes/s", "p50 ms", "cpu": {who: ms per write}}``."""
-    from run import _raw_pysyncobj_writes, _rest_load, _rest_writes
+    from run import _raw_pysyncobj_writes, _rest_load, _rest_writes, bench_config, warmed_cluster
 
-    csv = work / "w.csv"
-    csv.write_text("a\n1\n")
     if side == "raw pysyncobj":
         _raw_pysyncobj_writes(clients, 400)
         elapsed, lat = _raw_pysyncobj_writes(clients, writes)
@@ -113,25 +106,18 @@ def _side(kafka, work: Path, side: str, clients: int, writes: int) -> dict:
         members = _start_floor(work, raftnode=side == "HTTP over RaftNode")
         try:
             leader = next(m for m in members if m.is_leader())
+            path = str(work / "w.csv")  # named in the config only: the floor checks nothing
 
             def request(i):
-                return "PUT", f"/k/bench-{i % 200}", _config(i, str(csv))
+                return "PUT", f"/k/bench-{i % 200}", bench_config(i, path)
 
             _rest_load(leader, 4, 400, request)
             elapsed, lat, cpu = _rest_load(leader, clients, writes, request, members)
         finally:
             _stop_floor(members)
     else:
-        from tools.launcher import LocalCluster
-
-        cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
-                               raft_roles="raft", file_allowed_paths=[str(work)]).start()
-        try:
-            leader = cluster.leader()
-            _rest_writes(leader, 4, 400, str(csv))  # creates the 200 connectors, warms connections and caches
+        with warmed_cluster(kafka, work) as (cluster, leader, csv):
             elapsed, lat, cpu = _rest_writes(leader, clients, writes, str(csv), cluster.nodes)
-        finally:
-            cluster.stop()
     cpu.pop("leader threads", None)
     return {"writes/s": writes / elapsed, "p50 ms": quantile(lat, 0.5) * 1000,
             "cpu": {who: u + s for who, (u, s) in cpu.items()}}

@@ -52,24 +52,17 @@ def _reads(leader, path_of, total: int, threads: int) -> tuple[float, float]:
 def _side(repo: Path, kafka, work: Path, threads: int) -> dict[str, tuple[float, float]]:
     """One round on a fresh cluster running ``repo``'s code: ``{kind: (requests/s, leader CPU ms per request)}``."""
     import tools.launcher
-    from run import _rest_writes
-    from tools.launcher import LocalCluster
+    from run import _rest_writes, warmed_cluster
 
     tools.launcher.REPO_ROOT = repo
-    csv = work / "w.csv"
-    csv.write_text("a\n1\n")
-    cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
-                           raft_roles="raft", file_allowed_paths=[str(work)]).start()
     try:
-        leader = cluster.leader()
-        _rest_writes(leader, 4, 400, str(csv))  # creates the 200 connectors, warms connections and caches
-        elapsed, _, cpu = _rest_writes(leader, threads, 2000, str(csv), cluster.nodes)
-        out = {KINDS[0]: (2000 / elapsed, sum(cpu["leader"]))}
-        out[KINDS[1]] = _reads(leader, lambda i: f"/connectors/bench-{i % 200}/config", 3000, threads)
-        out[KINDS[2]] = _reads(leader, lambda i: "/", 3000, threads)
-        return out
+        with warmed_cluster(kafka, work) as (cluster, leader, csv):
+            elapsed, _, cpu = _rest_writes(leader, threads, 2000, str(csv), cluster.nodes)
+            out = {KINDS[0]: (2000 / elapsed, sum(cpu["leader"]))}
+            out[KINDS[1]] = _reads(leader, lambda i: f"/connectors/bench-{i % 200}/config", 3000, threads)
+            out[KINDS[2]] = _reads(leader, lambda i: "/", 3000, threads)
+            return out
     finally:
-        cluster.stop()
         tools.launcher.REPO_ROOT = ROOT
 
 

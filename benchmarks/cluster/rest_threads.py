@@ -38,26 +38,14 @@ from benchmarks._common import machine, record, short_commit  # noqa: E402
 def _side(kafka, work: Path, rest_threads: int, clients: int, writes: int) -> dict[str, float]:
     """One round on a fresh cluster whose members run ``rest_threads`` REST threads:
     ``{"writes/s", "leader ms", "rest ms", "raft ms", "switches"}`` (CPU and switches per write)."""
-    from run import _rest_writes
-    from tools.launcher import LocalCluster
+    from run import _rest_writes, warmed_cluster
 
-    csv = work / "w.csv"
-    csv.write_text("a\n1\n")
-    os.environ["RAFTCONNECT_REST_THREADS"] = str(rest_threads)  # the members inherit it
-    try:
-        cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
-                               raft_roles="raft", file_allowed_paths=[str(work)]).start()
-    finally:
-        os.environ.pop("RAFTCONNECT_REST_THREADS", None)
-    try:
-        leader = cluster.leader()
-        _rest_writes(leader, 4, 400, str(csv))  # creates the 200 connectors, warms connections and caches
+    # the members inherit RAFTCONNECT_REST_THREADS
+    with warmed_cluster(kafka, work, {"RAFTCONNECT_REST_THREADS": str(rest_threads)}) as (cluster, leader, csv):
         elapsed, _, cpu = _rest_writes(leader, clients, writes, str(csv), cluster.nodes)
-        split = cpu.get("leader threads", {})
-        return {"writes/s": writes / elapsed, "leader ms": sum(cpu["leader"]), "rest ms": split.get("rest ms", 0.0),
-                "raft ms": split.get("raft ms", 0.0), "switches": split.get("switches", 0.0)}
-    finally:
-        cluster.stop()
+    split = cpu.get("leader threads", {})
+    return {"writes/s": writes / elapsed, "leader ms": sum(cpu["leader"]), "rest ms": split.get("rest ms", 0.0),
+            "raft ms": split.get("raft ms", 0.0), "switches": split.get("switches", 0.0)}
 
 
 def main() -> int:

@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -83,6 +84,26 @@ def bench_assignor() -> list[str]:
 
 
 # ------------------------------------------------------------------- metadata writes
+def raw_member(me: str, others: list[str], data_dir: str):
+    """A raw pysyncobj member at ``me`` with the baseline's tuning, journal in ``data_dir``: a key-value
+    map with one replicated call, ``put(k, v)``. The raw side of the writes row, and each member of
+    ``rest_floor.py``'s HTTP floor (``floor_member.py``)."""
+    from pysyncobj import SyncObj, SyncObjConf, replicated
+
+    class KV(SyncObj):
+        def __init__(self) -> None:
+            super().__init__(me, others, SyncObjConf(password="bench", autoTickPeriod=0.005, appendEntriesPeriod=0.01,
+                                                    journalFile=os.path.join(data_dir, "j"), raftMinTimeout=0.4,
+                                                    raftMaxTimeout=1.2))
+            self.data: dict = {}
+
+        @replicated
+        def put(self, k, v):
+            self.data[k] = v
+
+    return KV()
+
+
 def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[float]]:
     """Baseline: a 3-member raw pysyncobj cluster in this process with our tuning.
 
@@ -92,26 +113,13 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
     logged "truncating already-applied log entries" under 32 clients and a run failed
     with a DISCARDED command (see ``raftnode/node.py``, ``RaftConfig``).
     """
-    from pysyncobj import SyncObj, SyncObjConf, replicated
-
-    class KV(SyncObj):
-        def __init__(self, me, others, d):
-            super().__init__(me, others, SyncObjConf(password="bench", autoTickPeriod=0.005, appendEntriesPeriod=0.01,
-                                                    journalFile=os.path.join(d, "j"), raftMinTimeout=0.4,
-                                                    raftMaxTimeout=1.2))
-            self.data = {}
-
-        @replicated
-        def put(self, k, v):
-            self.data[k] = v
-
     d = tempfile.mkdtemp()
     ports = [free_port() for _ in range(3)]
     addrs = [f"127.0.0.1:{p}" for p in ports]
     nodes = []
     for i, a in enumerate(addrs):
         os.makedirs(os.path.join(d, str(i)))
-        nodes.append(KV(a, [x for x in addrs if x != a], os.path.join(d, str(i))))
+        nodes.append(raw_member(a, [x for x in addrs if x != a], os.path.join(d, str(i))))
     deadline = time.time() + 20
     while not any(n._isLeader() for n in nodes) and time.time() < deadline:
         time.sleep(0.05)
@@ -228,10 +236,46 @@ def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> di
 def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
     """:func:`_rest_load` of ``total`` ``PUT /connectors/bench-<i % 200>/config`` (file source on ``path``)."""
     def put(i: int) -> tuple[str, str, dict]:
-        cfg = {"connector.class": SOURCE, "path": path, "format": "csv", "topic": f"t{i % 50}", "tasks.max": "1"}
-        return "PUT", f"/connectors/bench-{i % 200}/config", cfg
+        return "PUT", f"/connectors/bench-{i % 200}/config", bench_config(i, path)
 
     return _rest_load(leader, concurrency, total, put, members)
+
+
+def bench_config(i: int, path: str) -> dict[str, str]:
+    """The ``i``-th write's connector config: a file source on ``path``, CSV, topic ``t<i % 50>``, one task."""
+    return {"connector.class": SOURCE, "path": path, "format": "csv", "topic": f"t{i % 50}", "tasks.max": "1"}
+
+
+@contextmanager
+def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None):
+    """A fresh 3-member Raft-only cluster (``tools.launcher.LocalCluster``) under ``work``, ready for
+    :func:`_rest_writes`: yields ``(cluster, leader, csv)``, stopped after.
+
+    ``env`` is set in this process while the members start (they inherit it), then restored. Before
+    it yields, 400 writes from 4 clients create the 200 connectors the writes use (file sources on
+    ``csv``, ``work / "w.csv"``) and warm connections and caches.
+    """
+    from tools.launcher import LocalCluster
+
+    csv = work / "w.csv"
+    csv.write_text("a\n1\n")
+    before = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
+                               raft_roles="raft", file_allowed_paths=[str(work)]).start()
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    try:
+        leader = cluster.leader()
+        _rest_writes(leader, 4, 400, str(csv))
+        yield cluster, leader, csv
+    finally:
+        cluster.stop()
 
 
 def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
