@@ -15,7 +15,8 @@ whatever the floor costs beyond raw pysyncobj, any HTTP API over a Python Raft m
 Per round, one side after the other (``--rounds``, default 2, so that load drift on a shared machine
 hits all alike), each on fresh members: ``--writes`` (default 3,000) writes of the same file-source
 connector config over 200 keys from ``--clients`` (default 32) clients — ``run.py``'s urllib3
-clients for both HTTP sides, method calls for raw pysyncobj — after 400 warm-up writes. Per side:
+clients for both HTTP sides, method calls for raw pysyncobj — after 400 warm-up writes (raw
+pysyncobj's on a cluster of their own: it warms this process, its members hold no connections to warm). Per side:
 writes/s and p50 latency; for the HTTP sides, CPU per write of the leader, both followers and the
 clients (this process), from ``/proc``.
 
