@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import socket
+import sys
 import threading
 import time
 
@@ -24,8 +25,8 @@ def _app(environ, start_response):
 
 @contextlib.contextmanager
 def serving(app, kind="granian", **kw):
-    """``(server, port)`` of a ``kind`` server for ``app`` running on a thread; closed after (granian's thread
-    ends then; waitress's loop does not stop on ``close()`` from another thread, a node never closes it)."""
+    """``(server, port)`` of a ``kind`` server for ``app`` running on a thread; closed after, and its thread
+    must then end (``close()`` from another thread ends ``run()``)."""
     kw.setdefault("threads", 2)
     kw.setdefault("connection_limit", 100)
     port = kw.pop("port", None) or free_port()
@@ -36,9 +37,8 @@ def serving(app, kind="granian", **kw):
         yield server, port
     finally:
         server.close()
-        if kind == "granian":
-            thread.join(10)
-            assert not thread.is_alive(), "close() did not end run()"
+        thread.join(10)
+        assert not thread.is_alive(), "close() did not end run()"
 
 
 def test_default_server_is_granian_and_either_can_be_chosen(monkeypatch):
@@ -335,13 +335,83 @@ def test_granian_of_another_series_is_refused_with_a_clear_message(monkeypatch):
         GranianRESTServer(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
 
 
-def test_close_before_run_makes_run_return_at_once():
-    server = GranianRESTServer(_app, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
+@pytest.mark.parametrize("kind", SERVERS)
+def test_close_before_run_makes_run_return_at_once(kind):
+    server = rest_server(_app, kind=kind, host="127.0.0.1", port=free_port(), threads=1, connection_limit=10)
     server.close()
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     thread.join(5)
     assert not thread.is_alive()
+
+
+def _rest_tids() -> set[int]:
+    """Ids of this process's threads the kernel knows as ``rest`` (the REST servers' Python threads)."""
+    import os
+
+    tids = set()
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/comm") as f:
+            if f.read().strip() == "rest":
+                tids.add(int(tid))
+    return tids
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_close_ends_run_with_a_connection_kept_alive_and_a_request_in_flight(kind):
+    """``close()`` from another thread, while a client keeps its connection open and another waits for
+    an answer: ``run()`` returns, the port refuses new connections, and none of the threads that served
+    is left. waitress's own ``close()`` left its loop running for as long as any connection stayed
+    open, and its task threads with it."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(environ, start_response):
+        if environ["PATH_INFO"] == "/slow":
+            started.set()
+            release.wait(10)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    before, rest_before = set(threading.enumerate()), _rest_tids()
+    port = free_port()
+    server = rest_server(slow, kind=kind, host="127.0.0.1", port=port, threads=2, connection_limit=10)
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    session = requests.Session()
+    waiting = threading.Thread(target=_quietly, args=(requests.get, f"http://127.0.0.1:{port}/slow"),
+                               kwargs={"timeout": 10})
+    try:
+        assert session.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"  # kept alive in the session
+        waiting.start()
+        assert started.wait(5), "the slow request did not reach the application"
+        server.close()
+        release.set()
+        runner.join(15)
+        assert not runner.is_alive(), "close() did not end run()"
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    finally:
+        release.set()
+        session.close()
+        if waiting.is_alive() or waiting.ident:
+            waiting.join(15)
+    deadline = time.monotonic() + 10
+    while True:
+        left = [t.name for t in set(threading.enumerate()) - before  # granian's own threads: by their kernel name
+                if t.is_alive() and t is not runner and not isinstance(t, threading._DummyThread)]
+        left += [f"rest (tid {tid})" for tid in _rest_tids() - rest_before]
+        if not left:
+            break
+        assert time.monotonic() < deadline, f"threads left after close(): {left}"
+        time.sleep(0.05)
+
+
+def _quietly(call, *args, **kw):
+    """``call(*args, **kw)``, its ``requests`` error swallowed (a request the server was closed under)."""
+    try:
+        return call(*args, **kw)
+    except requests.RequestException:
+        return None
 
 
 def test_a_stopped_granian_server_closes_only_its_own_descriptor():
@@ -390,6 +460,53 @@ def test_runnode_on_a_taken_rest_port_exits_saying_so(tmp_path):
         if node.proc is not None and node.proc.poll() is None:
             node.proc.kill()
         holder.close()
+
+
+_FAILING_ACCEPT = """
+import runpy, sys
+sys.argv = sys.argv[2:]  # [manage.py, runnode, ...]
+from webapp.connect import restserver
+closing_server_class = restserver._closing_server_class
+
+def failing_server_class():
+    class FailingAccept(closing_server_class()):
+        def handle_accept(self):  # wasyncore then calls handle_error(), which closes the server
+            raise RuntimeError("accept failed (test)")
+    return FailingAccept
+
+restserver._closing_server_class = failing_server_class
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_runnode_whose_rest_server_stops_by_itself_stops_the_node_with_exit_code_1(tmp_path):
+    """The REST server's loop ends without a signal (here waitress closes itself when accepting fails):
+    the node stops and exits 1 saying why, rather than end quietly with code 0 or keep running unreachable."""
+    from tools.launcher import REPO_ROOT, NodeProcess, wait_for
+
+    wrapper = tmp_path / "failing_accept.py"
+    wrapper.write_text(_FAILING_ACCEPT)
+    port = free_port()
+    node = NodeProcess(node_id="selfstop", rest_port=port, raft_port=free_port(), data_dir=str(tmp_path / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft", extra_args=["--rest-server", "waitress"],
+                       command_prefix=[sys.executable, str(wrapper)], env={"PYTHONPATH": str(REPO_ROOT)})
+
+    def exited_after_a_connection() -> bool:
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return node.proc.poll() is not None
+
+    try:
+        node.start(wait=False)
+        wait_for(exited_after_a_connection, 120, what="the node to exit once its REST server stopped")
+        with open(node.log_path) as fh:
+            log_text = fh.read()
+        assert node.proc.returncode == 1, log_text[-2000:]
+        assert "the REST server stopped serving; stopping the node" in log_text, log_text[-2000:]
+        assert "node selfstop: stopped" in log_text, log_text[-2000:]
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
 
 
 def test_asyncio_keeps_working_in_a_process_serving_granian():

@@ -282,9 +282,67 @@ def _quiet_channel_class():
     return QuietHTTPChannel
 
 
+#: seconds :meth:`run` of the waitress server waits, once its loop has stopped, for requests its
+#: threads are still serving (waitress's own ``shutdown`` default)
+WAITRESS_DRAIN_S = 5.0
+
+
+def _closing_server_class():
+    """waitress's ``TcpWSGIServer`` whose ``close()``, from any thread, ends ``run()``.
+
+    waitress's own ``close()`` closes only the listening socket and the loop's trigger: its loop
+    runs while any channel is left in its map, so with a client connection kept alive ``run()``
+    never returned, and its task threads lived on. Here ``close()`` hands the loop's thread (through
+    the trigger) the closing of every channel in the map, the listening one included; the loop
+    then finds its map empty and returns, and ``run()`` stops the task threads, waiting up to
+    :data:`WAITRESS_DRAIN_S` for requests they are serving. Before ``run()`` has started, or after it
+    returned, ``close()`` closes the sockets itself. Idempotent.
+    """
+    from waitress.server import TcpWSGIServer
+
+    class ClosingWSGIServer(TcpWSGIServer):
+        def __init__(self, *args, **kw) -> None:
+            self._state_lock = threading.Lock()
+            self._running = False
+            self._closing = False
+            super().__init__(*args, **kw)
+
+        def run(self) -> None:
+            with self._state_lock:
+                if self._closing:
+                    return
+                self._running = True
+            try:
+                super().run()
+            finally:
+                with self._state_lock:
+                    self._running = False
+                self._close_channels()  # the loop may have ended another way (a signal)
+                self.task_dispatcher.shutdown(cancel_pending=True, timeout=WAITRESS_DRAIN_S)
+
+        def close(self) -> None:
+            with self._state_lock:
+                if self._closing:
+                    return
+                self._closing = True
+                running = self._running
+            if running:
+                self.trigger.pull_trigger(self._close_channels)  # runs on the loop's thread
+            else:
+                self._close_channels()
+
+        def _close_channels(self) -> None:
+            for channel in list(self._map.values()):
+                if channel is not self and channel is not self.trigger:
+                    channel.handle_close()  # wakes a task thread waiting to write to it
+            TcpWSGIServer.close(self)  # the trigger and the listening socket
+
+    return ClosingWSGIServer
+
+
 def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int, connection_limit: int,
                     idle_timeout_ms: int = IDLE_TIMEOUT_MS):
-    """waitress serving ``application`` on ``host:port`` (``run()`` until ``close()``).
+    """waitress serving ``application`` on ``host:port`` (``run()`` until ``close()``, from any thread).
 
     ``idle_timeout_ms`` is waitress's ``channel_timeout`` (whole seconds, 120 its default).
     ``connection_limit`` is how many client connections waitress keeps open at once; beyond it
@@ -300,9 +358,12 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
 
     Its channels are :func:`_quiet_channel_class`'s: the loop does not spin on a channel whose
     request a thread is still serving. Each task thread names itself :data:`REST_THREAD_NAME` for the
-    kernel on its first request, as granian's Python threads do.
+    kernel on its first request, as granian's Python threads do. The server is
+    :func:`_closing_server_class`'s: ``close()`` closes the open connections too and ends ``run()``.
+    Raises ``OSError`` when the address is in use or not this machine's.
     """
-    from waitress import create_server
+    from waitress.adjustments import Adjustments
+    from waitress.task import ThreadedTaskDispatcher
 
     from webapp.logconfig import ThrottledLogger
 
@@ -312,9 +373,12 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
         name_thread()
         return application(environ, start_response)
 
-    server = create_server(named_application, host=host.strip("[]"), port=port, threads=threads, ident=SERVER_IDENT,
-                           clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
-                           asyncore_use_poll=True, channel_timeout=max(1, idle_timeout_ms // 1000))
+    adj = Adjustments(host=host.strip("[]"), port=port, threads=threads, ident=SERVER_IDENT,
+                      clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
+                      asyncore_use_poll=True, channel_timeout=max(1, idle_timeout_ms // 1000))
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(adj.threads)
+    server = _closing_server_class()(named_application, {}, dispatcher=dispatcher, adj=adj, sockinfo=adj.listen[0])
     # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
     # thread: one warning per 10 s with the count instead (benchmarks/cluster, issue 16)
     server.task_dispatcher.queue_logger = ThrottledLogger(logging.getLogger("waitress.queue"), 10.0)

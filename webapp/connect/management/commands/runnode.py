@@ -183,24 +183,23 @@ class Command(BaseCommand):
             raise CommandError(f"REST server on {host}:{port}: {exc}") from exc
         stopped = threading.Event()
 
+        def finish(code: int = 0) -> None:
+            try:
+                node.stop()
+            except Exception:
+                log.exception("node %s: error while stopping", options.node_id)
+                code = 1
+            log.warning("node %s: stopped", options.node_id)
+            logging.shutdown()
+            # Everything durable is closed (agent stopped, Raft journal closed): end the process
+            # now, whatever threads (REST requests, clients of other members) are still running.
+            os._exit(code)
+
         def shutdown(signum, frame):
             if stopped.is_set():
                 return
             stopped.set()
             log.warning("node %s: stopping (signal %s)", options.node_id, signum)
-
-            def finish():
-                code = 0
-                try:
-                    node.stop()
-                except Exception:
-                    log.exception("node %s: error while stopping", options.node_id)
-                    code = 1
-                log.warning("node %s: stopped", options.node_id)
-                logging.shutdown()
-                # Everything durable is closed (agent stopped, Raft journal closed): end the
-                # process now rather than rely on waitress's loop noticing a closed socket.
-                os._exit(code)
             threading.Thread(target=finish, daemon=True).start()
 
         signal.signal(signal.SIGTERM, shutdown)
@@ -210,3 +209,8 @@ class Command(BaseCommand):
                     f" (bound to {options.rest_listen})" if options.rest_listen else "",
                     options.raft_address, ",".join(options.roles), data_dir, ", ".join(file_access.policy().roots))
         server.run()
+        if not stopped.is_set():  # the REST server ended by itself (its listening socket failed)
+            stopped.set()
+            log.error("node %s: the REST server stopped serving; stopping the node", options.node_id)
+            finish(1)
+        threading.Event().wait()  # the signal's finish() ends the process
