@@ -76,8 +76,8 @@ def child(args: argparse.Namespace) -> None:
     with open(os.path.join(data_dir, "agent-tasks.json"), "w", encoding="utf-8") as fh:
         json.dump({"pid": os.getpid(), "worker_id": own_worker, "written_at": time.monotonic(),
                    "tasks": {k: {**v, "type": "source"} for k, v in reported[own_worker]["tasks"].items()}}, fh)
-    raft = SimpleNamespace(state=state, status=lambda: {"term": 3, "state": "LEADER", "commit_index": 10,
-                                                        "applied_index": 10})
+    raft = SimpleNamespace(state=state, group_commit=None,  # no group commit: its two counters only
+                           status=lambda: {"term": 3, "state": "LEADER", "commit_index": 10, "applied_index": 10})
     node = SimpleNamespace(raft=raft, herder=herder, store=store, agent=None,
                            coordinator=SimpleNamespace(active=True, reported=reported),
                            options=SimpleNamespace(roles=["raft"], data_dir=data_dir))
