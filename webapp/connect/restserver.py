@@ -360,7 +360,9 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
     request a thread is still serving. Each task thread names itself :data:`REST_THREAD_NAME` for the
     kernel on its first request, as granian's Python threads do. The server is
     :func:`_closing_server_class`'s: ``close()`` closes the open connections too and ends ``run()``.
-    Raises ``OSError`` when the address is in use or not this machine's.
+    It listens on the first address ``host`` resolves to (``Adjustments.listen[0]``), as the granian
+    server does; waitress's ``create_server`` listened on each of them. Raises ``OSError`` when the
+    address is in use or not this machine's.
     """
     from waitress.adjustments import Adjustments
     from waitress.task import ThreadedTaskDispatcher
