@@ -365,7 +365,6 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
     address is in use or not this machine's.
     """
     from waitress.adjustments import Adjustments
-    from waitress.task import ThreadedTaskDispatcher
 
     from webapp.logconfig import ThrottledLogger
 
@@ -378,9 +377,7 @@ def waitress_server(application: WSGIApp, *, host: str, port: int, threads: int,
     adj = Adjustments(host=host.strip("[]"), port=port, threads=threads, ident=SERVER_IDENT,
                       clear_untrusted_proxy_headers=True, connection_limit=connection_limit,
                       asyncore_use_poll=True, channel_timeout=max(1, idle_timeout_ms // 1000))
-    dispatcher = ThreadedTaskDispatcher()
-    dispatcher.set_thread_count(adj.threads)
-    server = _closing_server_class()(named_application, {}, dispatcher=dispatcher, adj=adj, sockinfo=adj.listen[0])
+    server = _closing_server_class()(named_application, adj=adj)  # its own map, task threads, adj.listen[0]
     # waitress warns "Task queue depth is N", under its task lock, for every request that waits for a
     # thread: one warning per 10 s with the count instead (benchmarks/cluster, issue 16)
     server.task_dispatcher.queue_logger = ThrottledLogger(logging.getLogger("waitress.queue"), 10.0)
