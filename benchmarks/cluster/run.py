@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -259,17 +260,9 @@ def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None):
 
     csv = work / "w.csv"
     csv.write_text("a\n1\n")
-    before = {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
-    try:
+    with mock.patch.dict(os.environ, env or {}):
         cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
                                raft_roles="raft", file_allowed_paths=[str(work)]).start()
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     try:
         leader = cluster.leader()
         _rest_writes(leader, 4, 400, str(csv))
