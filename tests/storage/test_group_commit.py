@@ -60,7 +60,7 @@ def _run(group: OffsetGroupCommit, callers: int = CALLERS, commits: int = COMMIT
     return errors
 
 
-@pytest.mark.parametrize("upsert, max_batch", [(True, 8), (True, 256), (False, 8)])
+@pytest.mark.parametrize("upsert, max_batch", [(True, 1), (True, 8), (True, 256), (False, 8)])
 def test_every_commit_is_written_once_in_order_and_every_slot_comes_back(upsert, max_batch):
     store = CountingStore(upsert)
     group = OffsetGroupCommit(store, max_batch=max_batch, max_flushes=4)
