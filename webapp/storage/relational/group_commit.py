@@ -103,26 +103,29 @@ class OffsetGroupCommit:
             else:
                 self._pending = self._pending + [p]
         if lead:
-            self._flush(p, oldest=False)
+            self._flush(p)
         else:
             p.wake.acquire()  # released once: the commit was written, or this caller leads now
             if not p.done:
-                self._flush(p, oldest=True)
+                self._flush(p)
         if p.error is not None:
             if isinstance(p.error, StoreError):  # a fresh exception per caller (they are raised in many threads)
                 raise type(p.error)(str(p.error))
             raise p.error
 
-    def _flush(self, leader: _Pending, oldest: bool) -> None:
+    def _flush(self, leader: _Pending) -> None:
         """Write ``leader``'s commit with up to ``max_batch - 1`` of the oldest waiting ones, then hand the
-        role on. ``oldest``: ``leader`` was handed the role, so its commit is older than every waiting one
-        (it goes first); otherwise it has just arrived (it goes last)."""
+        role on.
+
+        ``leader``'s commit is older than every waiting one, so it goes first: a caller handed the role
+        was the oldest waiting, and one that took a free slot found nobody waiting (a slot is only
+        freed when nobody waits, and nobody queues while a slot is free)."""
         take = self.max_batch - 1
         with self._lock:
             pending = self._pending
             self._pending = pending[take:]
         others = pending[:take]
-        batch = [leader] + others if oldest else others + [leader]
+        batch = [leader] + others
         merged: dict[str, list] = {}
         for q in batch:
             for connector, entries in q.items:
