@@ -9,9 +9,11 @@ from tools.launcher import wait_for
 from webapp.storage.switch import WriteGate
 
 
-def _holder(gate: WriteGate, entered: threading.Event, leave: threading.Event) -> threading.Thread:
+def _holder(side, entered: threading.Event, leave: threading.Event) -> threading.Thread:
+    """A thread holding ``side()`` (``gate.shared`` or ``gate.exclusive``): sets ``entered`` once in,
+    leaves when ``leave`` is set."""
     def hold() -> None:
-        with gate.shared():
+        with side():
             entered.set()
             leave.wait(10)
 
@@ -24,7 +26,7 @@ def test_shared_holders_do_not_exclude_each_other():
     gate = WriteGate()
     leave = threading.Event()
     entered = [threading.Event() for _ in range(3)]
-    threads = [_holder(gate, e, leave) for e in entered]
+    threads = [_holder(gate.shared, e, leave) for e in entered]
     assert all(e.wait(5) for e in entered)  # all three inside at once
     assert gate._shared == 3
     leave.set()
@@ -36,24 +38,17 @@ def test_shared_holders_do_not_exclude_each_other():
 def test_exclusive_waits_for_shared_holders_and_new_writes_wait_for_it():
     gate = WriteGate()
     first_in, first_leave = threading.Event(), threading.Event()
-    first = _holder(gate, first_in, first_leave)
+    first = _holder(gate.shared, first_in, first_leave)
     assert first_in.wait(5)
 
     exclusive_in, exclusive_leave = threading.Event(), threading.Event()
-
-    def take_exclusive() -> None:
-        with gate.exclusive():
-            exclusive_in.set()
-            exclusive_leave.wait(10)
-
-    ex = threading.Thread(target=take_exclusive, daemon=True)
-    ex.start()
+    ex = _holder(gate.exclusive, exclusive_in, exclusive_leave)
     wait_for(lambda: gate._waiting == 1, 5, what="the exclusive side to wait")
     assert not exclusive_in.is_set()  # a write is still inside
 
     # a write arriving now waits behind the exclusive side (it is preferred)
     late_in, late_leave = threading.Event(), threading.Event()
-    late = _holder(gate, late_in, late_leave)
+    late = _holder(gate.shared, late_in, late_leave)
     assert not late_in.wait(0.2)
 
     first_leave.set()  # the last write in leaves: the exclusive side goes in, the late write still waits
@@ -71,7 +66,7 @@ def test_exclusive_waits_for_shared_holders_and_new_writes_wait_for_it():
 def test_an_interrupted_exclusive_wait_lets_held_back_writes_in():
     gate = WriteGate()
     first_in, first_leave = threading.Event(), threading.Event()
-    first = _holder(gate, first_in, first_leave)
+    first = _holder(gate.shared, first_in, first_leave)
     assert first_in.wait(5)
 
     class Interrupted(Exception):
@@ -100,7 +95,7 @@ def test_an_interrupted_exclusive_wait_lets_held_back_writes_in():
     ex.start()
     wait_for(lambda: gate._waiting == 1, 5, what="the exclusive side to wait")
     late_in, late_leave = threading.Event(), threading.Event()
-    late = _holder(gate, late_in, late_leave)  # held back behind the waiting exclusive side
+    late = _holder(gate.shared, late_in, late_leave)  # held back behind the waiting exclusive side
     assert not late_in.wait(0.2)
     interrupt.set()
     ex.join(5)

@@ -65,14 +65,14 @@ class WriteGate:
 
     Every write passes through :meth:`shared`, so its way in and out is a
     ``with`` block on one ``threading.Lock`` around attribute arithmetic, with no
-    call while the lock is held: CPython may make a thread hand the GIL over at
-    a call (its eval breaker), and if that thread holds a lock, the threads
-    after it queue on the lock, each blocking and being woken in turn (a lock
-    convoy). Through a
-    ``threading.Condition``, whose ``__enter__`` is Python, 32 writing threads
-    paid ~25 µs of CPU per write for the gate alone, ~2 µs each alone
-    (benchmarks/stores). Only writes that find the exclusive side held or
-    waited for use the condition.
+    call while the lock is held (but the notify of the last one out while the
+    exclusive side waits): CPython may make a thread hand the GIL over at a
+    call (its eval breaker), and if that thread holds a lock, the threads after
+    it queue on the lock, each blocking and being woken in turn (a lock
+    convoy). Through a ``threading.Condition``, whose ``__enter__`` is Python,
+    32 writing threads paid ~25 µs of CPU per write for the gate alone, ~2 µs
+    each alone (benchmarks/stores). Only writes that find the exclusive side
+    held or waited for use the condition.
     """
 
     def __init__(self) -> None:
@@ -111,9 +111,7 @@ class WriteGate:
     def _exit_shared(self) -> None:
         with self._lock:
             self._shared -= 1
-            last = not self._shared and self._waiting
-        if last:  # an exclusive holder waits for the last shared one to leave
-            with self._cond:
+            if not self._shared and self._waiting:  # an exclusive holder waits for the last one to leave
                 self._cond.notify_all()
 
     @contextmanager
@@ -125,10 +123,10 @@ class WriteGate:
                 while self._exclusive or self._shared:
                     self._cond.wait()
             except BaseException:  # interrupted while waiting: writes held back for this one may go in
-                self._waiting -= 1
                 self._cond.notify_all()
                 raise
-            self._waiting -= 1
+            finally:
+                self._waiting -= 1
             self._exclusive = True
         try:
             yield
