@@ -266,6 +266,23 @@ def _assign(leader: RaftNode, tasks: int) -> None:
                                    tasks={f"c-{t}": "w" for t in range(tasks)})
 
 
+def test_a_lone_member_commits_without_waiting_for_its_tick_period(tmp_path):
+    """A single member commits an entry in the tick after the one that appended it; that tick must start
+    at once, not when the poll of ``tick_period`` ends (nothing else wakes a lone member). With a 2.5 s
+    tick period, writes that waited for it would each time out after 1 s."""
+    node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "lone"),
+                               tick_period=2.5))
+    try:
+        _leader([node])
+        _assign(node, 1)
+        for seq in range(1, 6):
+            node.commands.commit_offsets(name="c", task=0, worker_id="w", generation=1,
+                                         entries=[["k", {"p": 0}, {"seq": seq}]], timeout=1.0)
+        assert node.state.connector_offsets("c")["k"][1] == {"seq": 5}
+    finally:
+        node.destroy()
+
+
 def test_concurrent_writers_are_batched_keep_their_order_and_a_fenced_one_fails_alone(tmp_path):
     _, nodes = _members(tmp_path)
     try:
