@@ -2,7 +2,7 @@
 """REST requests at 32 clients on a 3-member cluster's leader: config writes, config reads and ``GET /``,
 this checkout against another one (``--baseline DIR``) in the same run.
 
-Each side is a fresh 3-member Raft-only cluster (``tools.launcher.LocalCluster``, real ``runnode``
+Each side is a fresh 3-member (``--members``) Raft-only cluster (``tools.launcher.LocalCluster``, real ``runnode``
 processes, the code of its checkout) with 200 file-source connectors. Per round and side: 2,000
 ``PUT /connectors/{name}/config`` (as ``run.py``'s writes), then 3,000 ``GET /connectors/{name}/config``
 and 3,000 ``GET /`` (no authentication), each from THREADS clients (default 32) on kept-alive urllib3
@@ -14,7 +14,7 @@ What it watches: the REST server's own cost per request. Until commit 64137d4 wa
 spun while a task thread held a channel's output (``restserver._quiet_channel_class``), ~100 loop
 turns per request under 32 clients.
 
-Usage: ``python benchmarks/cluster/rest_mix.py [--baseline DIR|COMMIT] [--threads 32] [--rounds 2]
+Usage: ``python benchmarks/cluster/rest_mix.py [--baseline DIR|COMMIT] [--threads 32] [--rounds 2] [--members 3]
 [--no-record]``. The baseline is a checkout's directory, or a commit checked out for the run (a
 temporary ``git worktree`` sharing this checkout's ``.venv`` and console build); by default
 1a1b332, the commit before the quiet channel. Results are appended to ``RESULTS_REST_MIX.md`` next to this file, with the machine.
@@ -49,14 +49,15 @@ def _reads(leader, path_of, total: int, threads: int) -> tuple[float, float]:
     return total / elapsed, sum(cpu["leader"])
 
 
-def _side(repo: Path, kafka, work: Path, threads: int) -> dict[str, tuple[float, float]]:
-    """One round on a fresh cluster running ``repo``'s code: ``{kind: (requests/s, leader CPU ms per request)}``."""
+def _side(repo: Path, kafka, work: Path, threads: int, members: int = 3) -> dict[str, tuple[float, float]]:
+    """One round on a fresh cluster of ``members`` members running ``repo``'s code: ``{kind: (requests/s,
+    leader CPU ms per request)}``."""
     import tools.launcher
     from run import _rest_writes, warmed_cluster
 
     tools.launcher.REPO_ROOT = repo
     try:
-        with warmed_cluster(kafka, work) as (cluster, leader, csv):
+        with warmed_cluster(kafka, work, members=members) as (cluster, leader, csv):
             elapsed, _, cpu = _rest_writes(leader, threads, 2000, str(csv), cluster.nodes)
             out = {KINDS[0]: (2000 / elapsed, sum(cpu["leader"]))}
             out[KINDS[1]] = _reads(leader, lambda i: f"/connectors/bench-{i % 200}/config", 3000, threads)
@@ -92,6 +93,7 @@ def main() -> int:
                         help="checkout directory or commit to compare against (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--members", type=int, default=3, help="Raft members per cluster (1: a single node)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
     import django
@@ -114,12 +116,13 @@ def _run(args) -> int:
     with EmbeddedKafka(log_dir=work / "kafka") as kafka:
         for r in range(args.rounds):
             for name, repo in reversed(sides):  # the baseline first in each round
-                res = _side(repo, kafka, work, args.threads)
+                res = _side(repo, kafka, work, args.threads, args.members)
                 results[name].append(res)
                 print(f"  round {r + 1}/{args.rounds}, {name} ({short_commit(repo)}): "
                       + "; ".join(f"{k} {v[0]:,.0f}/s {v[1]:.2f} ms" for k, v in res.items()), flush=True)
     lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n",
-             f"{args.threads} clients, {args.rounds} rounds per side; this checkout {short_commit(ROOT)}"
+             f"{args.threads} clients, {args.members}-member cluster, {args.rounds} rounds per side; this checkout "
+             f"{short_commit(ROOT)}"
              + (f", baseline {short_commit(sides[1][1])}" if args.baseline else "") + ".\n",
              "| request | this: requests/s per round (leader CPU ms per request) | "
              + ("baseline: requests/s per round (leader CPU ms per request) | best / best |" if args.baseline else "")

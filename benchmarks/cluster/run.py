@@ -248,9 +248,9 @@ def bench_config(i: int, path: str) -> dict[str, str]:
 
 
 @contextmanager
-def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None):
-    """A fresh 3-member Raft-only cluster (``tools.launcher.LocalCluster``) under ``work``, ready for
-    :func:`_rest_writes`: yields ``(cluster, leader, csv)``, stopped after.
+def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None, members: int = 3):
+    """A fresh Raft-only cluster of ``members`` members (``tools.launcher.LocalCluster``) under ``work``,
+    ready for :func:`_rest_writes`: yields ``(cluster, leader, csv)``, stopped after.
 
     ``env`` is set in this process while the members start (they inherit it), then restored. Before
     it yields, 400 writes from 4 clients create the 200 connectors the writes use (file sources on
@@ -262,7 +262,7 @@ def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None):
     csv.write_text("a\n1\n")
     with mock.patch.dict(os.environ, env or {}):
         cluster = LocalCluster(data_dir=tempfile.mkdtemp(dir=work), bootstrap_servers=kafka.bootstrap_servers,
-                               raft_roles="raft", file_allowed_paths=[str(work)]).start()
+                               raft_roles="raft", raft_nodes=members, file_allowed_paths=[str(work)]).start()
     try:
         leader = cluster.leader()
         _rest_writes(leader, 4, 400, str(csv))
