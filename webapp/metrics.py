@@ -131,7 +131,10 @@ class NodeCollector(Collector):
                     ("raftconnect_raft_proposals", "Raft log entries this member proposed as leader (group "
                      "commit) since it started", gc["proposals"]),
                     ("raftconnect_raft_proposed_commands", "Commands (config writes, statuses, offset commits) "
-                     "those entries carried", gc["commands"])):
+                     "those entries carried", gc["commands"]),
+                    ("raftconnect_raft_proposal_seconds", "Seconds those entries took from proposal to apply, "
+                     "summed (over raftconnect_raft_proposals: the mean commit round, which a queued write "
+                     "waits up to twice)", gc["seconds"])):
                 family = CounterMetricFamily(name, doc)
                 family.add_metric([], value)
                 yield family

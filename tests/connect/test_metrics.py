@@ -19,6 +19,7 @@ def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
     before = sum(s.value for s in m["raftconnect_offset_commit_seconds"] if s.name.endswith("_count"))
     proposals_before = value(m["raftconnect_raft_proposals"])
     commands_before = value(m["raftconnect_raft_proposed_commands"])
+    seconds_before = value(m["raftconnect_raft_proposal_seconds"])
     node.store.put_connector_config("m1", {"connector.class": "FileStreamSource"})
     node.store.alter_offsets("m1", [SourceOffset({"p": 0}, {"o": 1})])
     m = scrape(api)
@@ -30,6 +31,7 @@ def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
     proposals, commands = value(m["raftconnect_raft_proposals"]), value(m["raftconnect_raft_proposed_commands"])
     assert commands >= commands_before + 2 and proposals >= proposals_before + 1
     assert 1 <= proposals <= commands
+    assert value(m["raftconnect_raft_proposal_seconds"]) > seconds_before  # the rounds of those entries
     stats = node.raft.group_commit.stats()  # read after the scrape: never behind it
     assert stats["proposals"] >= proposals and stats["commands"] >= commands
 
