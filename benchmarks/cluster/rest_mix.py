@@ -39,6 +39,8 @@ from benchmarks._common import machine, record, short_commit  # noqa: E402
 #: worktrees :func:`_checkout` made, removed at the end of the run
 _WORKTREES: list[Path] = []
 KINDS = ("PUT /connectors/{name}/config", "GET /connectors/{name}/config", "GET /")
+#: the leader's mean commit round during the writes: (ms, commands per entry), when it exports it
+ROUND = "raft round"
 
 
 def _reads(leader, path_of, total: int, threads: int) -> tuple[float, float]:
@@ -53,13 +55,18 @@ def _side(repo: Path, kafka, work: Path, threads: int, members: int = 3) -> dict
     """One round on a fresh cluster of ``members`` members running ``repo``'s code: ``{kind: (requests/s,
     leader CPU ms per request)}``."""
     import tools.launcher
-    from run import _rest_writes, warmed_cluster
+    from run import _rest_writes, raft_rounds, warmed_cluster
 
     tools.launcher.REPO_ROOT = repo
     try:
         with warmed_cluster(kafka, work, members=members) as (cluster, leader, csv):
+            before = raft_rounds(leader)
             elapsed, _, cpu = _rest_writes(leader, threads, 2000, str(csv), cluster.nodes)
+            after = raft_rounds(leader)
             out = {KINDS[0]: (2000 / elapsed, sum(cpu["leader"]))}
+            if before and after and after[0] > before[0]:  # the writes' mean commit round, commands per entry
+                entries = after[0] - before[0]
+                out[ROUND] = (1000 * (after[2] - before[2]) / entries, (after[1] - before[1]) / entries)
             out[KINDS[1]] = _reads(leader, lambda i: f"/connectors/bench-{i % 200}/config", 3000, threads)
             out[KINDS[2]] = _reads(leader, lambda i: "/", 3000, threads)
             return out
@@ -119,7 +126,9 @@ def _run(args) -> int:
                 res = _side(repo, kafka, work, args.threads, args.members)
                 results[name].append(res)
                 print(f"  round {r + 1}/{args.rounds}, {name} ({short_commit(repo)}): "
-                      + "; ".join(f"{k} {v[0]:,.0f}/s {v[1]:.2f} ms" for k, v in res.items()), flush=True)
+                      + "; ".join(f"{k} {v[0]:,.0f}/s {v[1]:.2f} ms" for k, v in res.items() if k in KINDS)
+                      + (f"; commit round {res[ROUND][0]:.1f} ms, {res[ROUND][1]:.1f} commands per entry"
+                         if ROUND in res else ""), flush=True)
     lines = [f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {machine()}\n",
              f"{args.threads} clients, {args.members}-member cluster, {args.rounds} rounds per side; this checkout "
              f"{short_commit(ROOT)}"
@@ -135,6 +144,12 @@ def _run(args) -> int:
             best = {name: max(x[kind][0] for x in results[name]) for name, _ in sides}
             row.append(f"{best['this'] / best['baseline']:.2f}")
         lines.append("| " + " | ".join(row) + " |\n")
+    for name, _ in sides:
+        rounds = [x[ROUND] for x in results[name] if ROUND in x]
+        if rounds:
+            lines.append(f"\n{name}: the leader's mean commit round during the writes (proposal to apply, "
+                         "`raftconnect_raft_proposal_seconds`), per round: "
+                         + ", ".join(f"{ms:.1f} ms with {c:.1f} commands per entry" for ms, c in rounds) + ".\n")
     record(__file__, "".join(lines), keep=not args.no_record, results="RESULTS_REST_MIX.md")
     return 0
 

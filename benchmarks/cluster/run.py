@@ -234,6 +234,20 @@ def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> di
     return {**{k: v * tick_ms / total for k, v in ms.items()}, "switches": switches / total}
 
 
+def raft_rounds(leader) -> tuple[float, float, float] | None:
+    """The leader's group-commit counters from its ``/metrics``: ``(entries proposed, commands they carried,
+    seconds from proposal to apply, summed)``; ``None`` when it exports no seconds (before commit a927dcc)."""
+    import urllib3
+    from prometheus_client.parser import text_string_to_metric_families
+
+    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
+    resp = urllib3.request("GET", f"{leader.url}/metrics", headers=headers, timeout=30, retries=False)
+    found = {f.name: f.samples[0].value for f in text_string_to_metric_families(resp.data.decode())
+             if f.name.startswith("raftconnect_raft_pro") and f.samples}
+    names = ("raftconnect_raft_proposals", "raftconnect_raft_proposed_commands", "raftconnect_raft_proposal_seconds")
+    return tuple(found[n] for n in names) if all(n in found for n in names) else None
+
+
 def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
     """:func:`_rest_load` of ``total`` ``PUT /connectors/bench-<i % 200>/config`` (file source on ``path``)."""
     def put(i: int) -> tuple[str, str, dict]:
