@@ -383,7 +383,7 @@ class RaftNode:
         tick appended the command, sends it. Uses pysyncobj 0.3.17's private
         ``__sendAppendEntries`` (the version is pinned).
 
-        A lone member (no other voters) has nothing to send: its entry is committed by the
+        A lone member (no other voters) waits for no answer: its entry is committed by the
         next tick, whose first step counts the votes for the new entries, and that tick began
         only when the poll of this one ended, ``tick_period`` later with no socket to wake it.
         Every write on a single-node cluster (the embedded default) waited that 5 ms: a REST
@@ -398,9 +398,8 @@ class RaftNode:
         if self._send_wanted:
             self._send_wanted = False
             if self.syncobj._isLeader():
-                if self.syncobj.otherNodes:
-                    self.syncobj._SyncObj__sendAppendEntries()
-                else:  # a lone member: commit in the next tick, now
+                self.syncobj._SyncObj__sendAppendEntries()
+                if not self.syncobj.otherNodes:  # a lone voter: commit in the next tick, now
                     self._wake()
 
     # ------------------------------------------------------------------ status
