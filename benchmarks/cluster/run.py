@@ -242,9 +242,9 @@ def raft_rounds(leader) -> tuple[float, float, float] | None:
 
     headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
     resp = urllib3.request("GET", f"{leader.url}/metrics", headers=headers, timeout=30, retries=False)
-    found = {f.name: f.samples[0].value for f in text_string_to_metric_families(resp.data.decode())
-             if f.name.startswith("raftconnect_raft_pro") and f.samples}
     names = ("raftconnect_raft_proposals", "raftconnect_raft_proposed_commands", "raftconnect_raft_proposal_seconds")
+    found = {f.name: f.samples[0].value for f in text_string_to_metric_families(resp.data.decode())
+             if f.name in names and f.samples}
     return tuple(found[n] for n in names) if all(n in found for n in names) else None
 
 
