@@ -546,6 +546,23 @@ class RaftNode:
             raise CommandRejected(result["rejected"], int(result.get("code", 409)))
         return result
 
+    def read_barrier(self, timeout: float = 5.0) -> None:
+        """Return once this member has applied every entry committed before the call.
+
+        After it, a read of :attr:`state` on this member sees every write acknowledged before the
+        call: a linearizable read, where a plain read of a follower (or of a deposed leader that
+        does not know it yet) may be seconds behind. Raft's simplest form of it: the read goes
+        through the log (Ongaro, *Consensus: Bridging Theory and Practice*, 2014, §6.4). A no-op
+        entry (an empty group-commit batch, which changes nothing on any member) is committed
+        through the leader (pysyncobj forwards it from a follower) and awaited here; a member
+        applies entries in log order, so everything committed before it is applied first. Costs one
+        commit round; for reads that must not go back in time, such as a task's offsets at start.
+
+        Errors: :class:`RaftUnavailable` when it is not applied here within ``timeout`` seconds (no
+        leader, this member cut off or not catching up): the caller should read elsewhere or later.
+        """
+        self.propose(BATCH_COMMAND, [], timeout=timeout)
+
     def propose_async(self, name: str, *args: Any, callback: Callable[[Any, Any], None]) -> None:
         """Propose without waiting; ``callback(result, error)`` runs on the Raft thread."""
         getattr(self.state, name)(*args, callback=callback)

@@ -99,3 +99,37 @@ def test_a_node_without_the_batch_endpoint_gets_one_commit_per_request(monkeypat
     assert calls[1][1] == {"worker_id": "w1", "task": 0, "generation": 3, "offsets": [[{"f": "a"}, {"pos": 1}]],
                            "topics": ["t"]}  # the body the single-commit endpoint has always taken
     assert PATH in client._unbatched  # remembered: no batch request any more
+
+
+def test_offset_reads_are_current_or_503_never_an_older_view_of_the_replica(api, node, tmp_path, monkeypatch):
+    """A task's starting offsets and ``GET /connectors/{name}/offsets`` go through a Raft read barrier
+    (``latest_offsets``); a member that cannot catch up answers 503, which sends the agent's client to
+    another member, instead of offsets older than an acknowledged commit (tests/raftnode/test_read_barrier)."""
+    from raftnode import RaftUnavailable
+    from webapp.coordinator.signing import signed_headers
+
+    worker, view = source_run_by_a_worker(api, node, tmp_path)
+    path = "/raftconnect/v1/internal/connectors/src/offsets"
+    commit = {"worker_id": worker.id, "task": 0, "generation": view["tasks"]["src-0"]["generation"],
+              "offsets": [[{"f": "a"}, {"pos": 7}]]}
+    assert internal(api, node, "POST", path, commit).status_code == 204
+
+    def read_for_a_task():
+        headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "GET", path, b"").items()}
+        return api.get(path, **headers)
+
+    barriers = []
+    real = node.raft.read_barrier
+    monkeypatch.setattr(node.raft, "read_barrier", lambda timeout=5.0: barriers.append(timeout) or real(timeout))
+    assert read_for_a_task().json() == {"offsets": [[{"f": "a"}, {"pos": 7}]]}
+    assert stored(api, "src") == {"a": {"pos": 7}}
+    assert len(barriers) == 2
+
+    def behind(timeout=5.0):
+        raise RaftUnavailable("Raft command _zzz_apply_batch not committed: no leader accepted it within 5 s")
+
+    monkeypatch.setattr(node.raft, "read_barrier", behind)
+    refused = read_for_a_task()
+    assert refused.status_code == 503 and "could not catch up with the Raft log" in refused.json()["message"]
+    public = api.get("/connectors/src/offsets")
+    assert public.status_code == 503 and public.json()["error_code"] == 503

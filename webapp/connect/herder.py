@@ -382,10 +382,15 @@ class Herder:
         return {"name": name, "connector": connector, "tasks": tasks, "type": type_}
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
-        """Connect's ConnectorOffsets: ``{"offsets": [{"partition": {...}, "offset": {...}}]}``."""
+        """Connect's ConnectorOffsets: ``{"offsets": [{"partition": {...}, "offset": {...}}]}``.
+
+        Current on any member (``latest_offsets``): every commit acknowledged before the request is in
+        it, as Connect reads its offsets topic to the end. Errors: :class:`NotFoundError`,
+        ``StoreUnavailable`` (503) when this member cannot catch up with the Raft log in time.
+        """
         self._summary(name)
         return {"offsets": [{"partition": dict(o.partition), "offset": dict(o.offset)}
-                            for o in self.store.get_offsets(name)]}
+                            for o in self.store.latest_offsets(name)]}
 
     # ------------------------------------------------- issue 5: more of Connect's REST API
     def connector_patch_config(self, *, name: str, patch: Any) -> dict[str, Any]:

@@ -376,6 +376,18 @@ class OffsetBackingStore(ABC):
     def get_offsets(self, name: str) -> list[SourceOffset]:
         """Committed offsets of connector ``name`` (empty list when none)."""
 
+    def latest_offsets(self, name: str) -> list[SourceOffset]:
+        """Committed offsets of connector ``name``, every commit acknowledged before the call included.
+
+        Connect reads its offsets topic to the end before it answers (``KafkaOffsetBackingStore.get``);
+        this is that read, for a task's starting offsets and ``GET /connectors/{name}/offsets``, where an
+        older answer would start a task back in time and its next commit would move the offsets
+        backwards. The default is :meth:`get_offsets`, right for a store whose reads are all current (a
+        database); a store that reads a replica overrides it. Errors: :class:`StoreUnavailable` when
+        the answer cannot be made current in time.
+        """
+        return self.get_offsets(name)
+
     @abstractmethod
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:

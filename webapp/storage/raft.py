@@ -44,14 +44,18 @@ class RaftMetadataStore(MetadataStore):
         raft: the local Raft member.
         write_timeout: seconds a write waits to be committed (covers a leader
             election) before :class:`StoreUnavailable`.
+        read_timeout: seconds :meth:`latest_offsets` waits for its read barrier before
+            :class:`StoreUnavailable` (less than an agent's request timeout, so that its client
+            can still ask another member).
     """
 
     name = "raft"
     external = False  # a deposed leader cannot commit to the Raft log: claim() has nothing to fence
 
-    def __init__(self, raft: RaftNode, write_timeout: float = 10.0):
+    def __init__(self, raft: RaftNode, write_timeout: float = 10.0, read_timeout: float = 5.0):
         self.raft = raft
         self.write_timeout = write_timeout
+        self.read_timeout = read_timeout
 
     def _commit(self, command: Callable[..., dict[str, Any]], **args: Any) -> dict[str, Any]:
         """Run one of ``self.raft.commands``' methods with this store's write timeout, mapping its errors."""
@@ -157,6 +161,19 @@ class RaftMetadataStore(MetadataStore):
     # offsets
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return [SourceOffset(p, o) for p, o in self.raft.state.connector_offsets(name).values()]
+
+    def latest_offsets(self, name: str) -> list[SourceOffset]:
+        """The local replica's offsets after a Raft read barrier (:meth:`RaftNode.read_barrier`): a
+        follower behind the leader (just back from a partition, a slow or full disk) answered older
+        offsets, and a task started from them rewound its source (benchmarks/chaos, invariant
+        ``offsets-monotonic``). Errors: :class:`StoreUnavailable` when the barrier is not applied here
+        within :attr:`read_timeout` seconds; an agent's client then asks another member."""
+        try:
+            self.raft.read_barrier(timeout=self.read_timeout)
+        except RaftUnavailable as exc:
+            raise StoreUnavailable(f"offsets of {name} not read: this member could not catch up with the Raft "
+                                   f"log ({exc})") from exc
+        return self.get_offsets(name)
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:

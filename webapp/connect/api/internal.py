@@ -229,7 +229,11 @@ class OffsetsCommitView(InternalView):
     """``GET|POST /raftconnect/v1/internal/connectors/{name}/offsets``: read or commit (fenced) offsets."""
 
     def get(self, request: Request, name: str) -> Response:
-        return Response({"offsets": [[dict(o.partition), dict(o.offset)] for o in current().store.get_offsets(name)]})
+        """The offsets a task starts from: current on any member (``latest_offsets``), never older than a
+        commit acknowledged before the request; 503 when this member cannot catch up in time (the
+        agent's client then asks another)."""
+        return Response({"offsets": [[dict(o.partition), dict(o.offset)]
+                                     for o in current().store.latest_offsets(name)]})
 
     def post(self, request: Request, name: str) -> Response:
         body = request.data

@@ -301,6 +301,9 @@ class StoreRouter(MetadataStore):
     def get_offsets(self, name: str) -> list[SourceOffset]:
         return self.active.get_offsets(name)
 
+    def latest_offsets(self, name: str) -> list[SourceOffset]:
+        return self.active.latest_offsets(name)
+
     def get_topics(self, name: str) -> list[str]:
         return self.active.get_topics(name)
 
