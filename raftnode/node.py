@@ -23,6 +23,7 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
 from pysyncobj.syncobj import _RAFT_STATE, SyncObjException
 
 from . import durability
+from .barrier import ReadBarriers
 from .commands import ClusterCommands
 from .groupcommit import GroupCommitter
 from .osthreads import name_os_thread
@@ -352,6 +353,9 @@ class RaftNode:
         if self.group_commit is not None and config.append_entries_immediately:
             self.syncobj.addOnTickCallback(self._send_proposed)
         self._stopped = threading.Event()
+        #: concurrent read barriers share their entries (:meth:`read_barrier`)
+        self.read_barriers = ReadBarriers(lambda timeout: self.propose(BATCH_COMMAND, [], timeout=timeout),
+                                          RaftUnavailable)
         if config.peers:
             threading.Thread(target=self._catch_up_loop, name="raft-catch-up", daemon=True).start()
 
@@ -557,11 +561,13 @@ class RaftNode:
         through the leader (pysyncobj forwards it from a follower) and awaited here; a member
         applies entries in log order, so everything committed before it is applied first. Costs one
         commit round; for reads that must not go back in time, such as a task's offsets at start.
+        Concurrent callers share entries (:class:`raftnode.barrier.ReadBarriers`): a burst of reads
+        costs about two entries.
 
         Errors: :class:`RaftUnavailable` when it is not applied here within ``timeout`` seconds (no
         leader, this member cut off or not catching up): the caller should read elsewhere or later.
         """
-        self.propose(BATCH_COMMAND, [], timeout=timeout)
+        self.read_barriers.wait(timeout)
 
     def propose_async(self, name: str, *args: Any, callback: Callable[[Any, Any], None]) -> None:
         """Propose without waiting; ``callback(result, error)`` runs on the Raft thread."""
