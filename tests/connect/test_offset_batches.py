@@ -106,7 +106,6 @@ def test_offset_reads_are_current_or_503_never_an_older_view_of_the_replica(api,
     (``latest_offsets``); a member that cannot catch up answers 503, which sends the agent's client to
     another member, instead of offsets older than an acknowledged commit (tests/raftnode/test_read_barrier)."""
     from raftnode import RaftUnavailable
-    from webapp.coordinator.signing import signed_headers
 
     worker, view = source_run_by_a_worker(api, node, tmp_path)
     path = "/raftconnect/v1/internal/connectors/src/offsets"
@@ -115,8 +114,7 @@ def test_offset_reads_are_current_or_503_never_an_older_view_of_the_replica(api,
     assert internal(api, node, "POST", path, commit).status_code == 204
 
     def read_for_a_task():
-        headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, "GET", path, b"").items()}
-        return api.get(path, **headers)
+        return internal(api, node, "GET", path)
 
     barriers = []
     real = node.raft.read_barrier

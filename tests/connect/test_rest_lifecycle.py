@@ -22,9 +22,13 @@ def patch(client, path, body):
                         content_type="application/json")
 
 
-def internal(api, node, method, path, payload):
-    body = json.dumps(payload).encode()
+def internal(api, node, method, path, payload=None):
+    """``method path`` signed with the cluster secret, as an agent sends it; ``payload`` as its JSON body
+    (``None``: no body, as the agent's reads)."""
+    body = json.dumps(payload).encode() if payload is not None else b""
     headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in signed_headers(node.secret, method, path, body).items()}
+    if payload is None:
+        return getattr(api, method.lower())(path, **headers)
     return getattr(api, method.lower())(path, data=body, content_type="application/json", **headers)
 
 

@@ -47,7 +47,8 @@ class Deafened:
         self._handle(node, message)
 
 
-def _position(store: RaftMetadataStore, name: str, read) -> int | None:
+def _position(read, name: str) -> int | None:
+    """The one partition's ``position`` that ``read(name)`` (a store's offsets read) gives, or None."""
     offsets = read(name)
     return offsets[0].offset["position"] if offsets else None
 
@@ -67,22 +68,22 @@ def test_latest_offsets_on_a_lagging_follower_are_current_or_refused_never_older
         task, part = ConnectorTaskId("src", 0), {"file": "a.csv"}
 
         at_leader.commit_offsets(task, [SourceOffset(part, {"position": 1})], worker_id="w1", generation=generation)
-        wait_for(lambda: _position(at_follower, "src", at_follower.get_offsets) == 1, 15, interval=0.02,
+        wait_for(lambda: _position(at_follower.get_offsets, "src") == 1, 15, interval=0.02,
                  what="the follower to apply the first commit")
 
         ears = Deafened(follower)
         ears.deaf.set()
         # acknowledged: committed by the leader and the other follower
         at_leader.commit_offsets(task, [SourceOffset(part, {"position": 2})], worker_id="w1", generation=generation)
-        assert _position(at_follower, "src", at_follower.get_offsets) == 1  # the replica's own, older view
+        assert _position(at_follower.get_offsets, "src") == 1  # the replica's own, older view
         with pytest.raises(StoreUnavailable, match="could not catch up"):
             at_follower.latest_offsets("src")  # refused rather than 1
         with pytest.raises(RaftUnavailable):
             follower.read_barrier(timeout=0.5)
 
         ears.deaf.clear()
-        assert _position(at_follower, "src", at_follower.latest_offsets) == 2
-        assert _position(at_leader, "src", at_leader.latest_offsets) == 2
+        assert _position(at_follower.latest_offsets, "src") == 2
+        assert _position(at_leader.latest_offsets, "src") == 2
         # a barrier is an empty entry: it changed nothing on any member
         before = leader.state.digest()
         leader.read_barrier()
