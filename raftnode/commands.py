@@ -135,6 +135,24 @@ class ClusterCommands:
         """
         return self._propose("_zzzzz_commit_offsets", worker_id, items, timeout=timeout)
 
+    def zzzzzz_put_task_configs(self, *, name: str, worker_id: str | None, generation: int,
+                                task_configs: list[dict[str, str]], timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """:meth:`put_task_configs`, and when the configs replace others, the connector's assigned tasks are
+        granted anew at a new assignment generation in the same entry, so every instance started before
+        is fenced. Returns ``{"ok", "tasks", "generation": the new generation or None}``."""
+        return self._propose("_zzzzzz_put_task_configs", name, worker_id, generation, task_configs, timeout=timeout)
+
+    def zzzzzz_regrant_tasks(self, *, name: str, count: int, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Grant connector ``name``'s assigned tasks ``0 … count-1`` anew (after task configs written to a
+        store other than Raft). Returns ``{"ok", "generation": the new generation or None}``."""
+        return self._propose("_zzzzzz_regrant_tasks", name, int(count), timeout=timeout)
+
+    def zzzzzz_rejoin_member(self, *, epoch: int, node_id: str, info: dict[str, Any],
+                             timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Record member ``node_id``'s new process (``info`` with its ``incarnation``) and grant everything it
+        owns anew, fencing its previous process. Rejected for a stale coordinator ``epoch``."""
+        return self._propose("_zzzzzz_rejoin_member", epoch, node_id, info, timeout=timeout)
+
     def put_topics(self, *, name: str, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Add ``topics`` to the connector's active topics."""
         return self._propose("_put_topics", name, topics, timeout=timeout)

@@ -46,7 +46,8 @@ LEGACY_COMMANDS = (
 )
 #: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
 #: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
-#: added later must sort after it (``_zzzz_put_statuses``, then ``_zzzzz_commit_offsets``); ``tests/raftnode/test_groupcommit.py`` pins its number.
+#: added later must sort after it (``_zzzz_put_statuses``, then ``_zzzzz_commit_offsets``, then the three
+#: ``_zzzzzz_`` commands that grant instances anew); ``tests/raftnode/test_groupcommit.py`` pins its number.
 BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
@@ -901,6 +902,93 @@ class ClusterStateMachine(SyncObjConsumer):
         """
         return [self._commit_offsets(name, task, worker_id, generation, entries, _doApply=True)
                 for name, task, generation, entries in items]
+
+    # ------------------------------------------------------------ replicated: instances granted anew
+    # Three commands of one release, named after every earlier one so that those keep their numbers; a
+    # command added later must sort after all three (``_zzzzzzz_...``).
+    def _grant_anew(self, connectors: list[str], tasks: list[str]) -> int | None:
+        """Apply-side helper: give the assigned instances among ``connectors`` (names) and ``tasks`` (keys
+        ``name-i``) to their owners again at a new assignment generation, so that every write of an
+        instance started before is refused as stale (:meth:`check_fence`). Returns the new generation,
+        or ``None`` when none of them is assigned (nothing changes then).
+
+        The owners stay; the generation the instances were granted at moves up. A worker's view names
+        that generation per instance, so the worker restarts those instances and their new incarnations
+        write at it. This is what Kafka Connect reaches with a rebalance after a task-config change and
+        with zombie fencing (KIP-618), without transactions: the grant and the refusal of every older
+        incarnation are one log entry.
+        """
+        old = self.assignment
+        connectors = [k for k in connectors if k in old["connectors"]]
+        tasks = [k for k in tasks if k in old["tasks"]]
+        if not connectors and not tasks:
+            return None
+        generation = old["generation"] + 1
+        assigned_at = dict(old["assigned_at"])
+        for key in connectors + tasks:
+            assigned_at[key] = generation
+        self.assignment = {**old, "generation": generation, "assigned_at": assigned_at}
+        self.view_version += 1
+        for name in set(connectors) | {k.rpartition("-")[0] for k in tasks}:
+            self._listed_changed(name)
+        return generation
+
+    @staticmethod
+    def _task_keys(name: str, *counts: int) -> list[str]:
+        """Task keys ``name-0`` … of connector ``name``, up to the largest of ``counts``."""
+        return [_task_key(name, i) for i in range(max(counts, default=0))]
+
+    @replicated
+    def _zzzzzz_put_task_configs(self, name: str, worker_id: str | None, generation: int,
+                                 task_configs: list[dict[str, str]]) -> dict[str, Any]:
+        """:meth:`_put_task_configs`, and when the configs replace others, the connector's tasks granted anew.
+
+        A change of task configs may move work between task indices (the file source gives whole
+        files to tasks by size rank): the old instance of task 1 may still hold a file that task 2
+        now starts on from the committed offset. Both would pass fencing by owner and generation,
+        and the slower one's commit would move the file's offset back (``benchmarks/chaos``,
+        ``offsets-monotonic``). So the same entry that writes the new configs grants every assigned
+        task of the connector anew (:meth:`_grant_anew`): instances started before it can no longer
+        write, and those started after read offsets that include every write it let through. The
+        first configs (none before) grant nothing: no task of the connector is assigned yet.
+        Returns ``{"ok", "tasks": count, "generation": new generation or None}``.
+        """
+        rec = self.connectors.get(name)
+        before = len(rec["tasks"]) if rec is not None else 0
+        changed = rec is not None and rec["tasks"] != task_configs
+        result = self._put_task_configs(name, worker_id, generation, task_configs, _doApply=True)
+        if isinstance(result, Rejected) or not changed or before == 0:
+            return result if isinstance(result, Rejected) else {**result, "generation": None}
+        return {**result, "generation": self._grant_anew([], self._task_keys(name, before, len(task_configs)))}
+
+    @replicated
+    def _zzzzzz_regrant_tasks(self, name: str, count: int) -> dict[str, Any]:
+        """Grant connector ``name``'s assigned tasks ``name-0`` … ``name-{count-1}`` anew (:meth:`_grant_anew`).
+
+        For task configs kept outside Raft (a relational or plugin store), written just before: there
+        the grant follows the write in a second step instead of sharing its entry. Returns ``{"ok",
+        "generation": new generation or None}``.
+        """
+        return {"ok": True, "generation": self._grant_anew([], self._task_keys(name, int(count)))}
+
+    @replicated
+    def _zzzzzz_rejoin_member(self, epoch: int, node_id: str, info: dict[str, Any]) -> dict[str, Any]:
+        """Member ``node_id`` came back as a new process (``info["incarnation"]`` changed): record ``info``
+        and grant every connector and task it owns anew (:meth:`_grant_anew`).
+
+        A worker killed and restarted within its session timeout keeps its assignment, and the
+        commits its old process left in flight could otherwise land after the new process's tasks
+        read their offsets. Proposed by the coordinator of ``epoch``; refused for a stale epoch.
+        Returns ``{"ok", "generation": new generation or None}``.
+        """
+        if epoch < self.epoch:
+            return Rejected(f"stale coordinator epoch {epoch} < {self.epoch}")
+        self.members[node_id] = dict(info)
+        self.view_version += 1
+        a = self.assignment
+        return {"ok": True, "generation": self._grant_anew(
+            [k for k, owner in a["connectors"].items() if owner == node_id],
+            [k for k, owner in a["tasks"].items() if owner == node_id])}
 
 
 _BATCHABLE: frozenset[str] | None = None

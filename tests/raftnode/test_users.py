@@ -97,8 +97,13 @@ def test_new_commands_leave_the_numbers_of_the_logged_commands_unchanged(tmp_pat
         assert [ids[c] for c in LEGACY_COMMANDS] == list(range(len(LEGACY_COMMANDS)))
         assert set(ids) - set(LEGACY_COMMANDS) == {"_token_create", "_token_revoke", "_user_delete", "_user_put",
                                                    "_zz_store_spec", "_zzz_apply_batch", "_zzzz_put_statuses",
-                                                   "_zzzzz_commit_offsets"}
+                                                   "_zzzzz_commit_offsets", "_zzzzzz_put_task_configs",
+                                                   "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member"}
         assert ids["_zz_store_spec"] == len(LEGACY_COMMANDS) + 4  # the run-time stores command keeps its number
+        # and so do the batched ones, with the three that grant instances anew after them
+        assert [ids[c] for c in ("_zzz_apply_batch", "_zzzz_put_statuses", "_zzzzz_commit_offsets",
+                                 "_zzzzzz_put_task_configs", "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member")] \
+            == list(range(len(LEGACY_COMMANDS) + 5, len(LEGACY_COMMANDS) + 11))
     finally:
         node.destroy()
 

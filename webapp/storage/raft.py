@@ -117,8 +117,10 @@ class RaftMetadataStore(MetadataStore):
 
     def put_task_configs(self, name: str, task_configs: list[dict[str, str]], *, worker_id: str | None,
                          generation: int) -> None:
-        self._commit(self.raft.commands.put_task_configs, name=name, worker_id=worker_id, generation=generation,
-                     task_configs=[dict(t) for t in task_configs])
+        """Replace the task configs; when they replace others, the same log entry grants the connector's
+        assigned tasks anew, fencing every instance started before (``_zzzzzz_put_task_configs``)."""
+        self._commit(self.raft.commands.zzzzzz_put_task_configs, name=name, worker_id=worker_id,
+                     generation=generation, task_configs=[dict(t) for t in task_configs])
 
     # status
     def put_status(self, name: str, task: int | None, status: dict[str, Any], *, worker_id: str,
