@@ -133,8 +133,9 @@ def test_a_heartbeat_after_no_change_skips_even_the_marker_and_one_after_another
     assert coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})["unchanged"] is True
     assert (markers, built) == ([], [])  # nothing a view is made of moved: not even the marker
 
-    store.put_task_configs(other, [{"task.index": "0", "v": "2"}], worker_id="w2",
-                           generation=raft.state.assignment["assigned_at"][other])
+    # (a change of task configs grants the connector's tasks anew at a new generation, which every view
+    # names: a config change of another worker's connector moves the state without one)
+    store.put_connector_config(other, {"connector.class": "X", "tasks.max": "1", "v": "2"})
     assert coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})["unchanged"] is True
     assert (markers, built) == (["w1"], [])  # the state moved: the marker is checked, w1's view did not change
     assert coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})["unchanged"] is True
@@ -253,8 +254,8 @@ def test_a_connector_change_rebuilds_only_the_views_that_name_it(cluster, monkey
     # a one-task connector is in at most two views (its instance's and its task's)
     name = next(n for n in (f"s{i}" for i in range(6)) if sum(named(v, n) for v in views.values()) < 3)
     built = _counting(coordinator, monkeypatch)
-    store.put_task_configs(name, [{"task.index": "0", "v": "2"}], worker_id=a["connectors"][name],
-                           generation=a["assigned_at"][name])
+    # (new task configs grant the connector's tasks anew at a new generation, which every view names)
+    store.put_connector_config(name, {"connector.class": "X", "tasks.max": "1", "v": "2"})
     after = {w: coordinator.heartbeat(w, MEMBER, {"view_digest": views[w]["digest"]}) for w in workers}
     concerned = {w for w in workers if named(views[w], name)}
     assert sorted(built) == sorted(concerned)
@@ -459,3 +460,65 @@ def test_a_task_config_is_the_connector_config_overlaid_with_the_task_config(clu
     assert view["tasks"]["partial-0"]["config"] == {**connector, "task.index": "0"}
     assert view["tasks"]["whole-0"]["config"] == {"connector.class": "X", "tasks.max": "override", "task.index": "0"}
     assert view["connectors"]["whole"]["config"] == connector
+
+
+# ------------------------------------------------------------------ instances granted anew
+def _commit(store, key, view, generation, position):
+    """Commit ``position`` for file ``f`` as task ``key`` of ``view`` at ``generation``."""
+    t = view["tasks"][key]
+    store.commit_offsets(ConnectorTaskId(t["connector"], t["task"]), [SourceOffset({"f": "f"}, {"position": position})],
+                         worker_id=view["worker_id"], generation=generation)
+
+
+def test_a_worker_back_as_a_new_process_is_granted_its_instances_anew_before_its_view(cluster):
+    from webapp.storage.base import FencedWrite
+
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2"], {"a": 2, "b": 2})
+    other = coordinator.heartbeat("w2", {**MEMBER, "incarnation": "x"}, {})
+    old = coordinator.heartbeat("w1", {**MEMBER, "incarnation": "one"}, {})
+    key = next(iter(old["tasks"]))
+    # the same process again: nothing is granted anew
+    assert coordinator.heartbeat("w1", {**MEMBER, "incarnation": "one"}, {})["generation"] == old["generation"]
+    # killed and back within its session: its first heartbeat already answers with every instance re-granted
+    new = coordinator.heartbeat("w1", {**MEMBER, "incarnation": "two"}, {})
+    assert new["generation"] == old["generation"] + 1
+    assert set(new["tasks"]) == set(old["tasks"]) and set(new["connectors"]) == set(old["connectors"])
+    assert all(t["generation"] == new["generation"] for t in new["tasks"].values())
+    assert all(c["generation"] == new["generation"] for c in new["connectors"].values())
+    assert raft.state.members["w1"]["incarnation"] == "two"
+    # what the old process left in flight is refused; the new process and the other worker write
+    with pytest.raises(FencedWrite, match="stale generation"):
+        _commit(store, key, old, old["tasks"][key]["generation"], 5)
+    _commit(store, key, new, new["tasks"][key]["generation"], 5)
+    other_key = next(iter(other["tasks"]))
+    _commit(store, other_key, other, other["tasks"][other_key]["generation"], 6)
+    assert coordinator.heartbeat("w2", {**MEMBER, "incarnation": "x"}, {})["tasks"][other_key]["generation"] \
+        == other["tasks"][other_key]["generation"]
+
+
+def test_an_agent_that_sends_no_incarnation_is_never_granted_anew(cluster):
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1"], {"a": 1})
+    first = coordinator.heartbeat("w1", {**MEMBER, "incarnation": "one"}, {})
+    assert coordinator.heartbeat("w1", MEMBER, {})["generation"] == first["generation"]
+    assert raft.state.members["w1"]["incarnation"] == "one"
+
+
+def test_changed_task_configs_reach_the_views_with_every_task_of_the_connector_granted_anew(cluster):
+    from webapp.storage.base import FencedWrite
+
+    raft, store, coordinator = cluster
+    a = _setup(store, coordinator, ["w1", "w2"], {"a": 3, "b": 1})
+    before = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2")}
+    store.put_task_configs("a", [{"task.index": str(2 - i)} for i in range(3)], worker_id=a["connectors"]["a"],
+                           generation=a["assigned_at"]["a"])
+    after = {w: coordinator.heartbeat(w, MEMBER, {}) for w in ("w1", "w2")}
+    generation = raft.state.assignment["generation"]
+    assert generation == a["generation"] + 1
+    for w in ("w1", "w2"):
+        for key, t in after[w]["tasks"].items():
+            assert t["generation"] == (generation if t["connector"] == "a" else before[w]["tasks"][key]["generation"])
+    w, key = next((w, k) for w in ("w1", "w2") for k in before[w]["tasks"] if k.startswith("a-"))
+    with pytest.raises(FencedWrite, match="stale generation"):
+        _commit(store, key, before[w], before[w]["tasks"][key]["generation"], 1)

@@ -144,7 +144,12 @@ class GroupCoordinator:
                   "rest_address": member.get("rest_address"),
                   "raft_address": member.get("raft_address"),
                   "weight": float(member.get("weight", 1.0))}
-        if known is None or any(known.get(k) != v for k, v in wanted.items()):
+        incarnation = member.get("incarnation")
+        if incarnation is not None:  # agents from before it was sent have none: they are never granted anew
+            wanted["incarnation"] = str(incarnation)
+        if known is not None and incarnation is not None and known.get("incarnation") != wanted["incarnation"]:
+            self._rejoin(worker_id, wanted)
+        elif known is None or any(known.get(k) != v for k, v in wanted.items()):
             self.raft.commands.register_member(node_id=worker_id, info=wanted)
         running = dict(running or {})
         report_full = False
@@ -172,6 +177,26 @@ class GroupCoordinator:
                     "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000),
                     **extra}
         return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
+
+    def _rejoin(self, worker_id: str, info: dict[str, Any]) -> None:
+        """Worker ``worker_id`` heartbeats as a new process (its ``incarnation`` changed): commit its new
+        member record and grant every connector and task it owns anew, in one entry, before it hears
+        its view (``ClusterStateMachine._zzzzzz_rejoin_member``).
+
+        A worker killed and back within the session timeout is still in its session and keeps its
+        assignment, so no rebalance fences its previous process, whose commits may still be on their
+        way to the leader. Granted anew, the new process's instances start at a generation those
+        commits no longer pass. Raises :class:`NotCoordinator` when this node stopped coordinating,
+        and Raft's errors (the agent's next heartbeat tries again).
+        """
+        with self._rebalance_lock:  # one generation at a time: a rebalance's changes name their base
+            epoch = self.epoch
+            if epoch is None:
+                raise NotCoordinator("this node is not the active group coordinator")
+            result = self.raft.commands.zzzzzz_rejoin_member(epoch=epoch, node_id=worker_id, info=info)
+        log.info("coordinator: worker %s is a new process (incarnation %s); %s", worker_id, info["incarnation"],
+                 f"its instances are granted anew at generation {result['generation']}"
+                 if result.get("generation") is not None else "it owns nothing")
 
     def _view_marker(self) -> tuple[int, int]:
         """What the loop watches before rebalancing: the state machine's ``view_version`` (assignment,

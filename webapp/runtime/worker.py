@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import traceback
+import uuid
 from typing import Any, Callable
 
 from webapp import environment
@@ -72,7 +73,13 @@ class Worker:
                  heartbeat_interval: float = 1.0):
         self.worker_id = worker_id
         self.client = client
-        self.member = member
+        #: this process's incarnation rides on every heartbeat: a new one makes the coordinator grant
+        #: everything this worker owns anew, fencing what an earlier process of it left in flight
+        self.incarnation = uuid.uuid4().hex
+        self.member = {**member, "incarnation": self.incarnation}
+        #: whether a heartbeat of this process was answered since it started or was fenced: views sent
+        #: before (a Celery message queued for an earlier process) are not applied
+        self._joined = False
         self.kafka_config = kafka_config
         self.data_dir = data_dir
         self.heartbeat_interval = heartbeat_interval
@@ -208,6 +215,7 @@ class Worker:
             t.cancel()
         self.generation = -1  # accept whatever view comes next
         self._last_view = None  # and ask for it whole
+        self._joined = False  # from a heartbeat's answer: a view queued meanwhile may be older than the fence
 
     def _task_metrics(self) -> list[TaskMetrics]:
         with self._snapshot_lock:
@@ -257,6 +265,7 @@ class Worker:
                 self._last_contact = time.monotonic()
                 self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
                 self._record_heartbeat(running, ok=True)
+                self._joined = True
                 if view.get("unchanged") and self._last_view is not None \
                         and view.get("digest") == self._last_view.get("digest"):
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
@@ -304,9 +313,17 @@ class Worker:
         waits for a connector or a stopping task (which could take a whole batch)
         and the session cannot expire because of it. ``via`` (``"celery"`` or
         ``"heartbeat"``) names the path the view came by: the first to bring a new
-        generation is counted in :attr:`first_delivered_by`.
+        generation is counted in :attr:`first_delivered_by`. Until a heartbeat of
+        this process is answered (at start and after :meth:`fence_all`), views by
+        any other path are dropped: they may have been sent before the coordinator
+        granted this process's instances anew.
         """
         if self._stop.is_set() or view.get("unchanged"):
+            return
+        if via != "heartbeat" and not self._joined:
+            # sent before this process joined: to an earlier process of this worker (its queue outlives
+            # it) or before this one was fenced; its generations may predate the grant that fences them
+            log.debug("view of generation %s by %s ignored: not joined yet", view.get("generation"), via)
             return
         generation = view.get("generation", 0)
         if generation > self._newest_generation:

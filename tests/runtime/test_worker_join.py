@@ -1,0 +1,64 @@
+"""A worker process joins before it runs anything: its incarnation rides on its heartbeats, and views
+that reach it by another path before a heartbeat of its own was answered are dropped (they may be older
+than the grant that fences its previous process)."""
+from __future__ import annotations
+
+import threading
+
+from tools.launcher import wait_for
+from webapp.runtime.worker import Worker
+
+
+class JoinClient:
+    """Stands in for the control plane: answers heartbeats with a view of ``generation``."""
+
+    def __init__(self, generation: int):
+        self.generation = generation
+        self.members: list[dict] = []
+
+    def heartbeat(self, member, running, timeout=2.0):
+        self.members.append(dict(member))
+        return {"worker_id": "w1", "generation": self.generation, "epoch": 1, "connectors": {}, "tasks": {},
+                "digest": "d", "session_timeout_ms": 5000}
+
+
+def view(generation: int) -> dict:
+    return {"worker_id": "w1", "generation": generation, "epoch": 1, "connectors": {}, "tasks": {}, "digest": "v"}
+
+
+def make_worker(tmp_path, client) -> Worker:
+    return Worker(worker_id="w1", client=client, member={"rest_address": "h:1"}, kafka_config={},
+                  data_dir=str(tmp_path), spark_factory=lambda: None, heartbeat_interval=3600)
+
+
+def heartbeat_once(w: Worker, client: JoinClient) -> None:
+    """Run the heartbeat loop until its first answer, then stop it (the reconcile thread is not started:
+    applied views stay pending, where the test reads them)."""
+    thread = threading.Thread(target=w._heartbeat_loop, daemon=True)
+    thread.start()
+    wait_for(lambda: client.members, 10, interval=0.01, what="a heartbeat")
+    w._stop.set()
+    thread.join(10)
+    w._stop.clear()
+
+
+def test_views_by_celery_wait_for_this_process_to_join(tmp_path):
+    client = JoinClient(generation=7)
+    w = make_worker(tmp_path, client)
+    w.apply_assignment(view(3), via="celery")  # queued for an earlier process of this worker
+    assert w._pending is None and w.first_delivered_by["celery"] == 0
+    heartbeat_once(w, client)
+    assert client.members[0] == {"rest_address": "h:1", "incarnation": w.incarnation}
+    assert w._pending["generation"] == 7  # the heartbeat's own answer
+    w.apply_assignment(view(8), via="celery")
+    assert w._pending["generation"] == 8  # joined: Celery is the fast path again
+    # cut off from the coordinator for longer than a session: fenced, and only a heartbeat answer counts again
+    w.fence_all()
+    w.apply_assignment(view(9), via="celery")
+    assert w._pending["generation"] == 8
+
+
+def test_each_process_of_a_worker_has_its_own_incarnation(tmp_path):
+    first, second = (make_worker(tmp_path, JoinClient(1)) for _ in range(2))
+    assert first.incarnation != second.incarnation and len(first.incarnation) == 32
+    assert first.member["incarnation"] == first.incarnation
