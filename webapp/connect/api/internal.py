@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from rest_framework.response import Response
 
+from raftnode.state import STORE_RAFT
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.locator import NodeNotReady, current
 from webapp.plugin import ConnectorTaskId, SourceOffset
@@ -170,9 +171,18 @@ class TaskConfigsView(InternalView):
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         configs = self.field(body, "configs", list)
-        _touch(body.get("worker_id", ""))
-        current().store.put_task_configs(name, configs, worker_id=self.field(body, "worker_id", str),
-                                         generation=self.field(body, "generation", int))
+        worker_id, generation = self.field(body, "worker_id", str), self.field(body, "generation", int)
+        _touch(worker_id)
+        node = current()
+        # The Raft store grants the connector's tasks anew in the entry that writes their configs. Another
+        # store keeps task configs outside Raft, so the grant follows the write (see
+        # ClusterStateMachine._zzzzzz_regrant_tasks); a worker writes configs only when they changed, so a
+        # write over existing ones is a change, or a retry of one, which may be granted twice.
+        outside_raft = node.raft is not None and node.raft.state.active_store != STORE_RAFT
+        before = node.store.get_connector(name) if outside_raft else None
+        node.store.put_task_configs(name, configs, worker_id=worker_id, generation=generation)
+        if before is not None and before.tasks:
+            node.raft.commands.zzzzzz_regrant_tasks(name=name, count=max(len(before.tasks), len(configs)))
         _coordinator().poke(name)
         return Response(status=204)
 
