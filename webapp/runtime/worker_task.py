@@ -292,6 +292,11 @@ class WorkerTask:
     def _begin(self) -> None:
         plugin = registry.resolve(self.config.get("connector.class", ""))
         offsets = self.client.get_offsets(self.task_id.connector)
+        # what a task started from, so that an offset that went back can be traced to the instance that
+        # moved it (benchmarks/chaos): its generation and the first committed offsets it read
+        log.info("task %s starting at generation %s from %d committed offset(s)%s", self.task_id, self.generation,
+                 len(offsets), "".join(f"; {dict(o.partition)} at {dict(o.offset)}" for o in offsets[:4])
+                 + ("; ..." if len(offsets) > 4 else ""))
         work_dir = os.path.join(self.work_dir, "tasks", str(self.task_id))
         os.makedirs(work_dir, exist_ok=True)
         context = TaskContext(task_id=self.task_id, spark=self._spark_session(), kafka_config=dict(self.kafka_config),
