@@ -326,9 +326,11 @@ def _closing_server_class():
                     return
                 self._closing = True
                 running = self._running
-            if running:
-                self.trigger.pull_trigger(self._close_channels)  # runs on the loop's thread
-            else:
+                if running:
+                    # pulled under the lock: run()'s finally, which closes the trigger, cannot run in
+                    # between (a pull after it raised EBADF on the closed trigger: a CI flake)
+                    self.trigger.pull_trigger(self._close_channels)  # runs on the loop's thread
+            if not running:
                 self._close_channels()
 
         def _close_channels(self) -> None:
