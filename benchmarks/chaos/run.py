@@ -290,7 +290,10 @@ class Campaign:
             (faults / f"{node.node_id}.disk").write_text("0")
             node.env.update({"PYTHONPATH": os.pathsep.join(p for p in (SHIM, os.environ.get("PYTHONPATH")) if p),
                              "RAFTCONNECT_TEST_CLOCK_OFFSET_FILE": str(faults / f"{node.node_id}.clock"),
-                             "RAFTCONNECT_TEST_DISK_DELAY_FILE": str(faults / f"{node.node_id}.disk")})
+                             "RAFTCONNECT_TEST_DISK_DELAY_FILE": str(faults / f"{node.node_id}.disk"),
+                             # agents log each task's start with its generation and offsets: what a
+                             # violation of offsets-monotonic is traced back with
+                             "RAFTCONNECT_AGENT_LOG_LEVEL": "INFO"})
         self.tmpfs = []
         if os.geteuid() == 0:  # each member's Raft directory on its own small filesystem, for disk-full faults
             for node in self.raft_nodes:
