@@ -28,6 +28,8 @@ from raftnode import NoSpaceAtStart, RaftConfig, RaftNode, RaftUnavailable
 from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
+from .members import destroy, raft_members
+
 
 class FullDisk:
     """A directory whose filesystem can be filled and freed: a 512 KiB tmpfs, or an injected ENOSPC."""
@@ -72,15 +74,11 @@ class FullDisk:
 def _cluster(tmp_path, monkeypatch, disk_leads: bool):
     """Three members, member 0 on a :class:`FullDisk`, restarted until member 0 leads (or not) as asked."""
     for attempt in range(8):
-        addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
         disk = FullDisk(tmp_path / str(attempt) / "m0", monkeypatch)
-        nodes = [RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                                     data_dir=str(tmp_path / str(attempt) / f"m{i}"), password="secret"))
-                 for i in range(3)]
+        _, nodes = raft_members(tmp_path / str(attempt))
         if (_leader(nodes) is nodes[0]) == disk_leads:
             return nodes, disk
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
         disk.close()
     pytest.skip(f"member 0 {'never' if disk_leads else 'always'} led in 8 elections")
 
@@ -123,8 +121,7 @@ def test_a_follower_with_a_full_disk_reports_it_and_catches_up_when_space_return
         wait_for(lambda: _converged(nodes, acked), 30, what="every acknowledged write on every member")
         assert full.state.connector("full-299")["config"] == {"v": "full-299"}
     finally:
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
         disk.close()
 
 
@@ -164,8 +161,7 @@ def test_a_leader_with_a_full_disk_acknowledges_nothing_and_recovers(tmp_path, m
         for n in nodes:  # never journalled by the leader of their term: never applied anywhere
             assert all(n.state.connector(name) is None for name in refused), refused
     finally:
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
         disk.close()
 
 

@@ -16,6 +16,8 @@ from raftnode.state import BATCH_COMMAND, LEGACY_COMMANDS, ClusterStateMachine
 from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
+from .members import destroy, raft_member, raft_members, ready_leader
+
 
 def apply(sm: ClusterStateMachine, command: str, *args):
     """Apply one replicated command directly, as every member does when it commits (no Raft)."""
@@ -217,28 +219,6 @@ def test_a_member_that_no_longer_leads_proposes_nothing_of_its_queue():
 
 
 # ------------------------------------------------------------------ on a real Raft cluster
-def _members(tmp_path, n: int = 3, **overrides) -> tuple[list[str], list[RaftNode]]:
-    addrs = [f"127.0.0.1:{free_port()}" for _ in range(n)]
-    nodes = [_member(tmp_path, addrs, i, f"m{i}", **overrides) for i in range(n)]
-    return addrs, nodes
-
-
-def _member(tmp_path, addrs, i, dirname, **overrides) -> RaftNode:
-    return RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                               data_dir=str(tmp_path / dirname), password="secret", **overrides))
-
-
-def _destroy(nodes) -> None:
-    for n in nodes:
-        if not n._stopped.is_set():
-            n.destroy()
-
-
-def _leader(nodes) -> RaftNode:
-    return wait_for(lambda: next((n for n in nodes if n.is_leader and n.status()["ready"]), None), 30,
-                    interval=0.02, what="a leader")
-
-
 def _writers(leader: RaftNode, n: int, stop: threading.Event, acked: dict, errors: list, timeout: float = 10.0):
     """``n`` threads, each committing offsets of its own task in sequence until ``stop``; ``acked[t]``: last acked."""
 
@@ -276,7 +256,7 @@ def test_a_lone_member_commits_without_waiting_for_its_tick_period(tmp_path):
     node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=str(tmp_path / "lone"),
                                tick_period=2.5))
     try:
-        _leader([node])
+        ready_leader([node])
         _assign(node, 1)
         for seq in range(1, 6):
             node.commands.commit_offsets(name="c", task=0, worker_id="w", generation=1,
@@ -287,9 +267,9 @@ def test_a_lone_member_commits_without_waiting_for_its_tick_period(tmp_path):
 
 
 def test_concurrent_writers_are_batched_keep_their_order_and_a_fenced_one_fails_alone(tmp_path):
-    _, nodes = _members(tmp_path)
+    _, nodes = raft_members(tmp_path)
     try:
-        leader = _leader(nodes)
+        leader = ready_leader(nodes)
         _assign(leader, 8)
         stop, acked, errors = threading.Event(), {}, []
         threads = _writers(leader, 8, stop, acked, errors)
@@ -318,13 +298,13 @@ def test_concurrent_writers_are_batched_keep_their_order_and_a_fenced_one_fails_
         wait_for(lambda: len({n.status()["applied_index"] for n in nodes}) == 1, 30, what="followers to apply all")
         assert len({n.state.digest() for n in nodes}) == 1
     finally:
-        _destroy(nodes)
+        destroy(nodes)
 
 
 def test_a_fresh_member_restored_from_a_snapshot_has_the_same_state_digest(tmp_path):
-    addrs, nodes = _members(tmp_path, log_compaction_min_entries=50, log_compaction_min_time=0.1)
+    addrs, nodes = raft_members(tmp_path, log_compaction_min_entries=50, log_compaction_min_time=0.1)
     try:
-        leader = _leader(nodes)
+        leader = ready_leader(nodes)
         lost = next(i for i, n in enumerate(nodes) if n is not leader)
         nodes[lost].destroy()
         _assign(leader, 4)
@@ -340,7 +320,7 @@ def test_a_fresh_member_restored_from_a_snapshot_has_the_same_state_digest(tmp_p
             if n is not nodes[lost]:
                 n.syncobj.forceLogCompaction()
         wait_for(lambda: leader.status()["log_size"] < 50, 30, what="the leader to compact its log")
-        nodes[lost] = _member(tmp_path, addrs, lost, "fresh",  # a new, empty data directory
+        nodes[lost] = raft_member(tmp_path, addrs, lost, "fresh",  # a new, empty data directory
                               log_compaction_min_entries=50, log_compaction_min_time=0.1)
         fresh = nodes[lost]
         wait_for(lambda: fresh.status()["applied_index"] == leader.status()["applied_index"], 30,
@@ -348,13 +328,13 @@ def test_a_fresh_member_restored_from_a_snapshot_has_the_same_state_digest(tmp_p
         assert fresh.state.digest() == leader.state.digest()
         assert fresh.state.connector_offsets("c") == leader.state.connector_offsets("c")
     finally:
-        _destroy(nodes)
+        destroy(nodes)
 
 
 def test_a_leader_lost_in_the_middle_of_batches_loses_no_acknowledged_write(tmp_path):
-    _, nodes = _members(tmp_path)
+    _, nodes = raft_members(tmp_path)
     try:
-        leader = _leader(nodes)
+        leader = ready_leader(nodes)
         _assign(leader, 8)
         stop, acked, errors = threading.Event(), {}, []
         threads = _writers(leader, 8, stop, acked, errors, timeout=3.0)
@@ -366,7 +346,7 @@ def test_a_leader_lost_in_the_middle_of_batches_loses_no_acknowledged_write(tmp_
         stop.set()
         assert not errors
         survivors = [n for n in nodes if n is not leader]
-        new = _leader(survivors)
+        new = ready_leader(survivors)
         new.commands.put_topics(name="c", topics=["after"])  # commits in the new term, and all before it
 
         def all_acked_applied():
@@ -379,7 +359,7 @@ def test_a_leader_lost_in_the_middle_of_batches_loses_no_acknowledged_write(tmp_
         assert acked
         wait_for(all_acked_applied, 30, what="every acknowledged write on both survivors")
     finally:
-        _destroy(nodes)
+        destroy(nodes)
 
 
 def test_an_older_acknowledgement_does_not_move_the_next_index_back():

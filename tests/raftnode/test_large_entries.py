@@ -13,24 +13,17 @@ import logging
 
 import pytest
 
-from raftnode import RaftConfig, RaftNode
 from tools.launcher import wait_for
-from webapp.kafka.embedded import free_port
 
-
-def _cluster(tmp_path, **overrides) -> list[RaftNode]:
-    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
-    return [RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                                data_dir=str(tmp_path / f"m{i}"), password="secret", **overrides)) for i in range(3)]
+from .members import destroy, raft_members, ready_leader
 
 
 @pytest.mark.parametrize("max_bytes, chunked", [(None, False), (2**16, True)], ids=["default", "pysyncobj-64KiB"])
 def test_a_large_non_ascii_entry_reaches_every_follower_without_a_failed_tick(tmp_path, caplog, max_bytes, chunked):
     overrides = {} if max_bytes is None else {"append_entries_max_bytes": max_bytes}
-    nodes = _cluster(tmp_path, **overrides)
+    _, nodes = raft_members(tmp_path, **overrides)
     try:
-        leader = wait_for(lambda: next((n for n in nodes if n.is_leader and n.status()["ready"]), None), 30,
-                          interval=0.02, what="a leader")
+        leader = ready_leader(nodes)
         value = "é" * 150_000  # 300 KB of UTF-8, each byte above 0x7f
         with caplog.at_level(logging.ERROR, logger="pysyncobj"):
             leader.commands.put_connector_config(name="big", config={"v": value}, target_state=None,
@@ -40,5 +33,4 @@ def test_a_large_non_ascii_entry_reaches_every_follower_without_a_failed_tick(tm
         failed = [r for r in caplog.records if r.name.startswith("pysyncobj") and "failed _onTick" in r.getMessage()]
         assert bool(failed) is chunked, [r.getMessage() for r in failed]
     finally:
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)

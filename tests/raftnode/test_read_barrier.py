@@ -12,39 +12,14 @@ import threading
 
 import pytest
 
-from raftnode import RaftConfig, RaftNode, RaftUnavailable
+from raftnode import RaftUnavailable
 from raftnode.barrier import ReadBarriers
 from tools.launcher import wait_for
-from webapp.kafka.embedded import free_port
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.storage.base import StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore
 
-
-def _cluster(tmp_path) -> list[RaftNode]:
-    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
-    # election timeouts well past the time a follower is kept from hearing the leader here, so that the
-    # lag under test does not turn into an election
-    return [RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                                data_dir=str(tmp_path / f"m{i}"), password="secret", connection_timeout=30.0,
-                                raft_min_timeout=8.0, raft_max_timeout=9.0))
-            for i in range(3)]
-
-
-class Deafened:
-    """While :meth:`deafen` is in force, ``member`` drops the leader's append-entries: it learns nothing
-    new, as a member cut off or stuck behind its disk does, and still sends what it proposes."""
-
-    def __init__(self, member: RaftNode):
-        transport = member.syncobj._SyncObj__transport
-        self._handle = transport._onMessageReceivedCallback
-        self.deaf = threading.Event()
-        transport.setOnMessageReceivedCallback(self._on_message)
-
-    def _on_message(self, node, message) -> None:
-        if self.deaf.is_set() and isinstance(message, dict) and message.get("type") == "append_entries":
-            return
-        self._handle(node, message)
+from .members import MessageTap, destroy, is_append_entries, raft_members, ready_leader
 
 
 def _position(read, name: str) -> int | None:
@@ -54,10 +29,11 @@ def _position(read, name: str) -> int | None:
 
 
 def test_latest_offsets_on_a_lagging_follower_are_current_or_refused_never_older(tmp_path):
-    nodes = _cluster(tmp_path)
+    # election timeouts well past the time a follower is kept from hearing the leader here, so that the
+    # lag under test does not turn into an election
+    _, nodes = raft_members(tmp_path, connection_timeout=30.0, raft_min_timeout=8.0, raft_max_timeout=9.0)
     try:
-        leader = wait_for(lambda: next((n for n in nodes if n.is_leader and n.status()["ready"]), None), 60,
-                          interval=0.02, what="a leader")
+        leader = ready_leader(nodes, timeout=60)
         leader.propose("_become_coordinator", leader.term, "n1")
         follower = next(n for n in nodes if n is not leader)
         wait_for(lambda: follower.leader is not None, 30, interval=0.02, what="the follower to know its leader")
@@ -71,8 +47,11 @@ def test_latest_offsets_on_a_lagging_follower_are_current_or_refused_never_older
         wait_for(lambda: _position(at_follower.get_offsets, "src") == 1, 15, interval=0.02,
                  what="the follower to apply the first commit")
 
-        ears = Deafened(follower)
-        ears.deaf.set()
+        # deafened: it drops the leader's append-entries, learning nothing new, as a member cut off or
+        # stuck behind its disk does, and still sends what it proposes
+        ears = MessageTap(follower, lambda node, message, handle: None if is_append_entries(message)
+                          else handle(node, message))
+        ears.armed.set()
         # acknowledged: committed by the leader and the other follower
         at_leader.commit_offsets(task, [SourceOffset(part, {"position": 2})], worker_id="w1", generation=generation)
         assert _position(at_follower.get_offsets, "src") == 1  # the replica's own, older view
@@ -81,7 +60,7 @@ def test_latest_offsets_on_a_lagging_follower_are_current_or_refused_never_older
         with pytest.raises(RaftUnavailable):
             follower.read_barrier(timeout=0.5)
 
-        ears.deaf.clear()
+        ears.armed.clear()
         assert _position(at_follower.latest_offsets, "src") == 2
         assert _position(at_leader.latest_offsets, "src") == 2
         # a barrier is an empty entry: it changed nothing on any member
@@ -91,8 +70,7 @@ def test_latest_offsets_on_a_lagging_follower_are_current_or_refused_never_older
         wait_for(lambda: {n.state.digest() for n in nodes} == {before}, 15, interval=0.02,
                  what="every member to hold the leader's state")
     finally:
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
 
 
 class GatedProposals:

@@ -20,9 +20,10 @@ import time
 
 import pytest
 
-from raftnode import CommandRejected, RaftConfig, RaftNode, RaftUnavailable
+from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from tools.launcher import wait_for
-from webapp.kafka.embedded import free_port
+
+from .members import destroy, raft_members
 
 
 class SlowDisk:
@@ -60,14 +61,8 @@ class LeaderWatch(threading.Thread):
                     self.leaders.setdefault(st["term"], set()).add(i)
 
 
-def _cluster(tmp_path):
-    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
-    return [RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                                data_dir=str(tmp_path / f"m{i}"), password="secret")) for i in range(3)]
-
-
 def _run(tmp_path, slow_leader: bool, delay_s: float, writes_during: int):
-    nodes = _cluster(tmp_path)
+    _, nodes = raft_members(tmp_path)
     watch = LeaderWatch(nodes)
     watch.start()
     try:
@@ -116,8 +111,7 @@ def _run(tmp_path, slow_leader: bool, delay_s: float, writes_during: int):
         assert all(len(ls) == 1 for ls in watch.leaders.values()), f"two leaders in one term: {watch.leaders}"
     finally:
         watch.stop.set()
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
 
 
 def test_a_slow_follower_disk_keeps_writes_going_and_loses_none(tmp_path):

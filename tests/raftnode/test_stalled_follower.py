@@ -11,41 +11,30 @@ from __future__ import annotations
 import threading
 import time
 
-from raftnode import RaftConfig, RaftNode
 from tools.launcher import wait_for
-from webapp.kafka.embedded import free_port
 
-
-def _cluster(tmp_path) -> list[RaftNode]:
-    addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
-    # connections live through the hold-up: only the election deadline is under test
-    return [RaftNode(RaftConfig(self_address=addrs[i], peers=[a for a in addrs if a != addrs[i]],
-                                data_dir=str(tmp_path / f"m{i}"), password="secret", connection_timeout=10.0))
-            for i in range(3)]
+from .members import MessageTap, destroy, is_append_entries, raft_members, ready_leader
 
 
 def test_a_held_up_follower_does_not_depose_a_live_leader(tmp_path):
-    nodes = _cluster(tmp_path)
-    try:
-        leader = wait_for(lambda: next((n for n in nodes if n.is_leader and n.status()["ready"]), None), 30,
-                          interval=0.02, what="a leader")
+    _, nodes = raft_members(tmp_path, connection_timeout=10.0)  # connections live through the hold-up: only
+    try:                                                        # the election deadline is under test
+        leader = ready_leader(nodes)
         follower = next(n for n in nodes if n is not leader)
         wait_for(lambda: follower.leader is not None, 30, interval=0.02, what="the follower to know its leader")
         term = leader.term
         hold = 2 * follower.config.raft_max_timeout  # well past any election deadline drawn before it
-        transport = follower.syncobj._SyncObj__transport
-        handle = transport._onMessageReceivedCallback
-        armed, resumed = threading.Event(), threading.Event()
+        resumed = threading.Event()
 
-        def on_message(node, message):
+        def on_message(node, message, handle):
             handle(node, message)  # an append-entries resets the deadline, then its handling is slow
-            if armed.is_set() and isinstance(message, dict) and message.get("type") == "append_entries":
-                armed.clear()
+            if is_append_entries(message):
+                tap.armed.clear()
                 time.sleep(hold)  # as a slow journal write or a starved thread would
                 resumed.set()
 
-        transport.setOnMessageReceivedCallback(on_message)
-        armed.set()
+        tap = MessageTap(follower, on_message)
+        tap.armed.set()
         assert resumed.wait(30), "the follower never handled an append-entries"
         # the leader went on sending meanwhile: what waits in the socket must count before any election
         leader.commands.register_member(node_id="probe", info={"roles": ["worker"]}, timeout=15)
@@ -53,5 +42,4 @@ def test_a_held_up_follower_does_not_depose_a_live_leader(tmp_path):
         assert leader.is_leader and leader.term == term
         assert {n.term for n in nodes} == {term}, "the held-up follower started an election"
     finally:
-        for n in nodes:
-            n.destroy()
+        destroy(nodes)
