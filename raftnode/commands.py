@@ -153,6 +153,20 @@ class ClusterCommands:
         owns anew, fencing its previous process. Rejected for a stale coordinator ``epoch``."""
         return self._propose("_zzzzzz_rejoin_member", epoch, node_id, info, timeout=timeout)
 
+    def zzzzzzz_commit_offsets(self, *, worker_id: str, items: list[list],
+                               timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
+        """:meth:`zzzzz_commit_offsets` with each commit's sequence number: ``items`` ``[[name, task, generation,
+        seq or None, entries], ...]``. An item older than a commit of its task already applied at its
+        generation is refused (409) alone. Returns the per-item results."""
+        return self._propose("_zzzzzzz_commit_offsets", worker_id, items, timeout=timeout)
+
+    def zzzzzzz_start_task(self, *, name: str, task: int, worker_id: str, generation: int, seq: int,
+                           timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Record that task ``name-task`` starts at ``generation`` with its agent's counter at ``seq``: its
+        commits numbered lower at that generation are refused from then on. Fenced (409)."""
+        return self._propose("_zzzzzzz_start_task", name, int(task), worker_id, int(generation), int(seq),
+                             timeout=timeout)
+
     def put_topics(self, *, name: str, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Add ``topics`` to the connector's active topics."""
         return self._propose("_put_topics", name, topics, timeout=timeout)

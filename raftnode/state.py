@@ -47,7 +47,8 @@ LEGACY_COMMANDS = (
 #: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
 #: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
 #: added later must sort after it (``_zzzz_put_statuses``, then ``_zzzzz_commit_offsets``, then the three
-#: ``_zzzzzz_`` commands that grant instances anew); ``tests/raftnode/test_groupcommit.py`` pins its number.
+#: ``_zzzzzz_`` commands that grant instances anew and the two ``_zzzzzzz_`` ones that keep commits in
+#: order); ``tests/raftnode/test_users.py`` pins every number.
 BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
@@ -162,6 +163,9 @@ class ClusterStateMachine(SyncObjConsumer):
             password: the proposer hashes it.
         tokens: ``{sha256 hex digest of the key: {"user": name, "name": token name,
             "created": float, "expires": float | None}}``; (user, name) is unique. Never a key.
+        commit_floors: ``{"name-i": [generation, seq]}``: the highest commit sequence number applied
+            or started from for the task at that generation (:meth:`_zzzzzzz_commit_offsets`,
+            :meth:`_zzzzzzz_start_task`); dropped with the task's key from the assignment.
         view_version: counts the applied commands that may change what a worker is told to run
             (members, the assignment, restart counters, connector configs, target states, task
             configs, imports, the active store) — not status reports, offset commits or topics,
@@ -207,11 +211,13 @@ class ClusterStateMachine(SyncObjConsumer):
         self.view_version = 0
         self.views_version = 0
         self.connector_versions: dict[str, int] = {}
+        self.commit_floors: dict[str, list[int]] = {}
 
     def _deserialize(self, data: dict[str, Any]) -> None:
         """Load a snapshot; one written before users, tokens, store specs or view versions existed leaves them empty."""
         self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
+        self.commit_floors = {}
         super()._deserialize(data)
         self.snapshots_loaded += 1
         self._listed_changed(None)
@@ -443,6 +449,8 @@ class ClusterStateMachine(SyncObjConsumer):
                         if current.pop(key, None) is not None:
                             moved.add(key if current is new_connectors else key.rpartition("-")[0])
                         assigned_at.pop(key, None)
+                        if current is new_tasks:
+                            self.commit_floors.pop(key, None)
                     elif current.get(key) != owner:
                         current[key] = owner
                         assigned_at[key] = generation
@@ -453,6 +461,8 @@ class ClusterStateMachine(SyncObjConsumer):
         }
         # counters of instances no longer assigned anywhere are dropped: such an instance starts afresh anyway
         self.restarts = {k: v for k, v in self.restarts.items() if k in new_connectors or k in new_tasks}
+        if base_generation is None and self.commit_floors:
+            self.commit_floors = {k: v for k, v in self.commit_floors.items() if k in new_tasks}
         self.view_version += 1
         if moved is None:
             self._listed_changed(None)
@@ -904,8 +914,8 @@ class ClusterStateMachine(SyncObjConsumer):
                 for name, task, generation, entries in items]
 
     # ------------------------------------------------------------ replicated: instances granted anew
-    # Three commands of one release, named after every earlier one so that those keep their numbers; a
-    # command added later must sort after all three (``_zzzzzzz_...``).
+    # Three commands named after every earlier one so that those keep their numbers (then come the two
+    # ``_zzzzzzz_`` ones below; a command added later must sort after all of them).
     def _grant_anew(self, connectors: list[str], tasks: list[str]) -> int | None:
         """Apply-side helper: give the assigned instances among ``connectors`` (names) and ``tasks`` (keys
         ``name-i``) to their owners again at a new assignment generation, so that every write of an
@@ -989,6 +999,65 @@ class ClusterStateMachine(SyncObjConsumer):
         return {"ok": True, "generation": self._grant_anew(
             [k for k, owner in a["connectors"].items() if owner == node_id],
             [k for k, owner in a["tasks"].items() if owner == node_id])}
+
+    # ------------------------------------------------------------ replicated: commits in their order
+    # Two commands named after the three above (``_zzzzzzz_``); a command added later must sort after
+    # ``_zzzzzzz_start_task``.
+    @replicated
+    def _zzzzzzz_commit_offsets(self, worker_id: str, items: list[list]) -> list[dict[str, Any]]:
+        """:meth:`_zzzzz_commit_offsets` with a commit sequence number: ``items`` ``[[name, task, generation,
+        seq or None, entries], ...]``; one result per item, in order.
+
+        A commit request can outlive its sender's attempt: the member that took it forwards it again
+        after a leader change, or proposes it again while it has no leader, while the agent, whose
+        attempt timed out, has sent the same commit elsewhere and gone on to the next batch. The late
+        copy then lands after a newer commit of the same task, with the same owner and generation,
+        and moved the offsets back (``benchmarks/chaos``, ``offsets-monotonic``). An agent numbers its
+        commits and task starts with one counter per process (``seq``), so among the task's writes at
+        one generation a lower number is an older one: an item whose ``seq`` is below the task's
+        :attr:`commit_floors` entry at its generation is refused (409) and writes nothing; the same
+        number again (a retry of a commit that did land) is applied again, which changes nothing.
+        Items without ``seq`` (agents from before it) are applied as by :meth:`_commit_offsets`.
+        Checks in order: store open, fencing, then the sequence.
+        """
+        results: list[dict[str, Any]] = []
+        for name, task, generation, seq, entries in items:
+            key = _task_key(name, task) if task is not None else None
+            floor = self.commit_floors.get(key) if seq is not None and key is not None else None
+            if floor is not None and floor[0] == generation and seq < floor[1] \
+                    and self.check_fence(name, task, worker_id, generation) is None \
+                    and self._raft_store_closed() is None:
+                results.append(Rejected(f"commit {seq} of task {key} at generation {generation} is older than "
+                                        f"commit {floor[1]}, already applied or started from: a late copy"))
+                continue
+            result = self._commit_offsets(name, task, worker_id, generation, entries, _doApply=True)
+            if seq is not None and key is not None and not isinstance(result, Rejected):
+                self._raise_floor(key, generation, seq)
+            results.append(result)
+        return results
+
+    def _raise_floor(self, key: str, generation: int, seq: int) -> None:
+        """Apply-side helper: ``commit_floors[key]`` becomes ``[generation, seq]`` if that is later."""
+        floor = self.commit_floors.get(key)
+        if floor is None or generation > floor[0] or (generation == floor[0] and seq > floor[1]):
+            self.commit_floors[key] = [generation, seq]
+
+    @replicated
+    def _zzzzzzz_start_task(self, name: str, task: int, worker_id: str, generation: int, seq: int) -> dict[str, Any]:
+        """Task ``name-task`` starts at ``generation`` on ``worker_id``; its agent's counter is at ``seq``.
+
+        Fenced like the task's writes. Raises the task's commit floor to ``seq``, so that a commit of
+        an earlier instance at the same generation (a restart in the same agent process: an operator's
+        restart, a failed or fenced task started again) that is still on its way is refused instead of
+        landing after the new instance read its offsets. The agent reads the offsets after this entry
+        applied, so they include every commit it let through. Kept whatever store is active (it is
+        coordination state, like the assignment). Returns ``{"ok": True}``.
+        """
+        why = self.check_fence(name, task, worker_id, generation)
+        if why:
+            return Rejected(why)
+        self._raise_floor(_task_key(name, task), generation, seq)
+        return {"ok": True}
 
 
 _BATCHABLE: frozenset[str] | None = None

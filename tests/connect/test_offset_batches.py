@@ -73,8 +73,10 @@ def test_concurrent_commits_share_a_request_and_each_caller_gets_its_own_outcome
     # the lone first commit went alone to its connector's endpoint, as before the batch endpoint
     assert leader.paths == ["/raftconnect/v1/internal/connectors/c/offsets", PATH]
     second = sorted(leader.requests[1], key=lambda c: c["task"])
-    assert second[1] == {"connector": "c", "task": 2, "generation": 7, "offsets": [[{"f": "2"}, {"pos": 2}]],
-                         "topics": ["t"]}
+    assert {k: v for k, v in second[1].items() if k != "seq"} == {
+        "connector": "c", "task": 2, "generation": 7, "offsets": [[{"f": "2"}, {"pos": 2}]], "topics": ["t"]}
+    # each commit numbered when it was made: six numbers, none twice
+    assert sorted(c["seq"] for request in leader.requests for c in request) == list(range(1, 7))
     assert (client._commits.requests, client._commits.items) == (2, 6)
 
 

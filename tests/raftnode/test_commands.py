@@ -23,7 +23,7 @@ _SAMPLES = {"node_id": "n1", "info": {"roles": ["raft"]}, "epoch": 3, "leader": 
             "status": {"state": "RUNNING"}, "entries": [], "topics": ["t"], "items": [], "switch_id": "s",
             "source": "raft", "target": "pg", "now": 1.5, "phase": "copy", "progress": {}, "digest": {},
             "reason": "r", "changes": {"role": "admin"}, "create": True, "user": "u", "expires": None,
-            "spec": {"url": "postgresql://u@h/db", "password": None, "added_by": "u"}, "count": 2}
+            "spec": {"url": "postgresql://u@h/db", "password": None, "added_by": "u"}, "count": 2, "seq": 7}
 _METHODS = [m for m in vars(ClusterCommands) if not m.startswith("_")]
 
 

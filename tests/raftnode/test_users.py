@@ -98,12 +98,14 @@ def test_new_commands_leave_the_numbers_of_the_logged_commands_unchanged(tmp_pat
         assert set(ids) - set(LEGACY_COMMANDS) == {"_token_create", "_token_revoke", "_user_delete", "_user_put",
                                                    "_zz_store_spec", "_zzz_apply_batch", "_zzzz_put_statuses",
                                                    "_zzzzz_commit_offsets", "_zzzzzz_put_task_configs",
-                                                   "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member"}
+                                                   "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member",
+                                                   "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task"}
         assert ids["_zz_store_spec"] == len(LEGACY_COMMANDS) + 4  # the run-time stores command keeps its number
         # and so do the batched ones, with the three that grant instances anew after them
         assert [ids[c] for c in ("_zzz_apply_batch", "_zzzz_put_statuses", "_zzzzz_commit_offsets",
-                                 "_zzzzzz_put_task_configs", "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member")] \
-            == list(range(len(LEGACY_COMMANDS) + 5, len(LEGACY_COMMANDS) + 11))
+                                 "_zzzzzz_put_task_configs", "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member",
+                                 "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task")] \
+            == list(range(len(LEGACY_COMMANDS) + 5, len(LEGACY_COMMANDS) + 13))
     finally:
         node.destroy()
 

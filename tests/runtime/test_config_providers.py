@@ -132,6 +132,9 @@ class RecordingClient:
     def get_offsets(self, connector):
         return []
 
+    def start_task(self, task_id, generation):
+        return self.get_offsets(task_id.connector)
+
 
 def _connector(path_value: str) -> dict:
     return {"config": {"connector.class": "raftconnect.connectors.file.FileSourceConnector", "name": "src",

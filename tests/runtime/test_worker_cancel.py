@@ -57,6 +57,9 @@ class Client:
     def get_offsets(self, connector):
         return []
 
+    def start_task(self, task_id, generation):
+        return self.get_offsets(task_id.connector)
+
     def commit_offsets(self, *args, **kwargs):
         self.commits.append(args)
 

@@ -8,6 +8,7 @@ longer owns the task and must stop it.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -39,6 +40,7 @@ class _Retryable(Exception):
 #: the batch endpoints of status reports and of offset commits
 STATUSES_PATH = "/raftconnect/v1/internal/statuses"
 OFFSETS_PATH = "/raftconnect/v1/internal/offsets"
+TASK_START_SUFFIX = "/start"
 
 
 class _NoSuchEndpoint(RuntimeError):
@@ -139,6 +141,12 @@ class ControlPlaneClient:
         self.session = requests.Session()
         #: batch endpoints a node answered 404 for (a node of an earlier version): one request per item since
         self._unbatched: set[str] = set()
+        #: numbers this process's offset commits and task starts, in the order they are made: a task's
+        #: later commit, by the same instance or one started after it here, has a higher number, so the
+        #: Raft store can refuse a late copy of an earlier one (``OffsetCommit.seq``)
+        self._seq = itertools.count(1)
+        #: whether the cluster answered 404 for a task start (a node of an earlier version): read offsets
+        self._no_task_start = False
         self._statuses = _RequestGroup(self._send_statuses, self.MAX_STATUS_BATCH)
         self._commits = _RequestGroup(self._send_commits, self.MAX_COMMIT_BATCH)
 
@@ -159,7 +167,8 @@ class ControlPlaneClient:
             if resp.status_code in (421, 502, 503, 504):
                 last = _Retryable(f"{address}: {resp.status_code} {resp.text[:200]}")
                 continue
-            if resp.status_code == 404 and path in self._BATCH_PATHS:
+            if resp.status_code == 404 and (path in self._BATCH_PATHS or path.endswith(TASK_START_SUFFIX)
+                                            and "HTTP 404 Not Found" in resp.text):  # no view: an older node
                 raise _NoSuchEndpoint(f"{method} {path} failed: 404 {resp.text[:500]}")
             if resp.status_code >= 400:
                 raise RuntimeError(f"{method} {path} failed: {resp.status_code} {resp.text[:500]}")
@@ -292,6 +301,25 @@ class ControlPlaneClient:
         data = self.call("GET", f"/raftconnect/v1/internal/connectors/{connector}/offsets")
         return [SourceOffset(p, o) for p, o in data["offsets"]]
 
+    def start_task(self, task_id: ConnectorTaskId, generation: int) -> list[SourceOffset]:
+        """Record that ``task_id`` starts here at ``generation`` and return its connector's committed offsets,
+        read after that record: a late commit of an earlier instance of the task is refused from then on
+        (``POST .../connectors/{name}/tasks/{task}/start``). Against a node without that endpoint, the
+        offsets alone (:meth:`get_offsets`). Errors: :class:`Fenced` (the task is not this worker's at
+        ``generation``), :class:`ControlPlaneUnavailable`, ``RuntimeError``.
+        """
+        if not self._no_task_start:
+            path = f"/raftconnect/v1/internal/connectors/{task_id.connector}/tasks/{task_id.task}{TASK_START_SUFFIX}"
+            try:
+                data = self.call("POST", path, {"worker_id": self.worker_id, "generation": generation,
+                                                "seq": next(self._seq)})
+            except _NoSuchEndpoint:
+                log.info("the cluster has no task start endpoint: tasks read their offsets only")
+                self._no_task_start = True
+            else:
+                return [SourceOffset(p, o) for p, o in data["offsets"]]
+        return self.get_offsets(task_id.connector)
+
     def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset],
                        topics: list[str] | None = None) -> None:
         """Commit one batch's offsets (fenced); ``topics``: Kafka topics the batch produced to or consumed
@@ -304,7 +332,7 @@ class ControlPlaneClient:
         without that endpoint, one request per commit as before.
         """
         item: dict[str, Any] = {"connector": task_id.connector, "task": task_id.task, "generation": generation,
-                                "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
+                                "seq": next(self._seq), "offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
         if topics:
             item["topics"] = sorted(set(topics))
         if OFFSETS_PATH in self._unbatched:

@@ -291,7 +291,8 @@ class WorkerTask:
 
     def _begin(self) -> None:
         plugin = registry.resolve(self.config.get("connector.class", ""))
-        offsets = self.client.get_offsets(self.task_id.connector)
+        # recorded through Raft first: a late commit of an earlier instance of this task is refused from now on
+        offsets = self.client.start_task(self.task_id, self.generation)
         # what a task started from, so that an offset that went back can be traced to the instance that
         # moved it (benchmarks/chaos): its generation and the first committed offsets it read
         log.info("task %s starting at generation %s from %d committed offset(s)%s", self.task_id, self.generation,

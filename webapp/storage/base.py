@@ -304,11 +304,16 @@ class OffsetCommit(NamedTuple):
         task_id: the task whose batch it is.
         offsets: the batch's offsets (within it, the last offset of a partition wins).
         generation: the assignment generation the worker runs the task at (fencing).
+        seq: the agent's number for this commit (one counter per agent process, so a task's later
+            commits have higher numbers), or ``None`` from an agent that sends none. The Raft store
+            refuses a commit older than one of its task already applied at its generation (a late
+            copy; ``ClusterStateMachine._zzzzzzz_commit_offsets``); other stores ignore it.
     """
 
     task_id: ConnectorTaskId
     offsets: list[SourceOffset]
     generation: int
+    seq: int | None = None
 
 
 class StatusBackingStore(ABC):

@@ -184,13 +184,13 @@ class RaftMetadataStore(MetadataStore):
                      generation=generation, entries=entries)
 
     def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
-        """Every commit in one log entry (``_zzzzz_commit_offsets``), each fenced and applied on its own."""
+        """Every commit in one log entry (``_zzzzzzz_commit_offsets``), each fenced, checked against its
+        task's later commits by ``seq`` and applied on its own."""
         if not commits:
             return []
-        items = [[c.task_id.connector, c.task_id.task, c.generation,
-                  _log_entries(c.offsets)]
+        items = [[c.task_id.connector, c.task_id.task, c.generation, c.seq, _log_entries(c.offsets)]
                  for c in commits]
-        results = self._commit(self.raft.commands.zzzzz_commit_offsets, worker_id=worker_id, items=items)
+        results = self._commit(self.raft.commands.zzzzzzz_commit_offsets, worker_id=worker_id, items=items)
         return self._outcomes(results)
 
     def alter_offsets(self, name: str, offsets: list) -> None:

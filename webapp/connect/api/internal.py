@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from rest_framework.response import Response
 
+from raftnode import CommandRejected, RaftUnavailable
 from raftnode.state import STORE_RAFT
 from webapp.connect.herder import BadRequest, ConnectRestError
 from webapp.connect.locator import NodeNotReady, current
@@ -32,7 +33,7 @@ from .views import ConnectAPIView
 log = logging.getLogger(__name__)
 
 __all__ = ["ClusterMemberAuthentication", "LeaderView", "LocalRaftView", "UserDirectoryView", "HeartbeatView", "LeaveView", "TaskConfigsView", "StatusReportView",
-           "StatusReportsView", "OffsetsCommitView", "OffsetCommitsView"]
+           "StatusReportsView", "OffsetsCommitView", "OffsetCommitsView", "TaskStartView"]
 
 
 class ClusterMember:
@@ -248,13 +249,48 @@ class OffsetsCommitView(InternalView):
     def post(self, request: Request, name: str) -> Response:
         body = request.data
         entries = _offsets_of(body)
-        _touch(body.get("worker_id", ""))
+        worker_id = self.field(body, "worker_id", str)
+        _touch(worker_id)
         store = current().store
-        store.commit_offsets(ConnectorTaskId(name, self.field(body, "task", int)), entries,
-                             worker_id=self.field(body, "worker_id", str),
-                             generation=self.field(body, "generation", int))
+        task_id, generation = ConnectorTaskId(name, self.field(body, "task", int)), self.field(body, "generation", int)
+        seq = self.field(body, "seq", int, optional=True)
+        if seq is None:  # an agent from before commit numbers
+            store.commit_offsets(task_id, entries, worker_id=worker_id, generation=generation)
+        else:
+            [error] = store.commit_offsets_many([OffsetCommit(task_id, entries, generation, seq)], worker_id=worker_id)
+            if error is not None:
+                raise error
         _record_topics(store, name, body.get("topics"))
         return Response(status=204)
+
+
+class TaskStartView(InternalView):
+    """``POST /raftconnect/v1/internal/connectors/{name}/tasks/{task}/start``: a task instance starts; answers
+    the offsets it starts from.
+
+    Body: ``{"worker_id", "generation", "seq"}`` (``seq``: the agent's counter now). Commits the start
+    through Raft (``ClusterStateMachine._zzzzzzz_start_task``: fenced, 409 when the task is not this
+    worker's at that generation; it raises the task's commit floor, so a late commit of an earlier
+    instance is refused from then on), then answers ``{"offsets": [[partition, offset], ...]}`` read
+    after that entry applied: never older than a commit acknowledged before the request.
+    """
+
+    def post(self, request: Request, name: str, task: int) -> Response:
+        body = request.data
+        worker_id = self.field(body, "worker_id", str)
+        _touch(worker_id)
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member", 404)
+        try:
+            node.raft.commands.zzzzzzz_start_task(name=name, task=task, worker_id=worker_id,
+                                                  generation=self.field(body, "generation", int),
+                                                  seq=self.field(body, "seq", int))
+        except CommandRejected as exc:
+            raise ConnectRestError(str(exc), exc.code) from exc
+        except RaftUnavailable as exc:
+            raise ConnectRestError(f"The start of task {name}-{task} was not committed: {exc}", 503) from exc
+        return Response({"offsets": [[dict(o.partition), dict(o.offset)] for o in node.store.get_offsets(name)]})
 
 
 def _record_topics(store, name: str, topics: Any) -> None:
@@ -281,8 +317,9 @@ def _offsets_of(item: dict[str, Any]) -> list[SourceOffset]:
 class OffsetCommitsView(InternalView):
     """``POST /raftconnect/v1/internal/offsets``: commit many tasks' offsets at once (each fenced).
 
-    Body: ``{"worker_id", "commits": [{"connector", "task", "generation", "offsets": [[partition,
-    offset], ...], "topics"?: [...]}, ...]}``. Answers 200 ``{"results": [...]}``, one entry per
+    Body: ``{"worker_id", "commits": [{"connector", "task", "generation", "seq"?, "offsets": [[partition,
+    offset], ...], "topics"?: [...]}, ...]}`` (``seq``: the agent's number of the commit, see
+    :class:`~webapp.storage.base.OffsetCommit`). Answers 200 ``{"results": [...]}``, one entry per
     commit in order: ``null`` when committed, else ``{"error_code": 409, "message"}`` for a commit
     fenced alone (its task moved or its generation is stale); the others are committed, each as
     atomically as alone. A malformed commit fails the whole request (400) and nothing is written.
@@ -299,7 +336,7 @@ class OffsetCommitsView(InternalView):
                 raise BadRequest("Each commit must be an object")
             name = self.field(item, "connector", str)
             commits.append(OffsetCommit(ConnectorTaskId(name, self.field(item, "task", int)), _offsets_of(item),
-                                        self.field(item, "generation", int)))
+                                        self.field(item, "generation", int), self.field(item, "seq", int, optional=True)))
             topics.append(item.get("topics"))
         _touch(worker_id)
         store = current().store

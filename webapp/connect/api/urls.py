@@ -60,6 +60,7 @@ urlpatterns = [
     path("raftconnect/v1/internal/raft", internal.LocalRaftView.as_view()),
     path("raftconnect/v1/internal/users", internal.UserDirectoryView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/tasks", internal.TaskConfigsView.as_view()),
+    path("raftconnect/v1/internal/connectors/<str:name>/tasks/<int:task>/start", internal.TaskStartView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/status", internal.StatusReportView.as_view()),
     path("raftconnect/v1/internal/statuses", internal.StatusReportsView.as_view()),
     path("raftconnect/v1/internal/offsets", internal.OffsetCommitsView.as_view()),

@@ -1,0 +1,93 @@
+"""Commits in their order: a late copy of a task's earlier commit is refused, not applied over a newer one.
+
+A commit request can outlive its sender's attempt (a member forwards it again after a leader change
+while the agent has sent it elsewhere and gone on), and a task restarted in the same agent process
+keeps its generation. Both passed fencing and moved a file's offset back (``benchmarks/chaos``).
+These tests apply the replicated commands directly, as every member does when it commits.
+"""
+from __future__ import annotations
+
+from raftnode.state import ClusterStateMachine
+
+
+def apply(sm: ClusterStateMachine, command: str, *args):
+    """Apply one replicated command directly (no Raft)."""
+    return getattr(sm, command)(*args, _doApply=True)
+
+
+def machine() -> ClusterStateMachine:
+    """Connector ``c`` with task 0 on w1 and task 1 on w2, granted at generation 2."""
+    sm = ClusterStateMachine()
+    apply(sm, "_put_connector_config", "c", {"connector.class": "X"}, None, False)
+    apply(sm, "_set_assignment", 1, 2, {"c": "w1"}, {"c-0": "w1", "c-1": "w2"})
+    return sm
+
+
+def commit(sm, task: int, worker: str, generation: int, seq: int | None, position: int):
+    [result] = apply(sm, "_zzzzzzz_commit_offsets", worker,
+                     [["c", task, generation, seq, [["k", {"file": "f"}, {"pos": position}]]]])
+    return result
+
+
+def position(sm) -> int:
+    return sm.connector_offsets("c")["k"][1]["pos"]
+
+
+def test_a_late_copy_of_an_earlier_commit_is_refused_and_a_retry_of_the_last_is_applied():
+    sm = machine()
+    assert commit(sm, 0, "w1", 2, 5, 100)["ok"]
+    assert commit(sm, 0, "w1", 2, 6, 200)["ok"]
+    late = commit(sm, 0, "w1", 2, 5, 100)  # the first attempt of commit 5, forwarded again after a leader change
+    assert "commit 5 of task c-0 at generation 2 is older than commit 6" in late["rejected"] and late["code"] == 409
+    assert position(sm) == 200
+    assert commit(sm, 0, "w1", 2, 6, 200)["ok"]  # a retry of the last commit, which did land: applied again
+    assert sm.commit_floors["c-0"] == [2, 6]
+    # another task's numbers are its own
+    assert commit(sm, 1, "w2", 2, 1, 7)["ok"] and sm.commit_floors["c-1"] == [2, 1]
+
+
+def test_a_task_start_refuses_the_late_commits_of_an_earlier_instance_at_the_same_generation():
+    sm = machine()
+    assert commit(sm, 0, "w1", 2, 3, 100)["ok"]
+    # the instance fails and is started again by the same agent: same generation, its counter at 9
+    assert apply(sm, "_zzzzzzz_start_task", "c", 0, "w1", 2, 9) == {"ok": True}
+    assert "older than commit 9" in commit(sm, 0, "w1", 2, 4, 150)["rejected"]  # the old instance's, late
+    assert position(sm) == 100  # what the new instance read at its start is still the committed offset
+    assert commit(sm, 0, "w1", 2, 10, 120)["ok"] and position(sm) == 120
+
+
+def test_a_new_generation_starts_the_numbers_afresh_and_fencing_comes_first():
+    sm = machine()
+    assert commit(sm, 0, "w1", 2, 50, 100)["ok"]
+    apply(sm, "_zzzzzz_rejoin_member", 1, "w1", {"incarnation": "b"})  # a new agent process: counter from 1
+    generation = sm.assignment["assigned_at"]["c-0"]
+    assert generation == 3 and commit(sm, 0, "w1", 3, 1, 120)["ok"]
+    assert sm.commit_floors["c-0"] == [3, 1]
+    stale = commit(sm, 0, "w1", 2, 51, 130)  # the old process's: fenced by generation before any number
+    assert "stale generation 2" in stale["rejected"]
+    assert "not assigned to worker w1" in apply(sm, "_zzzzzzz_start_task", "c", 1, "w1", 3, 2)["rejected"]
+    assert "c-1" not in sm.commit_floors
+
+
+def test_commits_without_a_number_apply_as_before():
+    sm = machine()
+    assert commit(sm, 0, "w1", 2, 9, 100)["ok"]
+    assert commit(sm, 0, "w1", 2, None, 50)["ok"]  # an agent from before numbers: not checked, not counted
+    assert position(sm) == 50 and sm.commit_floors["c-0"] == [2, 9]
+
+
+def test_floors_leave_with_their_tasks_and_survive_a_snapshot():
+    sm = machine()
+    commit(sm, 0, "w1", 2, 4, 1)
+    commit(sm, 1, "w2", 2, 7, 1)
+    restored = ClusterStateMachine()
+    restored._deserialize(sm._serialize())
+    assert restored.commit_floors == {"c-0": [2, 4], "c-1": [2, 7]} and restored.digest() == sm.digest()
+    apply(sm, "_set_assignment", 1, 3, {}, {"c-1": None}, 2)  # task 1 gone (changes form)
+    assert sm.commit_floors == {"c-0": [2, 4]}
+    apply(sm, "_set_assignment", 1, 4, {"c": "w1"}, {})  # every task gone (whole form)
+    assert sm.commit_floors == {}
+    old = {k: v for k, v in restored._serialize().items() if k != "commit_floors"}
+    fresh = ClusterStateMachine()
+    fresh._deserialize(old)  # a snapshot from before commit numbers
+    assert fresh.commit_floors == {}
