@@ -964,12 +964,13 @@ class ClusterStateMachine(SyncObjConsumer):
         Returns ``{"ok", "tasks": count, "generation": new generation or None}``.
         """
         rec = self.connectors.get(name)
-        before = len(rec["tasks"]) if rec is not None else 0
-        changed = rec is not None and rec["tasks"] != task_configs
+        before = rec["tasks"] if rec is not None else []
         result = self._put_task_configs(name, worker_id, generation, task_configs, _doApply=True)
-        if isinstance(result, Rejected) or not changed or before == 0:
-            return result if isinstance(result, Rejected) else {**result, "generation": None}
-        return {**result, "generation": self._grant_anew([], self._task_keys(name, before, len(task_configs)))}
+        if isinstance(result, Rejected):
+            return result
+        replaced = bool(before) and before != task_configs
+        return {**result, "generation": self._grant_anew([], self._task_keys(name, len(before), len(task_configs)))
+                if replaced else None}
 
     @replicated
     def _zzzzzz_regrant_tasks(self, name: str, count: int) -> dict[str, Any]:
