@@ -1,4 +1,5 @@
-"""In-process Raft groups for the raftnode tests: members on loopback, their leader, a tap on what a member hears.
+"""In-process Raft groups for the raftnode tests: members on loopback, their leader, a tap on what a member hears;
+and a bare state machine to apply commands to, as a member does when they commit (:func:`apply`).
 
 Every member of a group shares the password ``secret`` and has its own data directory under
 ``tmp_path``; ``overrides`` are :class:`~raftnode.RaftConfig` fields (election timeouts, compaction,
@@ -11,10 +12,24 @@ from collections.abc import Callable
 from typing import Any
 
 from raftnode import RaftConfig, RaftNode
+from raftnode.state import ClusterStateMachine
 from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
-__all__ = ["raft_members", "raft_member", "ready_leader", "destroy", "MessageTap"]
+__all__ = ["raft_members", "raft_member", "ready_leader", "destroy", "MessageTap", "apply", "assigned_machine"]
+
+
+def apply(sm: ClusterStateMachine, command: str, *args: Any) -> Any:
+    """Apply one replicated command directly, as every member does when it commits (no Raft); its result."""
+    return getattr(sm, command)(*args, _doApply=True)
+
+
+def assigned_machine() -> ClusterStateMachine:
+    """Connector ``c`` with two tasks: task 0 on worker w1, task 1 on w2, at generation 2."""
+    sm = ClusterStateMachine()
+    apply(sm, "_put_connector_config", "c", {"connector.class": "X"}, None, False)
+    apply(sm, "_set_assignment", 1, 2, {"c": "w1"}, {"c-0": "w1", "c-1": "w2"})
+    return sm
 
 
 def raft_member(tmp_path, addrs: list[str], i: int, dirname: str, **overrides: Any) -> RaftNode:

@@ -9,18 +9,7 @@ from __future__ import annotations
 
 from raftnode.state import ClusterStateMachine
 
-
-def apply(sm: ClusterStateMachine, command: str, *args):
-    """Apply one replicated command directly (no Raft)."""
-    return getattr(sm, command)(*args, _doApply=True)
-
-
-def machine() -> ClusterStateMachine:
-    """Connector ``c`` with task 0 on w1 and task 1 on w2, granted at generation 2."""
-    sm = ClusterStateMachine()
-    apply(sm, "_put_connector_config", "c", {"connector.class": "X"}, None, False)
-    apply(sm, "_set_assignment", 1, 2, {"c": "w1"}, {"c-0": "w1", "c-1": "w2"})
-    return sm
+from .members import apply, assigned_machine
 
 
 def commit(sm, task: int, worker: str, generation: int, seq: int | None, position: int):
@@ -34,7 +23,7 @@ def position(sm) -> int:
 
 
 def test_a_late_copy_of_an_earlier_commit_is_refused_and_a_retry_of_the_last_is_applied():
-    sm = machine()
+    sm = assigned_machine()
     assert commit(sm, 0, "w1", 2, 5, 100)["ok"]
     assert commit(sm, 0, "w1", 2, 6, 200)["ok"]
     late = commit(sm, 0, "w1", 2, 5, 100)  # the first attempt of commit 5, forwarded again after a leader change
@@ -47,7 +36,7 @@ def test_a_late_copy_of_an_earlier_commit_is_refused_and_a_retry_of_the_last_is_
 
 
 def test_a_task_start_refuses_the_late_commits_of_an_earlier_instance_at_the_same_generation():
-    sm = machine()
+    sm = assigned_machine()
     assert commit(sm, 0, "w1", 2, 3, 100)["ok"]
     # the instance fails and is started again by the same agent: same generation, its counter at 9
     assert apply(sm, "_zzzzzzz_start_task", "c", 0, "w1", 2, 9) == {"ok": True}
@@ -57,7 +46,7 @@ def test_a_task_start_refuses_the_late_commits_of_an_earlier_instance_at_the_sam
 
 
 def test_a_new_generation_starts_the_numbers_afresh_and_fencing_comes_first():
-    sm = machine()
+    sm = assigned_machine()
     assert commit(sm, 0, "w1", 2, 50, 100)["ok"]
     apply(sm, "_zzzzzz_rejoin_member", 1, "w1", {"incarnation": "b"})  # a new agent process: counter from 1
     generation = sm.assignment["assigned_at"]["c-0"]
@@ -70,14 +59,14 @@ def test_a_new_generation_starts_the_numbers_afresh_and_fencing_comes_first():
 
 
 def test_commits_without_a_number_apply_as_before():
-    sm = machine()
+    sm = assigned_machine()
     assert commit(sm, 0, "w1", 2, 9, 100)["ok"]
     assert commit(sm, 0, "w1", 2, None, 50)["ok"]  # an agent from before numbers: not checked, not counted
     assert position(sm) == 50 and sm.commit_floors["c-0"] == [2, 9]
 
 
 def test_floors_leave_with_their_tasks_and_survive_a_snapshot():
-    sm = machine()
+    sm = assigned_machine()
     commit(sm, 0, "w1", 2, 4, 1)
     commit(sm, 1, "w2", 2, 7, 1)
     restored = ClusterStateMachine()

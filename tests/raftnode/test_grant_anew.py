@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from raftnode.state import ClusterStateMachine
 
-
-def apply(sm: ClusterStateMachine, command: str, *args):
-    """Apply one replicated command directly (no Raft)."""
-    return getattr(sm, command)(*args, _doApply=True)
+from .members import apply
 
 
 def machine() -> ClusterStateMachine:

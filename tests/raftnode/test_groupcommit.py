@@ -12,24 +12,11 @@ from pysyncobj.syncobj import SyncObjException
 
 from raftnode import CommandRejected, RaftConfig, RaftNode, RaftUnavailable
 from raftnode.groupcommit import GroupCommitter
-from raftnode.state import BATCH_COMMAND, LEGACY_COMMANDS, ClusterStateMachine
+from raftnode.state import BATCH_COMMAND, LEGACY_COMMANDS
 from tools.launcher import wait_for
 from webapp.kafka.embedded import free_port
 
-from .members import destroy, raft_member, raft_members, ready_leader
-
-
-def apply(sm: ClusterStateMachine, command: str, *args):
-    """Apply one replicated command directly, as every member does when it commits (no Raft)."""
-    return getattr(sm, command)(*args, _doApply=True)
-
-
-def assigned_machine() -> ClusterStateMachine:
-    """Connector ``c`` with two tasks: task 0 on worker w1, task 1 on w2, at generation 2."""
-    sm = ClusterStateMachine()
-    apply(sm, "_put_connector_config", "c", {"connector.class": "X"}, None, False)
-    apply(sm, "_set_assignment", 1, 2, {"c": "w1"}, {"c-0": "w1", "c-1": "w2"})
-    return sm
+from .members import apply, assigned_machine, destroy, raft_member, raft_members, ready_leader
 
 
 # ------------------------------------------------------------------ the batch entry itself

@@ -7,10 +7,9 @@ from raftnode import CommandRejected, RaftConfig, RaftNode
 from raftnode.state import LEGACY_COMMANDS, ClusterStateMachine
 from webapp.kafka.embedded import free_port
 
+from .members import apply
 
-def apply(sm: ClusterStateMachine, command: str, *args):
-    """Apply one replicated command directly, as every member does when it commits (no Raft)."""
-    return getattr(sm, command)(*args, _doApply=True)
+
 
 
 def machine_with_admin() -> ClusterStateMachine:
