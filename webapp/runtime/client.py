@@ -298,7 +298,11 @@ class ControlPlaneClient:
 
     def get_offsets(self, connector: str) -> list[SourceOffset]:
         """Committed offsets of ``connector``."""
-        data = self.call("GET", f"/raftconnect/v1/internal/connectors/{connector}/offsets")
+        return self._offsets_in(self.call("GET", f"/raftconnect/v1/internal/connectors/{connector}/offsets"))
+
+    @staticmethod
+    def _offsets_in(data: dict[str, Any]) -> list[SourceOffset]:
+        """The offsets of an answer ``{"offsets": [[partition, offset], ...]}``."""
         return [SourceOffset(p, o) for p, o in data["offsets"]]
 
     def start_task(self, task_id: ConnectorTaskId, generation: int) -> list[SourceOffset]:
@@ -317,7 +321,7 @@ class ControlPlaneClient:
                 log.info("the cluster has no task start endpoint: tasks read their offsets only")
                 self._no_task_start = True
             else:
-                return [SourceOffset(p, o) for p, o in data["offsets"]]
+                return self._offsets_in(data)
         return self.get_offsets(task_id.connector)
 
     def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset],

@@ -243,8 +243,7 @@ class OffsetsCommitView(InternalView):
         """The offsets a task starts from: current on any member (``latest_offsets``), never older than a
         commit acknowledged before the request; 503 when this member cannot catch up in time (the
         agent's client then asks another)."""
-        return Response({"offsets": [[dict(o.partition), dict(o.offset)]
-                                     for o in current().store.latest_offsets(name)]})
+        return Response(_offsets_body(current().store.latest_offsets(name)))
 
     def post(self, request: Request, name: str) -> Response:
         body = request.data
@@ -290,7 +289,13 @@ class TaskStartView(InternalView):
             raise ConnectRestError(str(exc), exc.code) from exc
         except RaftUnavailable as exc:
             raise ConnectRestError(f"The start of task {name}-{task} was not committed: {exc}", 503) from exc
-        return Response({"offsets": [[dict(o.partition), dict(o.offset)] for o in node.store.get_offsets(name)]})
+        return Response(_offsets_body(node.store.get_offsets(name)))
+
+
+def _offsets_body(offsets: list[SourceOffset]) -> dict[str, Any]:
+    """The answer a task starts from: ``{"offsets": [[partition, offset], ...]}`` (read by
+    ``ControlPlaneClient._offsets_in``)."""
+    return {"offsets": [[dict(o.partition), dict(o.offset)] for o in offsets]}
 
 
 def _record_topics(store, name: str, topics: Any) -> None:
