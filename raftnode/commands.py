@@ -167,6 +167,13 @@ class ClusterCommands:
         return self._propose("_zzzzzzz_start_task", name, int(task), worker_id, int(generation), int(seq),
                              timeout=timeout)
 
+    def zzzzzzzz_start_tasks(self, *, worker_id: str, items: list[list],
+                             timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
+        """:meth:`zzzzzzz_start_task` for many tasks of ``worker_id`` in one entry: ``items`` ``[[name, task,
+        generation, seq], ...]``. Each start is fenced alone (409 in its own result). Returns the per-item
+        results."""
+        return self._propose("_zzzzzzzz_start_tasks", worker_id, items, timeout=timeout)
+
     def put_topics(self, *, name: str, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Add ``topics`` to the connector's active topics."""
         return self._propose("_put_topics", name, topics, timeout=timeout)

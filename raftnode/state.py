@@ -47,8 +47,8 @@ LEGACY_COMMANDS = (
 #: The group-commit command (``raftnode.groupcommit``): one log entry holding many commands. Added
 #: after ``_zz_store_spec``, so, for the reason above, its name sorts after that one's, and a command
 #: added later must sort after it (``_zzzz_put_statuses``, then ``_zzzzz_commit_offsets``, then the three
-#: ``_zzzzzz_`` commands that grant instances anew and the two ``_zzzzzzz_`` ones that keep commits in
-#: order); ``tests/raftnode/test_users.py`` pins every number.
+#: ``_zzzzzz_`` commands that grant instances anew, the two ``_zzzzzzz_`` ones that keep commits in
+#: order and ``_zzzzzzzz_start_tasks``); ``tests/raftnode/test_users.py`` pins every number.
 BATCH_COMMAND = "_zzz_apply_batch"
 #: the role that may manage users; the state machine keeps at least one active user with it
 #: (``webapp.connect.api.roles.ADMIN``; raftnode imports nothing of webapp)
@@ -1059,6 +1059,19 @@ class ClusterStateMachine(SyncObjConsumer):
             return Rejected(why)
         self._raise_floor(_task_key(name, task), generation, seq)
         return {"ok": True}
+
+    @replicated
+    def _zzzzzzzz_start_tasks(self, worker_id: str, items: list[list]) -> list[dict[str, Any]]:
+        """Many task starts of ``worker_id`` in one entry: ``items`` ``[[name, task, generation, seq], ...]``;
+        one result per item, in order, each exactly as :meth:`_zzzzzzz_start_task` gives it (a fenced
+        start is refused alone and raises no floor).
+
+        What an agent's task threads start at once after a rebalance (``ControlPlaneClient`` gathers
+        them): one request and one log entry instead of one of each per task. Named after
+        ``_zzzzzzz_start_task`` so that every earlier command keeps its number.
+        """
+        return [self._zzzzzzz_start_task(name, task, worker_id, generation, seq, _doApply=True)
+                for name, task, generation, seq in items]
 
 
 _BATCHABLE: frozenset[str] | None = None

@@ -9,7 +9,10 @@ HMAC-signed with the cluster secret): it heartbeats every second (the first
 heartbeat joins; reports are deltas after the first acknowledged one, and it sends
 the digest of the view it runs, as a real agent does), and on every new view it
 "starts" what it was given — posts ``tasks.max`` task configs for each connector it
-owns whose configs are missing, reports the connector RUNNING, reports its tasks RUNNING
+owns whose configs are missing, reports the connector RUNNING, starts each new task
+as an agent's task does (``ControlPlaneClient.start_task``: the start committed through
+Raft, then the offsets read; TASK_THREADS at a time, the agent's task pool, so the
+client gathers concurrent starts into one request), reports the started tasks RUNNING
 together (``ControlPlaneClient.report_statuses``, up to 500 per request) — and commits
 one task's offsets every COMMIT_INTERVAL seconds. A worker that is "lost" simply
 stops (no leave message), like a killed agent. The writes of all workers go
@@ -52,6 +55,10 @@ goal where the issue sets one:
   pool is busy (its client gathers the commits made at the same time into one request),
   against the same shape with one request per commit (the client's batching off) just
   before it: commits/s and p50/p99, and the ratio.
+* **task starts/s** — a few workers start every task they own again (an operator's restart of
+  each, same generation), TASK_THREADS at a time each, as an agent's task pool starts a view's
+  tasks after a rebalance: starts/s with the client gathering concurrent starts into one request,
+  against one request per start just before it, and the ratio.
 
 The issue's full scale is 10,000 connectors, 100,000 tasks, 100 workers (the
 defaults); on a small machine run it smaller (``--connectors 500 --workers 10``)
@@ -87,7 +94,9 @@ os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 from benchmarks._common import machine, quantile  # noqa: E402
 from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
 from webapp.plugin import ConnectorTaskId, SourceOffset  # noqa: E402
-from webapp.runtime.client import OFFSETS_PATH, ControlPlaneClient, ControlPlaneUnavailable, Fenced  # noqa: E402
+from webapp.runtime.client import (  # noqa: E402
+    OFFSETS_PATH, STARTS_PATH, ControlPlaneClient, ControlPlaneUnavailable, Fenced,
+)
 
 SOURCE = "raftconnect.connectors.file.FileSourceConnector"
 SECRET = "scale-bench-secret"
@@ -101,9 +110,11 @@ class SimWorker:
         addresses: REST ``host:port`` of the Raft members, tried in order.
         pool: the shared executor its writes run on.
         commit_interval: seconds between two background offset commits (0: none).
+        task_threads: tasks it starts at once (an agent's task pool, ``RAFTCONNECT_TASK_THREADS``).
     """
 
-    def __init__(self, worker_id: str, addresses: list[str], pool: ThreadPoolExecutor, commit_interval: float):
+    def __init__(self, worker_id: str, addresses: list[str], pool: ThreadPoolExecutor, commit_interval: float,
+                 task_threads: int = 16):
         self.worker_id = worker_id
         self.addresses = addresses
         self.pool = pool
@@ -123,6 +134,9 @@ class SimWorker:
         self.last_ok = 0.0  # time.monotonic() of the last answered heartbeat
         self.offset_seq = 0
         self.threads: list[threading.Thread] = []
+        #: its task pool: starts its tasks as an agent's task threads do (threads made when first needed)
+        self.starter = ThreadPoolExecutor(task_threads, thread_name_prefix=f"{worker_id}-task")
+        self.starts = 0  # tasks started (each a start committed through Raft and its offsets read)
 
     def client(self) -> ControlPlaneClient:
         """The worker's one client, shared by its threads as a real agent shares its own (so a worker keeps
@@ -141,6 +155,7 @@ class SimWorker:
         self._stop.set()
         with self._cv:
             self._cv.notify_all()
+        self.starter.shutdown(wait=False, cancel_futures=True)
 
     # ----------------------------------------------------------------- heartbeat
     def _running(self) -> dict[str, Any]:
@@ -204,17 +219,35 @@ class SimWorker:
                 futures.append(self.pool.submit(self._call, "tasks", name, None, c["generation"], configs))
             elif self.connectors_reported.get(name) != c["generation"]:
                 futures.append(self.pool.submit(self._call, "status", name, None, c["generation"], None))
-        # the view's task statuses together, as an agent starting them reports them (one request per
-        # MAX_STATUS_BATCH; reporting them one per pool thread tied every thread up in one client's batch)
-        due = [(key, t) for key, t in view["tasks"].items() if self.reported.get(key) != t["generation"]]
-        step = ControlPlaneClient.MAX_STATUS_BATCH
-        for i in range(0, len(due), step):
-            futures.append(self.pool.submit(self._report_tasks, due[i:i + step]))
         with self._lock:
             self.reported = {k: g for k, g in self.reported.items() if k in view["tasks"]}
             self.connectors_reported = {k: g for k, g in self.connectors_reported.items() if k in view["connectors"]}
+        # the view's new tasks started as an agent starts them (its task pool, each start committed), then
+        # their statuses together, as an agent starting them reports them (one request per
+        # MAX_STATUS_BATCH; reporting them one per pool thread tied every thread up in one client's batch)
+        due = [(key, t) for key, t in view["tasks"].items() if self.reported.get(key) != t["generation"]]
+        started = self.start_tasks(due)
+        step = ControlPlaneClient.MAX_STATUS_BATCH
+        for i in range(0, len(started), step):
+            futures.append(self.pool.submit(self._report_tasks, started[i:i + step]))
         results = [f.result() for f in futures]
-        self.incomplete = not all(results)
+        self.incomplete = len(started) < len(due) or not all(results)
+
+    def start_tasks(self, due: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        """Start ``due`` (``[(task key, view entry)]``) on the task pool, each through
+        ``ControlPlaneClient.start_task``; returns those whose start was recorded."""
+        def one(item: tuple[str, dict[str, Any]]) -> bool:
+            if self._stop.is_set():
+                return False
+            t = item[1]
+            try:
+                self.client().start_task(ConnectorTaskId(t["connector"], t["task"]), t["generation"])
+            except (Fenced, ControlPlaneUnavailable, RuntimeError):
+                return False
+            self.starts += 1
+            return True
+
+        return [item for item, ok in zip(due, self.starter.map(one, due)) if ok]
 
     def _call(self, what: str, name: str, task: int | None, generation: int, configs: Any) -> bool:
         if self._stop.is_set():
@@ -406,6 +439,8 @@ def main() -> int:
     parser.add_argument("--commit-seconds", type=float, default=10.0, help="length of each offset commit phase")
     parser.add_argument("--committers-per-worker", type=int, default=8,
                         help="task threads of one worker committing at once, in the second offset commit phase")
+    parser.add_argument("--task-threads", type=int, default=16,
+                        help="tasks a simulated worker starts at once (an agent's task pool)")
     parser.add_argument("--reads", type=int, default=10, help="requests per expand=status / expand=info figure")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each phase may take")
     parser.add_argument("--py-spy", metavar="FILE", help="record the leader with py-spy (raw) during the load")
@@ -453,7 +488,7 @@ def main() -> int:
                                     "-o", args.py_spy, "--rate", "20", "--nonblocking"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for i in range(args.workers):
-            w = SimWorker(f"sim-{i:03d}", addresses, pool, args.commit_interval)
+            w = SimWorker(f"sim-{i:03d}", addresses, pool, args.commit_interval, args.task_threads)
             workers.append(w)
             w.start()
         wait_for(lambda: sum(1 for n in leader.request("GET", "/raftconnect/v1/cluster")["nodes"]
@@ -485,7 +520,8 @@ def main() -> int:
         rss.phase = "full assignment"
         t_full = wait_all_running(follower, args, args.timeout, "every task RUNNING")
         row(f"full assignment: {args.connectors * args.tasks_per_connector:,} tasks over {args.workers} workers "
-            f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create")
+            f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create; "
+            f"{sum(w.starts for w in workers):,} task starts")
 
         # ---------------------------------------------------------- rebalances
         alive = list(workers)
@@ -582,6 +618,29 @@ def main() -> int:
             f"concurrent commits into one request", f"{rate:,.0f} commits/s, {fmt_ms(lat) if lat else '-'}",
             f"one request per commit, same run: {one_rate:,.0f} commits/s, "
             f"{fmt_ms(one_lat) if one_lat else '-'}; ratio {rate / max(one_rate, 1e-9):.2f}")
+
+        # ------------------------------------------------------------ task starts
+        rss.phase = "task starts"
+
+        def start_phase(workers: list[SimWorker]) -> tuple[float, int]:
+            """Each of ``workers`` starts every task it owns again, on its task pool; starts/s in all."""
+            t0 = time.monotonic()
+            futures = [pool.submit(w.start_tasks, list((w.view or {"tasks": {}})["tasks"].items())) for w in workers]
+            n = sum(len(f.result()) for f in futures)
+            return n / (time.monotonic() - t0), n
+
+        starters = alive[:max(1, args.client_threads // args.task_threads)]
+        for w in starters:  # the baseline, same run: one request per start, as the client sent them before
+            w.client()._unbatched.add(STARTS_PATH)
+        one_rate, one_n = start_phase(starters)
+        for w in starters:
+            w.client()._unbatched.discard(STARTS_PATH)
+        rate, n = start_phase(starters)
+        row(f"task starts: {len(starters)} workers each start all their tasks again ({n:,} starts), "
+            f"{args.task_threads} at a time each (an agent's task pool): the client gathers concurrent starts "
+            f"into one request", f"{rate:,.0f} starts/s",
+            f"one request per start, same run: {one_rate:,.0f} starts/s ({one_n:,} starts); "
+            f"ratio {rate / max(one_rate, 1e-9):.2f}")
 
         row("Raft elections under the load (term after the load - term at start; 0 = one leader throughout)",
             str(max(raft_term(n) for n in cluster.nodes) - term_start))

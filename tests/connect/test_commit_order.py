@@ -6,8 +6,11 @@ arrives after a start, is refused (409) instead of moving the offsets back.
 """
 from __future__ import annotations
 
+import threading
+
+from tools.launcher import wait_for
 from webapp.plugin import ConnectorTaskId
-from webapp.runtime.client import ControlPlaneClient, _NoSuchEndpoint
+from webapp.runtime.client import STARTS_PATH, ControlPlaneClient, Fenced, _NoSuchEndpoint
 
 from .test_rest_lifecycle import internal, worker  # noqa: F401 - the fixture
 
@@ -74,3 +77,90 @@ def test_the_client_numbers_starts_and_commits_in_order_and_reads_offsets_from_a
     calls.clear()
     client.start_task(ConnectorTaskId("src", 0), 4)  # not asked again
     assert [c[0] for c in calls] == ["GET"]
+
+
+def _starts(worker, *starts):
+    return internal(worker.api, worker.node, "POST", "/raftconnect/v1/internal/starts",
+                    {"worker_id": worker.id, "starts": list(starts)})
+
+
+def test_many_starts_share_one_request_each_fenced_alone_and_answer_each_connectors_offsets(api, node, worker):
+    node.store.put_connector_config("src", {"connector.class": "X", "tasks.max": "2"})
+    worker.run_connector("src", 2)
+    generation = worker.view()["tasks"]["src-0"]["generation"]
+    assert _commit(worker, "src", 1, generation, 1, 10).status_code == 204
+    answer = _starts(worker, {"connector": "src", "task": 0, "generation": generation, "seq": 5},
+                     {"connector": "src", "task": 1, "generation": generation - 1, "seq": 6})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["results"][0] is None and body["results"][1]["error_code"] == 409
+    assert "stale generation" in body["results"][1]["message"]
+    assert body["offsets"] == {"src": [[{"file": "f"}, {"position": 10}]]}
+    assert _commit(worker, "src", 0, generation, 4, 20).status_code == 409  # below task 0's start
+    assert _commit(worker, "src", 1, generation, 2, 20).status_code == 204  # task 1's start was refused
+    # a malformed start fails the whole request, and nothing of it is recorded
+    bad = _starts(worker, {"connector": "src", "task": 1, "generation": generation, "seq": 50},
+                  {"connector": "src", "task": 0, "generation": generation})
+    assert bad.status_code == 400 and "seq" in bad.json()["message"]
+    assert _commit(worker, "src", 1, generation, 3, 30).status_code == 204  # no floor at 50
+    assert _starts(worker).json() == {"results": [], "offsets": {}}
+
+
+def test_starts_made_together_share_one_request_numbered_in_order(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:9"], "secret", "w1")
+    calls, release = [], threading.Event()
+
+    def call(method, path, payload=None, **kw):
+        calls.append((path, payload))
+        if path.endswith("/start"):  # the first, alone: held until the others queue behind it
+            release.wait(10)
+            return {"offsets": [[{"file": "a"}, {"position": 1}]]}
+        assert path == STARTS_PATH
+        return {"results": [{"error_code": 409, "message": "stale"} if s["task"] == 2 else None
+                            for s in payload["starts"]],
+                "offsets": {"a": [[{"file": "a"}, {"position": 1}]], "b": [[{"file": "b"}, {"position": 7}]]}}
+
+    monkeypatch.setattr(client, "call", call)
+    outcomes = {}
+
+    def start(name, task):
+        try:
+            outcomes[(name, task)] = [o.offset for o in client.start_task(ConnectorTaskId(name, task), 4)]
+        except Fenced as exc:
+            outcomes[(name, task)] = exc
+
+    first = threading.Thread(target=start, args=("a", 0))
+    first.start()
+    wait_for(lambda: len(calls) == 1, 5, what="the first start sent")
+    others = [threading.Thread(target=start, args=key) for key in (("a", 1), ("b", 0), ("a", 2))]
+    for t in others:
+        t.start()
+    wait_for(lambda: len(client._starts._queue) == 3, 5, what="three starts queued")
+    release.set()
+    for t in [first, *others]:
+        t.join(10)
+    assert [path for path, _ in calls] == ["/raftconnect/v1/internal/connectors/a/tasks/0/start", STARTS_PATH]
+    assert calls[0][1]["seq"] == 1
+    assert [(s["connector"], s["task"], s["seq"]) for s in calls[1][1]["starts"]] == [("a", 1, 2), ("b", 0, 3), ("a", 2, 4)]
+    assert outcomes[("a", 0)] == outcomes[("a", 1)] == [{"position": 1}] and outcomes[("b", 0)] == [{"position": 7}]
+    assert isinstance(outcomes[("a", 2)], Fenced)
+
+
+def test_against_a_node_without_the_batch_endpoint_starts_go_one_per_request(monkeypatch):
+    client = ControlPlaneClient(["127.0.0.1:9"], "secret", "w1")
+    calls = []
+
+    def call(method, path, payload=None, **kw):
+        calls.append(path)
+        if path == STARTS_PATH:
+            raise _NoSuchEndpoint(f"{method} {path} failed: 404")
+        return {"offsets": []}
+
+    monkeypatch.setattr(client, "call", call)
+    assert client._send_starts([{"connector": "a", "task": 0, "generation": 1},
+                                {"connector": "a", "task": 1, "generation": 1}]) == [[], []]
+    assert calls == [STARTS_PATH, "/raftconnect/v1/internal/connectors/a/tasks/0/start",
+                     "/raftconnect/v1/internal/connectors/a/tasks/1/start"]
+    calls.clear()
+    client.start_task(ConnectorTaskId("a", 2), 1)  # remembered: not asked again
+    assert calls == ["/raftconnect/v1/internal/connectors/a/tasks/2/start"]

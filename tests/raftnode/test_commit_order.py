@@ -80,3 +80,14 @@ def test_floors_leave_with_their_tasks_and_survive_a_snapshot():
     fresh = ClusterStateMachine()
     fresh._deserialize(old)  # a snapshot from before commit numbers
     assert fresh.commit_floors == {}
+
+
+def test_many_starts_in_one_entry_are_each_fenced_and_raise_only_their_own_floor():
+    sm = assigned_machine()
+    assert commit(sm, 0, "w1", 2, 3, 100)["ok"] and commit(sm, 1, "w2", 2, 3, 100)["ok"]
+    # w1 owns c-0 only: its start of c-1 is refused alone, and the same entry's start of c-0 holds
+    ok, fenced = apply(sm, "_zzzzzzzz_start_tasks", "w1", [["c", 0, 2, 8], ["c", 1, 2, 9]])
+    assert ok == {"ok": True} and "not assigned to worker w1" in fenced["rejected"] and fenced["code"] == 409
+    assert sm.commit_floors == {"c-0": [2, 8], "c-1": [2, 3]}
+    assert "older than commit 8" in commit(sm, 0, "w1", 2, 5, 150)["rejected"]
+    assert commit(sm, 1, "w2", 2, 5, 150)["ok"]  # c-1's earlier instance was not fenced by a start that failed

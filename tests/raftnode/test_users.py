@@ -98,13 +98,14 @@ def test_new_commands_leave_the_numbers_of_the_logged_commands_unchanged(tmp_pat
                                                    "_zz_store_spec", "_zzz_apply_batch", "_zzzz_put_statuses",
                                                    "_zzzzz_commit_offsets", "_zzzzzz_put_task_configs",
                                                    "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member",
-                                                   "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task"}
+                                                   "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task",
+                                                   "_zzzzzzzz_start_tasks"}
         assert ids["_zz_store_spec"] == len(LEGACY_COMMANDS) + 4  # the run-time stores command keeps its number
         # and so do the batched ones, with the three that grant instances anew after them
         assert [ids[c] for c in ("_zzz_apply_batch", "_zzzz_put_statuses", "_zzzzz_commit_offsets",
                                  "_zzzzzz_put_task_configs", "_zzzzzz_regrant_tasks", "_zzzzzz_rejoin_member",
-                                 "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task")] \
-            == list(range(len(LEGACY_COMMANDS) + 5, len(LEGACY_COMMANDS) + 13))
+                                 "_zzzzzzz_commit_offsets", "_zzzzzzz_start_task", "_zzzzzzzz_start_tasks")] \
+            == list(range(len(LEGACY_COMMANDS) + 5, len(LEGACY_COMMANDS) + 14))
     finally:
         node.destroy()
 

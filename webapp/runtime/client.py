@@ -40,6 +40,8 @@ class _Retryable(Exception):
 #: the batch endpoints of status reports and of offset commits
 STATUSES_PATH = "/raftconnect/v1/internal/statuses"
 OFFSETS_PATH = "/raftconnect/v1/internal/offsets"
+#: the batch endpoint of task starts
+STARTS_PATH = "/raftconnect/v1/internal/starts"
 TASK_START_SUFFIX = "/start"
 
 
@@ -56,7 +58,7 @@ class _Pending:
         self.item = item
         self.event = threading.Event()
         self.lead = False
-        self.outcome: Exception | None = None
+        self.outcome: Any = None
 
 
 class _RequestGroup:
@@ -69,8 +71,9 @@ class _RequestGroup:
     out at once. Each caller gets its own item's outcome.
 
     Args:
-        send: sends one request with the given items; returns one outcome per item (``None`` or
-            the exception that item's caller raises); an exception it raises fails every item.
+        send: sends one request with the given items; returns one outcome per item: the exception
+            that item's caller raises, or else the value its caller gets (``None`` for a write that
+            answers nothing); an exception it raises fails every item.
         max_batch: most items in one request.
     """
 
@@ -83,8 +86,9 @@ class _RequestGroup:
         #: requests sent, and items they carried (tests, diagnostics)
         self.requests = self.items = 0
 
-    def submit(self, item: dict[str, Any]) -> None:
-        """Have ``item`` sent; returns once its request was answered. Errors: the item's own outcome."""
+    def submit(self, item: dict[str, Any]) -> Any:
+        """Have ``item`` sent; returns its outcome once its request was answered. Errors: the item's own
+        outcome, when that is an exception."""
         me = _Pending(item)
         with self._lock:
             self._queue.append(me)
@@ -93,7 +97,7 @@ class _RequestGroup:
         if not lead:
             me.event.wait()
             if not me.lead:
-                return _raise(me.outcome)
+                return _result(me.outcome)
         # this call sends: the queue's head (its own item is first in line), then hands over
         with self._lock:
             batch = self._queue[:self.max_batch]
@@ -115,12 +119,14 @@ class _RequestGroup:
                 nxt.event.set()
             else:
                 self._sending = False
-        return _raise(me.outcome)
+        return _result(me.outcome)
 
 
-def _raise(outcome: Exception | None) -> None:
-    if outcome is not None:
+def _result(outcome: Any) -> Any:
+    """``outcome`` raised when it is an exception, else returned."""
+    if isinstance(outcome, Exception):
         raise outcome
+    return outcome
 
 
 class ControlPlaneClient:
@@ -149,6 +155,7 @@ class ControlPlaneClient:
         self._no_task_start = False
         self._statuses = _RequestGroup(self._send_statuses, self.MAX_STATUS_BATCH)
         self._commits = _RequestGroup(self._send_commits, self.MAX_COMMIT_BATCH)
+        self._starts = _RequestGroup(self._send_starts, self.MAX_START_BATCH)
 
     def _call(self, method: str, path: str, payload: Any | None = None, timeout: float | None = None) -> Any:
         body = json.dumps(payload).encode() if payload is not None else b""
@@ -215,8 +222,10 @@ class ControlPlaneClient:
     MAX_STATUS_BATCH = 500
     #: most offset commits in one request
     MAX_COMMIT_BATCH = 500
+    #: most task starts in one request
+    MAX_START_BATCH = 500
     #: the batch endpoints, which a node of an earlier version answers 404 (then one request per item)
-    _BATCH_PATHS = (STATUSES_PATH, OFFSETS_PATH)
+    _BATCH_PATHS = (STATUSES_PATH, OFFSETS_PATH, STARTS_PATH)
 
     def report_status(self, connector: str, task: int | None, generation: int, state: str,
                       trace: str | None = None) -> None:
@@ -279,15 +288,15 @@ class ControlPlaneClient:
             return None
         if result.get("error_code") == 409:
             return Fenced(result.get("message", ""))
-        what = "offsets" if "offsets" in item else "status"
+        what = "offsets" if "offsets" in item else "status" if "state" in item else "start"
         return RuntimeError(f"{what} of {item['connector']} task {item['task']} refused: "
                             f"{result.get('error_code')} {result.get('message', '')}")
 
     @staticmethod
-    def _outcome_of(fn: Any, item: dict[str, Any]) -> Exception | None:
+    def _outcome_of(fn: Any, item: dict[str, Any]) -> Any:
+        """``fn(item)``'s value, or the exception it raised (handed to the item's own caller)."""
         try:
-            fn(item)
-            return None
+            return fn(item)
         except Exception as exc:  # noqa: BLE001 - handed to the report's own caller
             return exc
 
@@ -311,18 +320,49 @@ class ControlPlaneClient:
         (``POST .../connectors/{name}/tasks/{task}/start``). Against a node without that endpoint, the
         offsets alone (:meth:`get_offsets`). Errors: :class:`Fenced` (the task is not this worker's at
         ``generation``), :class:`ControlPlaneUnavailable`, ``RuntimeError``.
+
+        Starts made at the same time share one request (``POST /raftconnect/v1/internal/starts``, one
+        Raft entry), as commits do (:meth:`commit_offsets`): after a rebalance an agent's task threads
+        start its tasks together, and at 1,000 tasks a worker one request each was most of what the
+        leader did meanwhile (``benchmarks/scale``). Each start stays fenced on its own. A lone start
+        goes to the single-task endpoint; against a node without the batch endpoint, one request per
+        start as before.
         """
+        item = {"connector": task_id.connector, "task": task_id.task, "generation": generation}
+        if self._no_task_start or STARTS_PATH in self._unbatched:
+            return self._start_one(item)
+        return self._starts.submit(item)
+
+    def _send_starts(self, items: list[dict[str, Any]]) -> list[Any]:
+        """One request with ``items``; one outcome per item: the offsets it starts from, or its exception.
+        Each item is numbered as it is sent (one number per start, in the order of the requests)."""
+        if len(items) == 1 or self._no_task_start or STARTS_PATH in self._unbatched:
+            return [self._outcome_of(self._start_one, item) for item in items]
+        numbered = [{**item, "seq": next(self._seq)} for item in items]
+        try:
+            answer = self.call("POST", STARTS_PATH, {"worker_id": self.worker_id, "starts": numbered})
+        except _NoSuchEndpoint:
+            log.info("the cluster has no %s endpoint: sending one request per item", STARTS_PATH)
+            self._unbatched.add(STARTS_PATH)
+            return [self._outcome_of(self._start_one, item) for item in items]
+        offsets = answer.get("offsets", {})
+        return [self._outcome_in(item, result) if result is not None
+                else self._offsets_in({"offsets": offsets.get(item["connector"], [])})
+                for item, result in zip(items, answer["results"])]
+
+    def _start_one(self, item: dict[str, Any]) -> list[SourceOffset]:
+        """One task start in its own request; the offsets it starts from."""
         if not self._no_task_start:
-            path = f"/raftconnect/v1/internal/connectors/{task_id.connector}/tasks/{task_id.task}{TASK_START_SUFFIX}"
+            path = f"/raftconnect/v1/internal/connectors/{item['connector']}/tasks/{item['task']}{TASK_START_SUFFIX}"
             try:
-                data = self.call("POST", path, {"worker_id": self.worker_id, "generation": generation,
+                data = self.call("POST", path, {"worker_id": self.worker_id, "generation": item["generation"],
                                                 "seq": next(self._seq)})
             except _NoSuchEndpoint:
                 log.info("the cluster has no task start endpoint: tasks read their offsets only")
                 self._no_task_start = True
             else:
                 return self._offsets_in(data)
-        return self.get_offsets(task_id.connector)
+        return self.get_offsets(item["connector"])
 
     def commit_offsets(self, task_id: ConnectorTaskId, generation: int, offsets: list[SourceOffset],
                        topics: list[str] | None = None) -> None:

@@ -292,6 +292,47 @@ class TaskStartView(InternalView):
         return Response(_offsets_body(node.store.get_offsets(name)))
 
 
+class TaskStartsView(InternalView):
+    """``POST /raftconnect/v1/internal/starts``: many task instances of one worker start at once; answers the
+    offsets they start from.
+
+    Body: ``{"worker_id", "starts": [{"connector", "task", "generation", "seq"}, ...]}``. Commits every
+    start in one Raft entry (``ClusterStateMachine._zzzzzzzz_start_tasks``), each fenced and raising its
+    task's commit floor alone, as :class:`TaskStartView` does for one. Answers 200 ``{"results": [...],
+    "offsets": {connector: [[partition, offset], ...]}}``: one result per start in order (``null`` when
+    recorded, else ``{"error_code": 409, "message"}`` for a start fenced alone), and the committed offsets
+    of each connector with a recorded start, read after the entry applied. A malformed start fails the
+    whole request (400) and nothing is recorded. What an agent's task threads start at once after a
+    rebalance (``ControlPlaneClient`` gathers them): one request and one entry instead of one of each
+    per task (``benchmarks/scale``).
+    """
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        worker_id = self.field(body, "worker_id", str)
+        items = []
+        for item in self.field(body, "starts", list):
+            if not isinstance(item, dict):
+                raise BadRequest("Each start must be an object")
+            items.append([self.field(item, "connector", str), self.field(item, "task", int),
+                          self.field(item, "generation", int), self.field(item, "seq", int)])
+        _touch(worker_id)
+        node = current()
+        if node.raft is None:
+            raise ConnectRestError("This node is not a Raft member", 404)
+        if not items:
+            return Response({"results": [], "offsets": {}})
+        try:
+            results = node.raft.commands.zzzzzzzz_start_tasks(worker_id=worker_id, items=items)
+        except RaftUnavailable as exc:
+            raise ConnectRestError(f"The start of {len(items)} task(s) was not committed: {exc}", 503) from exc
+        started = sorted({name for (name, *_), result in zip(items, results) if "rejected" not in result})
+        return Response({"results": [None if "rejected" not in r else {"error_code": int(r.get("code", 409)),
+                                                                       "message": r["rejected"]} for r in results],
+                         "offsets": {name: _offsets_body(node.store.get_offsets(name))["offsets"]
+                                     for name in started}})
+
+
 def _offsets_body(offsets: list[SourceOffset]) -> dict[str, Any]:
     """The answer a task starts from: ``{"offsets": [[partition, offset], ...]}`` (read by
     ``ControlPlaneClient._offsets_in``)."""

@@ -63,6 +63,7 @@ urlpatterns = [
     path("raftconnect/v1/internal/connectors/<str:name>/tasks/<int:task>/start", internal.TaskStartView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/status", internal.StatusReportView.as_view()),
     path("raftconnect/v1/internal/statuses", internal.StatusReportsView.as_view()),
+    path("raftconnect/v1/internal/starts", internal.TaskStartsView.as_view()),
     path("raftconnect/v1/internal/offsets", internal.OffsetCommitsView.as_view()),
     path("raftconnect/v1/internal/connectors/<str:name>/offsets", internal.OffsetsCommitView.as_view()),
 ]
