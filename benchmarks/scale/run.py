@@ -10,9 +10,11 @@ heartbeat joins; reports are deltas after the first acknowledged one, and it sen
 the digest of the view it runs, as a real agent does), and on every new view it
 "starts" what it was given — posts ``tasks.max`` task configs for each connector it
 owns whose configs are missing, reports the connector RUNNING, starts each new task
-as an agent's task does (``ControlPlaneClient.start_task``: the start committed through
-Raft, then the offsets read; TASK_THREADS at a time, the agent's task pool, so the
-client gathers concurrent starts into one request), reports the started tasks RUNNING
+(the start committed through Raft, then the offsets read) in the requests an agent's
+client sends for them — its task pool of TASK_THREADS threads starts them together and
+the client gathers the starts made at once, so one request in flight carrying up to
+TASK_THREADS starts; sent here directly, since 100 workers' task threads in this one
+process starved the benchmark's own REST clients of the GIL — reports the started tasks RUNNING
 together (``ControlPlaneClient.report_statuses``, up to 500 per request) — and commits
 one task's offsets every COMMIT_INTERVAL seconds. A worker that is "lost" simply
 stops (no leave message), like a killed agent. The writes of all workers go
@@ -134,8 +136,7 @@ class SimWorker:
         self.last_ok = 0.0  # time.monotonic() of the last answered heartbeat
         self.offset_seq = 0
         self.threads: list[threading.Thread] = []
-        #: its task pool: starts its tasks as an agent's task threads do (threads made when first needed)
-        self.starter = ThreadPoolExecutor(task_threads, thread_name_prefix=f"{worker_id}-task")
+        self.task_threads = task_threads
         self.starts = 0  # tasks started (each a start committed through Raft and its offsets read)
 
     def client(self) -> ControlPlaneClient:
@@ -155,7 +156,6 @@ class SimWorker:
         self._stop.set()
         with self._cv:
             self._cv.notify_all()
-        self.starter.shutdown(wait=False, cancel_futures=True)
 
     # ----------------------------------------------------------------- heartbeat
     def _running(self) -> dict[str, Any]:
@@ -226,28 +226,45 @@ class SimWorker:
         # their statuses together, as an agent starting them reports them (one request per
         # MAX_STATUS_BATCH; reporting them one per pool thread tied every thread up in one client's batch)
         due = [(key, t) for key, t in view["tasks"].items() if self.reported.get(key) != t["generation"]]
-        started = self.start_tasks(due)
+        started = self.send_starts(due)
         step = ControlPlaneClient.MAX_STATUS_BATCH
         for i in range(0, len(started), step):
             futures.append(self.pool.submit(self._report_tasks, started[i:i + step]))
         results = [f.result() for f in futures]
         self.incomplete = len(started) < len(due) or not all(results)
 
-    def start_tasks(self, due: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-        """Start ``due`` (``[(task key, view entry)]``) on the task pool, each through
-        ``ControlPlaneClient.start_task``; returns those whose start was recorded."""
-        def one(item: tuple[str, dict[str, Any]]) -> bool:
+    def send_starts(self, due: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        """Start ``due`` (``[(task key, view entry)]``) in the requests the agent's client makes of its task
+        pool's concurrent starts: one at a time, each with up to ``task_threads`` starts
+        (``ControlPlaneClient._send_starts``); returns those whose start was recorded."""
+        started = []
+        for i in range(0, len(due), self.task_threads):
             if self._stop.is_set():
-                return False
+                break
+            chunk = due[i:i + self.task_threads]
+            items = [{"connector": t["connector"], "task": t["task"], "generation": t["generation"]} for _, t in chunk]
+            try:
+                outcomes = self.client()._send_starts(items)
+            except (ControlPlaneUnavailable, RuntimeError):  # the request failed: started again next time
+                break
+            started += [item for item, outcome in zip(chunk, outcomes) if not isinstance(outcome, Exception)]
+        self.starts += len(started)
+        return started
+
+    def start_tasks(self, due: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        """Start ``due`` as an agent's task pool does: ``task_threads`` threads, each task through
+        ``ControlPlaneClient.start_task`` (which gathers the starts made at once); returns those whose
+        start was recorded."""
+        def one(item: tuple[str, dict[str, Any]]) -> bool:
             t = item[1]
             try:
                 self.client().start_task(ConnectorTaskId(t["connector"], t["task"]), t["generation"])
             except (Fenced, ControlPlaneUnavailable, RuntimeError):
                 return False
-            self.starts += 1
             return True
 
-        return [item for item, ok in zip(due, self.starter.map(one, due)) if ok]
+        with ThreadPoolExecutor(self.task_threads, thread_name_prefix=f"{self.worker_id}-task") as starter:
+            return [item for item, ok in zip(due, starter.map(one, due)) if ok]
 
     def _call(self, what: str, name: str, task: int | None, generation: int, configs: Any) -> bool:
         if self._stop.is_set():
