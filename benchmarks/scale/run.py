@@ -368,6 +368,18 @@ class RssSampler:
         self._stop.set()
 
 
+def baseline_then_gathered(workers: list[SimWorker], path: str, phase: Any) -> tuple[Any, Any]:
+    """``phase(workers)`` twice: first the baseline, each worker's client sending one request per item
+    instead of using the batch endpoint ``path`` (as the client sent them before it gathered them),
+    then with the client gathering them. Returns ``(baseline result, gathered result)``."""
+    for w in workers:
+        w.client()._unbatched.add(path)
+    baseline = phase(workers)
+    for w in workers:
+        w.client()._unbatched.discard(path)
+    return baseline, phase(workers)
+
+
 def dir_size(path: str) -> int:
     """Bytes of the files under ``path``."""
     total = 0
@@ -624,12 +636,7 @@ def main() -> int:
             f"each), {args.commit_seconds:.0f} s", f"{rate:,.0f} commits/s, {fmt_ms(lat) if lat else '-'}")
         per = max(1, args.committers_per_worker)
         busy = alive[:max(1, args.client_threads // per)]
-        for w in busy:  # the baseline, same run: one request per commit, as the client sent them before
-            w.client()._unbatched.add(OFFSETS_PATH)
-        one_rate, one_lat = commit_phase(busy)
-        for w in busy:
-            w.client()._unbatched.discard(OFFSETS_PATH)
-        rate, lat = commit_phase(busy)
+        (one_rate, one_lat), (rate, lat) = baseline_then_gathered(busy, OFFSETS_PATH, commit_phase)
         row(f"offset commits, {args.client_threads} concurrent committers as {per} task threads on each of "
             f"{len(busy)} workers (an agent's busy task pool), {args.commit_seconds:.0f} s: the client gathers "
             f"concurrent commits into one request", f"{rate:,.0f} commits/s, {fmt_ms(lat) if lat else '-'}",
@@ -647,12 +654,7 @@ def main() -> int:
             return n / (time.monotonic() - t0), n
 
         starters = alive[:max(1, args.client_threads // args.task_threads)]
-        for w in starters:  # the baseline, same run: one request per start, as the client sent them before
-            w.client()._unbatched.add(STARTS_PATH)
-        one_rate, one_n = start_phase(starters)
-        for w in starters:
-            w.client()._unbatched.discard(STARTS_PATH)
-        rate, n = start_phase(starters)
+        (one_rate, one_n), (rate, n) = baseline_then_gathered(starters, STARTS_PATH, start_phase)
         row(f"task starts: {len(starters)} workers each start all their tasks again ({n:,} starts), "
             f"{args.task_threads} at a time each (an agent's task pool): the client gathers concurrent starts "
             f"into one request", f"{rate:,.0f} starts/s",

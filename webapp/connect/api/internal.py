@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -82,6 +83,15 @@ class InternalView(ConnectAPIView):
         if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
             raise BadRequest(f"Field {name} is missing or has the wrong type")
         return value
+
+    @classmethod
+    def objects(cls, body: dict[str, Any], name: str, what: str) -> Iterator[dict[str, Any]]:
+        """The items of the list field ``name`` of ``body``, each checked to be an object as it is reached.
+        Errors: :class:`BadRequest` (``"Each {what} must be an object"``, or the field's own)."""
+        for item in cls.field(body, name, list):
+            if not isinstance(item, dict):
+                raise BadRequest(f"Each {what} must be an object")
+            yield item
 
 
 def _coordinator():
@@ -219,9 +229,7 @@ class StatusReportsView(InternalView):
         body = request.data
         worker_id = self.field(body, "worker_id", str)
         reports = []
-        for item in self.field(body, "statuses", list):
-            if not isinstance(item, dict):
-                raise BadRequest("Each status must be an object")
+        for item in self.objects(body, "statuses", "status"):
             state = self.field(item, "state", str)
             if state not in STATES:
                 raise BadRequest(f"Unknown state {state}")
@@ -311,9 +319,7 @@ class TaskStartsView(InternalView):
         body = request.data
         worker_id = self.field(body, "worker_id", str)
         items = []
-        for item in self.field(body, "starts", list):
-            if not isinstance(item, dict):
-                raise BadRequest("Each start must be an object")
+        for item in self.objects(body, "starts", "start"):
             items.append([self.field(item, "connector", str), self.field(item, "task", int),
                           self.field(item, "generation", int), self.field(item, "seq", int)])
         _touch(worker_id)
@@ -377,9 +383,7 @@ class OffsetCommitsView(InternalView):
         body = request.data
         worker_id = self.field(body, "worker_id", str)
         commits, topics = [], []
-        for item in self.field(body, "commits", list):
-            if not isinstance(item, dict):
-                raise BadRequest("Each commit must be an object")
+        for item in self.objects(body, "commits", "commit"):
             name = self.field(item, "connector", str)
             commits.append(OffsetCommit(ConnectorTaskId(name, self.field(item, "task", int)), _offsets_of(item),
                                         self.field(item, "generation", int), self.field(item, "seq", int, optional=True)))
