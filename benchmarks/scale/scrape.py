@@ -20,9 +20,16 @@ Reported per tree: the best and median wall time of SCRAPES scrapes per child ov
 the process CPU time, the answer's size and sample count, and how much the child's peak RSS grew
 during the scrapes (``ru_maxrss``).
 
+A second row measures a Prometheus scraping the same leader again and again (``steady``): the same
+collectors for every scrape, and between two scrapes CHANGED connectors each see one task's status
+change (applied as the Raft log applies it). Since the leader keeps each connector's lines between
+scrapes (``webapp.connect_metrics.ConnectorSeries``) only those are read and encoded again; a tree
+without it reads everything once its 5 s status cache ran out, which the child forces by
+advancing the collectors' clock. Both trees' answers are compared sample by sample.
+
 Usage: ``python benchmarks/scale/scrape.py [--connectors 10000] [--tasks 10] [--workers 100]
-[--scrapes 3] [--passes 2] [--baseline REV] [--no-record]``; results are appended to ``RESULTS.md``
-beside this file with the machine and its load average.
+[--scrapes 3] [--changed 20] [--passes 2] [--baseline REV] [--no-record]``; results are appended to
+``RESULTS.md`` beside this file with the machine and its load average.
 """
 from __future__ import annotations
 
@@ -40,8 +47,9 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-#: the last commit before each node exported only its own agent's tasks
-DEFAULT_BASELINE = "d8431a4"
+#: the last commit before the leader kept each connector's series between scrapes (d8431a4: before each
+#: node exported only its own agent's tasks)
+DEFAULT_BASELINE = "1bc8745"
 
 
 def child(args: argparse.Namespace) -> None:
@@ -81,20 +89,59 @@ def child(args: argparse.Namespace) -> None:
     node = SimpleNamespace(raft=raft, herder=herder, store=store, agent=None,
                            coordinator=SimpleNamespace(active=True, reported=reported),
                            options=SimpleNamespace(roles=["raft"], data_dir=data_dir))
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    scrapes = []
-    body = b""
-    for _ in range(args.scrapes):
+    clock = [0.0]
+
+    def collectors():
         registry = CollectorRegistry()
         registry.register(metrics.NodeCollector(lambda: node))
-        registry.register(connect_metrics.ConnectMetricsCollector(lambda: node))
+        connect = connect_metrics.ConnectMetricsCollector(lambda: node, clock=lambda: clock[0])
+        registry.register(connect)
+        tail = getattr(connect, "connector_exposition", None)  # absent before the kept series
+        return lambda: generate_latest(registry) + (tail() if tail is not None else b"")
+
+    def timed(scrape, into):
         w0, c0 = time.perf_counter(), time.process_time()
-        body = generate_latest(registry)
-        scrapes.append({"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0})
+        body = scrape()
+        into.append({"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0})
+        return body
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scrapes: list[dict[str, float]] = []
+    body = b""
+    for _ in range(args.scrapes):
+        body = timed(collectors(), scrapes)
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
-    print(json.dumps({"scrapes": scrapes, "bytes": len(body), "samples": samples,
-                      "rss_growth_kib": rss_after - rss_before, "own_tasks": len(reported[own_worker]["tasks"])}))
+
+    steady: list[dict[str, float]] = []
+    scrape = collectors()
+    scrape()
+    names = sorted(state.connectors)
+    step = max(1, len(names) // max(1, args.changed))
+    generation = state.assignment["generation"]
+    for i in range(args.scrapes):
+        for name in names[i % step::step][:args.changed]:  # one task of each flips between RUNNING and FAILED
+            owner = state.assignment["tasks"][f"{name}-1"]
+            was = (state.statuses.get(name, {}).get("tasks", {}).get("1") or {}).get("state")
+            failed = was != "FAILED"
+            state._put_status(name, 1, owner, generation, {"state": "FAILED" if failed else "RUNNING",
+                                                          "trace": "boom" if failed else None}, _doApply=True)
+        clock[0] += 3600.0  # the baseline's 5 s status cache ran out, as between two 15 s scrapes
+        steady_body = timed(scrape, steady)
+    print(json.dumps({"scrapes": scrapes, "steady": steady, "bytes": len(body), "samples": samples,
+                      "rss_growth_kib": rss_after - rss_before, "own_tasks": len(reported[own_worker]["tasks"]),
+                      "steady_digest": digest(steady_body)}))
+
+
+def digest(body: bytes) -> str:
+    """SHA-256 of the answer's samples and family headers, order aside (the families' order may differ)."""
+    import hashlib
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    rows = sorted((f.name, f.documentation, f.type, s.name, sorted(s.labels.items()), s.value)
+                  for f in text_string_to_metric_families(body.decode()) for s in f.samples)
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def main() -> int:
@@ -103,7 +150,8 @@ def main() -> int:
     from benchmarks._trees import add_arguments
 
     add_arguments(parser, DEFAULT_BASELINE)
-    parser.add_argument("--scrapes", type=int, default=3, help="timed scrapes per child")
+    parser.add_argument("--scrapes", type=int, default=3, help="timed scrapes per child and kind")
+    parser.add_argument("--changed", type=int, default=20, help="connectors changed between two steady scrapes")
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -117,15 +165,15 @@ def main() -> int:
     dirty = uncommitted("benchmarks/scale/RESULTS.md")
     load_start = Path("/proc/loadavg").read_text().split()[0]
     extra = ["--connectors", str(args.connectors), "--tasks", str(args.tasks), "--workers", str(args.workers),
-             "--scrapes", str(args.scrapes)]
+             "--scrapes", str(args.scrapes), "--changed", str(args.changed)]
     results = alternate(__file__, str(baseline_tree), extra, args.passes)
     load_end = Path("/proc/loadavg").read_text().split()[0]
 
-    def walls(label: str) -> list[float]:
-        return [s["wall"] for r in results[label] for s in r["scrapes"]]
+    def walls(label: str, kind: str = "scrapes") -> list[float]:
+        return [s["wall"] for r in results[label] for s in r[kind]]
 
-    def cpus(label: str) -> list[float]:
-        return [s["cpu"] for r in results[label] for s in r["scrapes"]]
+    def cpus(label: str, kind: str = "scrapes") -> list[float]:
+        return [s["cpu"] for r in results[label] for s in r[kind]]
 
     def cell(label: str) -> str:
         w, c, first = walls(label), cpus(label), results[label][0]
@@ -133,7 +181,13 @@ def main() -> int:
         return (f"{min(w) * 1000:,.0f} ms (median {statistics.median(w) * 1000:,.0f}; CPU {min(c) * 1000:,.0f}); "
                 f"{first['bytes'] / 2**20:,.1f} MiB, {first['samples']:,} samples; peak RSS +{growth:,.0f} MiB")
 
+    def steady(label: str) -> str:
+        w, c = walls(label, "steady"), cpus(label, "steady")
+        return f"{min(w) * 1000:,.1f} ms (median {statistics.median(w) * 1000:,.1f}; CPU {min(c) * 1000:,.1f})"
+
     ratio = min(walls("before")) / min(walls("after"))
+    steady_ratio = min(walls("before", "steady")) / min(walls("after", "steady"))
+    same = len({r["steady_digest"] for label in results for r in results[label]}) == 1
     own = results["after"][0]["own_tasks"]
     text = (f"\n## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {machine()} — one leader scrape, in process\n\n"
             f"Command: `python benchmarks/scale/scrape.py --connectors {args.connectors} --tasks {args.tasks} "
@@ -145,7 +199,10 @@ def main() -> int:
             f"{load_end} at end (2 cores shared with other sessions).\n\n"
             "| what | before | after | ratio (best before / best after) |\n|---|---|---|---|\n"
             f"| leader `/metrics`: both collectors + text encoding | {cell('before')} | {cell('after')} | "
-            f"**{ratio:.1f}×** |\n")
+            f"**{ratio:.1f}×** |\n"
+            f"| the same leader scraped again, {args.changed} connectors changed since the last scrape (kept "
+            f"collectors) | {steady('before')} | {steady('after')} | **{steady_ratio:.0f}×** |\n\n"
+            f"The two trees' last steady answers {'are' if same else 'are NOT'} the same, sample by sample.\n")
     record(__file__, text, keep=not args.no_record)
     return 0
 

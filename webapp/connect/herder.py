@@ -9,6 +9,7 @@ poked so the change reaches workers at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,22 +260,50 @@ class Herder:
             rows = self.store.connectors_with_statuses()
         else:
             rows = ((rec, None) for rec in self.store.connector_summaries())
-        types: dict[str, str] = {}
         secrets: dict[str, frozenset[str]] = {}
         out: dict[str, dict[str, Any]] = {}
-        for rec, statuses in rows:
-            cls = rec.config.get("connector.class", "")
-            type_ = types.get(cls)
-            if type_ is None:
-                type_ = types[cls] = self._type(rec)
-                secrets[cls] = self._password_keys(rec.config)
+        for rec, statuses, type_ in self._typed(rows):
             entry: dict[str, Any] = {}
             if want_status:
                 entry["status"] = self._status(rec, statuses, assignment, addresses, type_)
             if want_info:
-                entry["info"] = self._info(rec, type_, secrets[cls])
+                cls = rec.config.get("connector.class", "")
+                keys = secrets.get(cls)
+                if keys is None:
+                    keys = secrets[cls] = self._password_keys(rec.config)
+                entry["info"] = self._info(rec, type_, keys)
             out[rec.name] = entry
         return out
+
+    def connector_states(self, names: Iterable[str] | None = None) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
+        """``(summary, ConnectorStateInfo)`` of every connector in name order, from the store's bulk read
+        as :meth:`connectors_expanded` reads it (``names`` None), or of each of ``names`` that exists,
+        one summary and one statuses read each (for the few that changed since a cached copy).
+
+        The ConnectorStateInfo is :meth:`connector_status`'s; the summary carries the config (no
+        task configs are read). For the leader's ``/metrics`` (:mod:`webapp.connect_metrics`), which
+        counts each connector's tasks by state and shows its class. Lazy: the members and the
+        assignment are read at the first step. Errors: the store's (``StoreUnavailable``).
+        """
+        addresses = self._worker_addresses(self.members())
+        assignment = self.assignment()
+        if names is None:
+            rows: Iterable[tuple[ConnectorSummary, Any]] = self.store.connectors_with_statuses()
+        else:
+            summaries = (self.store.connector_summary(name) for name in names)
+            rows = ((rec, self.store.get_statuses(rec.name)) for rec in summaries if rec is not None)
+        for rec, statuses, type_ in self._typed(rows):
+            yield rec, self._status(rec, statuses, assignment, addresses, type_)
+
+    def _typed(self, rows: Iterable[tuple[ConnectorSummary, Any]]) -> Iterator[tuple[ConnectorSummary, Any, str]]:
+        """``rows`` of ``(summary, x)`` as ``(summary, x, connector type)``, each class resolved once."""
+        types: dict[str, str] = {}
+        for rec, x in rows:
+            cls = rec.config.get("connector.class", "")
+            type_ = types.get(cls)
+            if type_ is None:
+                type_ = types[cls] = self._type(rec)
+            yield rec, x, type_
 
     def connectors_listed(self, expand: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
         """What ``GET /connectors?expand=...`` responds: :meth:`connectors_expanded`, with each entry

@@ -329,10 +329,10 @@ class MetricsView(ConnectAPIView):
         APIView.initial(self, request, *args, **kwargs)  # authentication only: each node reports itself
 
     def get(self, request: Request) -> HttpResponse:
-        from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+        from prometheus_client import CONTENT_TYPE_LATEST
 
         from webapp import connect_metrics, metrics
 
         metrics.install(current_or_none)  # normally done when the node started
         connect_metrics.install(current_or_none)  # Kafka Connect's metric groups beside raftconnect_*
-        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+        return HttpResponse(connect_metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
