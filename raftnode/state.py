@@ -26,6 +26,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import threading
+from collections import deque
 from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
@@ -56,10 +58,79 @@ ADMIN_ROLE = "admin"
 
 STORE_RAFT = "raft"
 
+#: Changes to connectors' view inputs a member remembers for ``ClusterStateMachine.view_changes_since``
+#: (one per config, target state, task configs or restart command: well under a megabyte). A reader that
+#: last looked further back rebuilds its marker instead.
+VIEW_CHANGES_KEPT = 4096
+
 #: Phases of a metadata store switch, in order; ``completed`` and ``aborted`` end it.
 SWITCH_PHASES = ("prepare", "copy", "verify", "committed", "completed", "aborted")
 #: Phases before the commit point: a switch in one of these can still be rolled back.
 SWITCH_RUNNING = ("prepare", "copy", "verify")
+
+
+class ChangeLog:
+    """The last ``kept`` changes as ``(version, name)``, answering "which names changed after version
+    v?" (:meth:`since`) without walking more than the changes since. Thread-safe.
+
+    Versions come from the caller (:meth:`record`, one writer, increasing) or from the log itself
+    (:meth:`add`, any thread). A change of anything (``name`` None) forgets what came before it:
+    earlier versions are then unknown, as are versions older than the ``kept`` changes held.
+    Memory: ``kept`` tuples at most (~150 bytes each with their names).
+    """
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self._lock = threading.Lock()
+        self._changes: deque[tuple[int, str]] = deque()
+        self._floor: float = 0  # every change after this version is held
+        self._last = 0
+
+    @property
+    def last(self) -> int:
+        """The version of the last change recorded (0: none)."""
+        return self._last
+
+    def record(self, version: int, name: str | None) -> None:
+        """``name`` changed at ``version`` (not lower than the last one recorded); ``None``: anything did."""
+        with self._lock:
+            self._record(version, name)
+
+    def add(self, name: str | None) -> int:
+        """Record a change of ``name`` (``None``: of anything) under the next version; returns it."""
+        with self._lock:
+            version = self._last + 1
+            self._record(version, name)
+            return version
+
+    def _record(self, version: int, name: str | None) -> None:
+        self._last = version
+        changes = self._changes
+        if name is None:
+            changes.clear()
+            self._floor = version
+            return
+        while len(changes) >= self.kept:
+            self._floor = changes.popleft()[0]
+        changes.append((version, name))
+
+    def forget(self) -> None:
+        """Make every version unknown until the next change of anything is recorded."""
+        with self._lock:
+            self._changes.clear()
+            self._floor = float("inf")
+
+    def since(self, version: int) -> set[str] | None:
+        """Names changed after ``version``, or ``None`` when this log does not reach back that far."""
+        with self._lock:
+            if version < self._floor:
+                return None
+            names: set[str] = set()
+            for changed_at, name in reversed(self._changes):
+                if changed_at <= version:
+                    break
+                names.add(name)
+            return names
 
 
 class Rejected(dict):
@@ -186,6 +257,8 @@ class ClusterStateMachine(SyncObjConsumer):
         self._listing_seq = 0
         self._listing_floor = 0
         self._listing_revisions: dict[str, int] = {}
+        # the connectors each change a worker's view may show was about, by view_version: view_changes_since()
+        self._view_changes = ChangeLog(VIEW_CHANGES_KEPT)
         #: snapshots this member loaded since it started (its own at start, or one sent by a leader)
         self.snapshots_loaded = 0
         super().__init__()
@@ -218,9 +291,11 @@ class ClusterStateMachine(SyncObjConsumer):
         self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         self.commit_floors = {}
+        self._view_changes.forget()  # until the load is done, no version is known
         super()._deserialize(data)
         self.snapshots_loaded += 1
         self._listed_changed(None)
+        self._view_changes.record(self.view_version, None)
 
     def _listed_changed(self, name: str | None) -> None:
         """Local bookkeeping, called after an apply changed what ``GET /connectors?expand=...`` shows of
@@ -235,14 +310,39 @@ class ClusterStateMachine(SyncObjConsumer):
 
     def _connector_changed(self, name: str) -> None:
         """Apply-side bookkeeping: connector ``name``'s config, target state or task configs changed."""
-        self.view_version += 1
-        self.connector_versions[name] = self.view_version
+        self.connector_versions[name] = self._view_moved(name)
 
     def _views_changed(self) -> None:
         """Apply-side bookkeeping: a change that may touch every view (imports, clears, the active store)."""
-        self.view_version += 1
         self.views_version += 1
+        self._view_moved(None)
         self._listed_changed(None)
+
+    def _view_moved(self, name: str | None) -> int:
+        """Move ``view_version`` for a change of connector ``name`` (``None``: of any) and return it.
+        The change is logged first (:meth:`view_changes_since`), so a reader that sees the new version
+        finds it in the log."""
+        version = self.view_version + 1
+        self._view_changes.record(version, name)
+        self.view_version = version
+        return version
+
+    def view_changes_since(self, version: int) -> set[str] | None:
+        """Names of the connectors whose config, target state, task configs or restart counters
+        changed in the commands applied after ``view_version`` was ``version``, or ``None`` when this
+        member does not know that far back: more than :data:`VIEW_CHANGES_KEPT` such changes since,
+        a change that may touch every view (imports, clears, the active store) or a snapshot
+        loaded since (a snapshot is a later point of the same log, so its ``view_version`` is not
+        lower; a version it equals names the same view inputs, and an empty set is right for it).
+
+        The other commands that move ``view_version`` are not named: members joining or leaving,
+        the coordinator's epoch, and new assignments (which replace ``assignment``, so a reader
+        that holds the assignment it last saw can tell). Local to this member, not replicated (a
+        reader compares with versions it read on this member). Cost: the changes since, not the
+        log. For the group coordinator, which skips a worker's view when none of its connectors
+        is named (:meth:`webapp.coordinator.coordinator.GroupCoordinator._cached_view`).
+        """
+        return self._view_changes.since(version)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -477,7 +577,7 @@ class ClusterStateMachine(SyncObjConsumer):
         keys = ([name] if connector else []) + [_task_key(name, int(t)) for t in tasks]
         for key in keys:
             self.restarts[key] = self.restarts.get(key, 0) + 1
-        self.view_version += 1
+        self._view_moved(name)
         return {"ok": True, "restarts": {k: self.restarts[k] for k in keys}}
 
     # -------------------------------------------------------- replicated: metadata

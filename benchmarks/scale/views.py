@@ -18,7 +18,10 @@ ROUNDS times each, the process CPU time (and wall time) to have every worker's v
 * **new generation** — the assignment committed again with the next generation, nothing moved
   (what every rebalance does to every worker, e.g. while connectors are being created);
 * **one connector changed** — one connector's task configs written and the coordinator poked
-  for it, as the Herder and the task-config endpoint do.
+  for it, as the Herder and the task-config endpoint do;
+* **one connector created** — a new connector's config written and the coordinator poked for it,
+  before any rebalance assigns it: no view names it (what every heartbeat between two
+  generations met while connectors were being created).
 
 Each round also checks that the two trees' views hold the same tasks. Usage: ``python
 benchmarks/scale/views.py [--connectors 10000] [--tasks 10] [--workers 100] [--rounds 3]
@@ -42,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: the last commit before per-connector view fragments and named pokes
 DEFAULT_BASELINE = "d4fb0ad"
-PHASES = ("cold", "new generation", "one connector changed")
+PHASES = ("cold", "new generation", "one connector changed", "one connector created")
 
 
 def child(args: argparse.Namespace) -> None:
@@ -104,6 +107,15 @@ def child(args: argparse.Namespace) -> None:
             c.poke()
         wall, cpu, check = all_views(c)
         out["one connector changed"].append({"wall": wall, "cpu": cpu})
+        checks.add(check)
+        created = f"created-{r}"
+        state._put_connector_config(created, {"connector.class": "X", "tasks.max": "1"}, None, False, _doApply=True)
+        if named_poke:
+            c.poke(created)
+        else:
+            c.poke()
+        wall, cpu, check = all_views(c)
+        out["one connector created"].append({"wall": wall, "cpu": cpu})
         checks.add(check)
     out["tasks_sha256"] = sorted(checks)
     print(json.dumps(out))
