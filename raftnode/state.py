@@ -259,6 +259,8 @@ class ClusterStateMachine(SyncObjConsumer):
         self._listing_revisions: dict[str, int] = {}
         # the connectors each change a worker's view may show was about, by view_version: view_changes_since()
         self._view_changes = ChangeLog(VIEW_CHANGES_KEPT)
+        # the workers each new assignment gave or took an instance from, by view_version: placement_changes_since()
+        self._placement_changes = ChangeLog(VIEW_CHANGES_KEPT)
         #: snapshots this member loaded since it started (its own at start, or one sent by a leader)
         self.snapshots_loaded = 0
         super().__init__()
@@ -292,10 +294,12 @@ class ClusterStateMachine(SyncObjConsumer):
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
         self.commit_floors = {}
         self._view_changes.forget()  # until the load is done, no version is known
+        self._placement_changes.forget()
         super()._deserialize(data)
         self.snapshots_loaded += 1
         self._listed_changed(None)
         self._view_changes.record(self.view_version, None)
+        self._placement_changes.record(self.view_version, None)
 
     def _listed_changed(self, name: str | None) -> None:
         """Local bookkeeping, called after an apply changed what ``GET /connectors?expand=...`` shows of
@@ -343,6 +347,18 @@ class ClusterStateMachine(SyncObjConsumer):
         is named (:meth:`webapp.coordinator.coordinator.GroupCoordinator._cached_view`).
         """
         return self._view_changes.since(version)
+
+    def placement_changes_since(self, version: int) -> set[str] | None:
+        """Ids of the workers that an assignment committed after ``view_version`` was ``version`` gave an
+        instance, took one from, or granted one anew (its generation moved), or ``None`` when this
+        member does not know that far back (as :meth:`view_changes_since`; a whole assignment, the
+        first of a coordinator, names every worker: ``None`` for the versions before it).
+
+        A worker named by neither this nor :meth:`view_changes_since` (for its connectors) has the
+        view it had, but for the assignment's generation and epoch. Local, as
+        :meth:`view_changes_since`.
+        """
+        return self._placement_changes.since(version)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> dict[str, Any]:
@@ -530,12 +546,14 @@ class ClusterStateMachine(SyncObjConsumer):
         if generation <= old["generation"]:
             return Rejected(f"stale generation {generation} <= {old['generation']}")
         moved: set[str] | None = None  # connectors whose owners (or their tasks') changed; None: any
+        version = self.view_version + 1  # what this entry moves view_version to, at its end
         if base_generation is None:
             new_connectors, new_tasks = dict(connectors), dict(tasks)
             assigned_at = {}
             for key, owner in list(connectors.items()) + list(tasks.items()):
                 prev_owner = old["connectors"].get(key) if key in connectors else old["tasks"].get(key)
                 assigned_at[key] = old["assigned_at"].get(key, generation) if prev_owner == owner else generation
+            self._placement_changes.record(version, None)
         else:
             if base_generation != old["generation"]:
                 return Rejected(f"assignment changes to generation {base_generation} do not apply to the committed "
@@ -543,18 +561,24 @@ class ClusterStateMachine(SyncObjConsumer):
             new_connectors, new_tasks = dict(old["connectors"]), dict(old["tasks"])
             assigned_at = dict(old["assigned_at"])
             moved = set()
+            placed: set[str] = set()  # workers given or deprived of an instance
             for changes, current in ((connectors, new_connectors), (tasks, new_tasks)):
                 for key, owner in changes.items():
                     if owner is None:
-                        if current.pop(key, None) is not None:
+                        prev_owner = current.pop(key, None)
+                        if prev_owner is not None:
                             moved.add(key if current is new_connectors else key.rpartition("-")[0])
+                            placed.add(prev_owner)
                         assigned_at.pop(key, None)
                         if current is new_tasks:
                             self.commit_floors.pop(key, None)
-                    elif current.get(key) != owner:
+                    elif (prev_owner := current.get(key)) != owner:
                         current[key] = owner
                         assigned_at[key] = generation
                         moved.add(key if current is new_connectors else key.rpartition("-")[0])
+                        placed.update(w for w in (prev_owner, owner) if w is not None)
+            for worker in sorted(placed):  # logged before the new assignment can be read
+                self._placement_changes.record(version, worker)
         self.assignment = {
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": new_connectors, "tasks": new_tasks, "assigned_at": assigned_at,
@@ -1037,6 +1061,9 @@ class ClusterStateMachine(SyncObjConsumer):
         assigned_at = dict(old["assigned_at"])
         for key in connectors + tasks:
             assigned_at[key] = generation
+        owners = {old["connectors"][k] for k in connectors} | {old["tasks"][k] for k in tasks}
+        for worker in sorted(owners):  # logged before the new assignment can be read
+            self._placement_changes.record(self.view_version + 1, worker)
         self.assignment = {**old, "generation": generation, "assigned_at": assigned_at}
         self.view_version += 1
         for name in set(connectors) | {k.rpartition("-")[0] for k in tasks}:

@@ -30,6 +30,11 @@ __all__ = ["ViewBuilder"]
 Fragment = tuple[dict[str, Any] | None, dict[str, dict[str, Any]], str]
 
 
+def _digest(worker_id: str, generation: int, epoch: int, names: list[str], digests: list[str]) -> str:
+    """A view's digest (sha1 hex) from its worker, generation, epoch and its connectors' fragment digests."""
+    return hashlib.sha1(json.dumps([worker_id, generation, epoch, names, digests]).encode()).hexdigest()
+
+
 class ViewBuilder:
     """Builds ``worker_view``s from cached connector records and fragments.
 
@@ -55,6 +60,8 @@ class ViewBuilder:
         self._pokes: dict[str, int] = {}
         self._records: dict[str, tuple[tuple, ConnectorRecord | None]] = {}
         self._fragments: dict[str, dict[str, tuple[tuple, Fragment]]] = {}
+        # worker -> (digest, names, fragment digests) of its last build: what regenerate() re-digests
+        self._bases: dict[str, tuple[str, list[str], list[str]]] = {}
         #: the state's ``connectors`` dict the caches were filled from (a reference, so that its identity
         #: cannot be reused): a snapshot installed since replaces it
         self._filled_from: Any = None
@@ -87,12 +94,14 @@ class ViewBuilder:
     def forget(self, worker_id: str) -> None:
         """Drop ``worker_id``'s fragments (it left or its session expired)."""
         self._fragments.pop(worker_id, None)
+        self._bases.pop(worker_id, None)
 
     def clear(self) -> None:
         """Drop everything (e.g. a new epoch whose caches cannot be trusted: see :meth:`still_valid`)."""
         with self._lock:
             self._records.clear()
             self._fragments.clear()
+            self._bases.clear()
             self._filled_from = None
 
     def still_valid(self, raft_store_active: bool) -> bool:
@@ -160,8 +169,26 @@ class ViewBuilder:
             view["tasks"].update(task_entries)
             digests.append(digest)
         self._fragments[worker_id] = fragments
-        digest = hashlib.sha1(json.dumps([worker_id, generation, assignment["epoch"], names, digests]).encode())
-        return view, digest.hexdigest()
+        digest = _digest(worker_id, generation, assignment["epoch"], names, digests)
+        self._bases[worker_id] = (digest, names, digests)
+        return view, digest
+
+    def regenerate(self, worker_id: str, view: dict[str, Any], digest: str, assignment: dict[str, Any]
+                   ) -> tuple[dict[str, Any], str] | None:
+        """``(view, digest)``: ``worker_id``'s ``view`` (whose digest is ``digest``) under ``assignment``'s
+        generation and epoch, for a caller that knows nothing else of the view moved (no instance of
+        the worker placed or granted anew, none of its connectors changed); what :meth:`build` would
+        give then, without walking the view's connectors and tasks. ``None`` when ``view`` is not
+        this worker's last build (build it).
+        """
+        basis = self._bases.get(worker_id)
+        if basis is None or basis[0] != digest:
+            return None
+        _, names, digests = basis
+        generation, epoch = assignment["generation"], assignment["epoch"]
+        new = _digest(worker_id, generation, epoch, names, digests)
+        self._bases[worker_id] = (new, names, digests)
+        return {**view, "generation": generation, "epoch": epoch}, new
 
     def _fragment(self, name: str, key: tuple, nums: Any) -> Fragment:
         """Connector ``name``'s part of a view: its entry (if owned) and the owned tasks' entries."""
