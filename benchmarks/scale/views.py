@@ -19,11 +19,13 @@ ROUNDS times each, the process CPU time (and wall time) to have every worker's v
   (what every rebalance does to every worker, e.g. while connectors are being created);
 * **one connector changed** — one connector's task configs written and the coordinator poked
   for it, as the Herder and the task-config endpoint do;
-* **one connector created** — a new connector's config written and the coordinator poked for it,
-  before any rebalance assigns it: no view names it (what every heartbeat between two
-  generations met while connectors were being created).
+* **one connector created** — a new connector's config and task configs written and the
+  coordinator poked for it, before any rebalance assigns it: no view names it (what every
+  heartbeat between two generations met while connectors were being created);
+* **one connector placed** — the rebalance after that create: a new generation that places the
+  connector and its TASKS tasks on 1 + TASKS workers and moves nothing else.
 
-Each round also checks that the two trees' views hold the same tasks. Usage: ``python
+Each phase of each round also checks that the two trees' views hold the same tasks. Usage: ``python
 benchmarks/scale/views.py [--connectors 10000] [--tasks 10] [--workers 100] [--rounds 3]
 [--passes 2] [--baseline REV] [--no-record]``; results are appended to ``RESULTS.md`` beside
 this file with the machine and its load average.
@@ -45,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: the last commit before per-connector view fragments and named pokes
 DEFAULT_BASELINE = "d4fb0ad"
-PHASES = ("cold", "new generation", "one connector changed", "one connector created")
+PHASES = ("cold", "new generation", "one connector changed", "one connector created", "one connector placed")
 
 
 def child(args: argparse.Namespace) -> None:
@@ -87,17 +89,17 @@ def child(args: argparse.Namespace) -> None:
         return w1 - w0, c1 - c0, hashlib.sha256(json.dumps(tasks).encode()).hexdigest()
 
     out: dict[str, Any] = {phase: [] for phase in PHASES}
-    checks = set()
+    checks: list[str] = []  # the views' tasks after each phase of each round, in order
     for r in range(args.rounds):
         c = new_coordinator()
         wall, cpu, check = all_views(c)
         out["cold"].append({"wall": wall, "cpu": cpu})
-        checks.add(check)
+        checks.append(check)
         a = state.assignment
         state._set_assignment(a["epoch"], a["generation"] + 1, dict(a["connectors"]), dict(a["tasks"]), _doApply=True)
         wall, cpu, check = all_views(c)
         out["new generation"].append({"wall": wall, "cpu": cpu})
-        checks.add(check)
+        checks.append(check)
         name = names[(r * 7919) % len(names)]
         rec = state.connectors[name]
         state._put_task_configs(name, None, 0, [dict(t, round=str(r)) for t in rec["tasks"]], _doApply=True)
@@ -107,17 +109,27 @@ def child(args: argparse.Namespace) -> None:
             c.poke()
         wall, cpu, check = all_views(c)
         out["one connector changed"].append({"wall": wall, "cpu": cpu})
-        checks.add(check)
+        checks.append(check)
         created = f"created-{r}"
-        state._put_connector_config(created, {"connector.class": "X", "tasks.max": "1"}, None, False, _doApply=True)
+        state._put_connector_config(created, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
+                                    _doApply=True)
+        state._put_task_configs(created, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
         if named_poke:
             c.poke(created)
         else:
             c.poke()
         wall, cpu, check = all_views(c)
         out["one connector created"].append({"wall": wall, "cpu": cpu})
-        checks.add(check)
-    out["tasks_sha256"] = sorted(checks)
+        checks.append(check)
+        a = state.assignment  # the rebalance after it: its instances on 1 + TASKS workers, a new generation
+        spots = [workers[(r * 13 + i) % len(workers)] for i in range(args.tasks + 1)]
+        state._set_assignment(a["epoch"], a["generation"] + 1, {created: spots[0]},
+                              {f"{created}-{t}": spots[t + 1] for t in range(args.tasks)}, a["generation"],
+                              _doApply=True)
+        wall, cpu, check = all_views(c)
+        out["one connector placed"].append({"wall": wall, "cpu": cpu})
+        checks.append(check)
+    out["tasks_sha256"] = checks
     print(json.dumps(out))
 
 
@@ -153,7 +165,7 @@ def main() -> int:
         values = [r[key] for res in results[label] for r in res[phase]]
         return min(values) * 1000, statistics.median(values) * 1000
 
-    same = {s for res in results["before"] + results["after"] for s in res["tasks_sha256"]}
+    same = {tuple(res["tasks_sha256"]) for res in results["before"] + results["after"]}
     n = args.passes * args.rounds
     lines = [f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {machine()} — every worker's view, in process", "",
              f"Command: `python benchmarks/scale/views.py --connectors {args.connectors} --tasks {args.tasks} "
