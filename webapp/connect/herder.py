@@ -254,18 +254,17 @@ class Herder:
         listed as it was (see the store method), never a 404 for the whole list.
         """
         want_status, want_info = "status" in expand, "info" in expand
+        rows: Iterable[tuple[ConnectorSummary, dict[str, Any] | None, str]]
         if want_status:
-            addresses = self._worker_addresses(self.members())
-            assignment = self.assignment()
-            rows = self.store.connectors_with_statuses()
+            rows = ((rec, status, status["type"]) for rec, status in self.connector_states())
         else:
-            rows = ((rec, None) for rec in self.store.connector_summaries())
+            rows = self._typed((rec, None) for rec in self.store.connector_summaries())
         secrets: dict[str, frozenset[str]] = {}
         out: dict[str, dict[str, Any]] = {}
-        for rec, statuses, type_ in self._typed(rows):
+        for rec, status, type_ in rows:
             entry: dict[str, Any] = {}
-            if want_status:
-                entry["status"] = self._status(rec, statuses, assignment, addresses, type_)
+            if status is not None:
+                entry["status"] = status
             if want_info:
                 cls = rec.config.get("connector.class", "")
                 keys = secrets.get(cls)
@@ -277,12 +276,12 @@ class Herder:
 
     def connector_states(self, names: Iterable[str] | None = None) -> Iterator[tuple[ConnectorSummary, dict[str, Any]]]:
         """``(summary, ConnectorStateInfo)`` of every connector in name order, from the store's bulk read
-        as :meth:`connectors_expanded` reads it (``names`` None), or of each of ``names`` that exists,
-        one summary and one statuses read each (for the few that changed since a cached copy).
+        (``names`` None: the statuses of :meth:`connectors_expanded`), or of each of ``names`` that
+        exists, one summary and one statuses read each (for the few that changed since a cached copy).
 
         The ConnectorStateInfo is :meth:`connector_status`'s; the summary carries the config (no
-        task configs are read). For the leader's ``/metrics`` (:mod:`webapp.connect_metrics`), which
-        counts each connector's tasks by state and shows its class. Lazy: the members and the
+        task configs are read). Also for the leader's ``/metrics`` (:mod:`webapp.connect_metrics`),
+        which counts each connector's tasks by state and shows its class. Lazy: the members and the
         assignment are read at the first step. Errors: the store's (``StoreUnavailable``).
         """
         addresses = self._worker_addresses(self.members())
