@@ -75,6 +75,8 @@ def child(args: argparse.Namespace) -> None:
     workers = sorted({o for o in state.assignment["tasks"].values()})
     names = sorted(state.connectors)
     named_poke = "name" in inspect.signature(GroupCoordinator.poke).parameters
+    # a tree from before incremental assignments commits the whole assignment (the same state)
+    incremental = "base_generation" in inspect.signature(ClusterStateMachine._set_assignment).parameters
 
     def new_coordinator() -> GroupCoordinator:
         c = GroupCoordinator(raft=replica, store=store, node_id="bench")
@@ -90,45 +92,44 @@ def child(args: argparse.Namespace) -> None:
 
     out: dict[str, Any] = {phase: [] for phase in PHASES}
     checks: list[str] = []  # the views' tasks after each phase of each round, in order
-    for r in range(args.rounds):
-        c = new_coordinator()
+
+    def measure(c: GroupCoordinator, phase: str) -> None:
         wall, cpu, check = all_views(c)
-        out["cold"].append({"wall": wall, "cpu": cpu})
+        out[phase].append({"wall": wall, "cpu": cpu})
         checks.append(check)
-        a = state.assignment
-        state._set_assignment(a["epoch"], a["generation"] + 1, dict(a["connectors"]), dict(a["tasks"]), _doApply=True)
-        wall, cpu, check = all_views(c)
-        out["new generation"].append({"wall": wall, "cpu": cpu})
-        checks.append(check)
-        name = names[(r * 7919) % len(names)]
-        rec = state.connectors[name]
-        state._put_task_configs(name, None, 0, [dict(t, round=str(r)) for t in rec["tasks"]], _doApply=True)
+
+    def poke(c: GroupCoordinator, name: str) -> None:
         if named_poke:
             c.poke(name)
         else:
             c.poke()
-        wall, cpu, check = all_views(c)
-        out["one connector changed"].append({"wall": wall, "cpu": cpu})
-        checks.append(check)
+
+    for r in range(args.rounds):
+        c = new_coordinator()
+        measure(c, "cold")
+        a = state.assignment
+        state._set_assignment(a["epoch"], a["generation"] + 1, dict(a["connectors"]), dict(a["tasks"]), _doApply=True)
+        measure(c, "new generation")
+        name = names[(r * 7919) % len(names)]
+        rec = state.connectors[name]
+        state._put_task_configs(name, None, 0, [dict(t, round=str(r)) for t in rec["tasks"]], _doApply=True)
+        poke(c, name)
+        measure(c, "one connector changed")
         created = f"created-{r}"
         state._put_connector_config(created, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
                                     _doApply=True)
         state._put_task_configs(created, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
-        if named_poke:
-            c.poke(created)
-        else:
-            c.poke()
-        wall, cpu, check = all_views(c)
-        out["one connector created"].append({"wall": wall, "cpu": cpu})
-        checks.append(check)
+        poke(c, created)
+        measure(c, "one connector created")
         a = state.assignment  # the rebalance after it: its instances on 1 + TASKS workers, a new generation
         spots = [workers[(r * 13 + i) % len(workers)] for i in range(args.tasks + 1)]
-        state._set_assignment(a["epoch"], a["generation"] + 1, {created: spots[0]},
-                              {f"{created}-{t}": spots[t + 1] for t in range(args.tasks)}, a["generation"],
-                              _doApply=True)
-        wall, cpu, check = all_views(c)
-        out["one connector placed"].append({"wall": wall, "cpu": cpu})
-        checks.append(check)
+        placed = ({created: spots[0]}, {f"{created}-{t}": spots[t + 1] for t in range(args.tasks)})
+        if incremental:
+            state._set_assignment(a["epoch"], a["generation"] + 1, *placed, a["generation"], _doApply=True)
+        else:
+            state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **placed[0]},
+                                  {**a["tasks"], **placed[1]}, _doApply=True)
+        measure(c, "one connector placed")
     out["tasks_sha256"] = checks
     print(json.dumps(out))
 

@@ -19,9 +19,8 @@ from webapp.connect_metrics import STATUS_CACHE_SECONDS, ConnectMetricsCollector
 from webapp.storage.base import StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore
 
-from .test_herder_expand import _fill
+from .test_herder_expand import _fill, apply_change
 
-RUNNING = {"state": "RUNNING", "trace": None}
 STATES = ("running", "paused", "failed", "unassigned", "restarting", "destroyed")
 
 
@@ -92,33 +91,17 @@ def test_an_unchanged_store_is_served_without_a_read(herder):
 ])
 def test_a_change_reads_only_its_connectors(herder, change, read):
     h, raft = herder
-    c = raft.commands
     series = ConnectorSeries()
     before = _checked(h, series)
-    generation = raft.state.assignment["generation"]
-    if change == "status":
-        c.put_status(name="running", task=1, worker_id="w1", generation=generation,
-                     status={"state": "FAILED", "trace": "boom"})
-    elif change == "statuses":
-        c.zzzz_put_statuses(worker_id="w1", items=[["running", 1, generation, RUNNING],
-                                                    ["failed", 1, generation, RUNNING]])
-    elif change == "config":
-        c.put_connector_config(name="odd", config={"connector.class": "FileSinkConnector", "topics": "t"},
-                               target_state=None, create_only=False)
-    elif change == "target_state":
-        c.put_target_state(name="stopped", target_state="STARTED")
-    elif change == "task_configs":
-        c.put_task_configs(name="failed", worker_id=None, generation=generation, task_configs=[{"i": "0"}])
-    elif change == "assignment_changes":  # "moved" and its tasks go back to w1, whose reports then count
-        c.set_assignment(epoch=raft.term, generation=generation + 1, connectors={"moved": "w1"},
-                         tasks={"moved-0": "w1", "moved-1": None}, base_generation=generation)
-    elif change == "create":
-        c.put_connector_config(name="new", config={"connector.class": "no.such.Connector"}, target_state=None,
-                               create_only=True)
-    elif change == "delete":
-        c.delete_connector(name="running")
-    elif change == "member_address":
-        c.register_member(node_id="w1", info={"roles": ["worker"], "rest_address": "h9:8083"})
+    if change == "status":  # a state count moves: RUNNING -> FAILED
+        raft.commands.put_status(name="running", task=1, worker_id="w1",
+                                 generation=raft.state.assignment["generation"],
+                                 status={"state": "FAILED", "trace": "boom"})
+    elif change == "config":  # the class label moves
+        raft.commands.put_connector_config(name="odd", config={"connector.class": "FileSinkConnector", "topics": "t"},
+                                           target_state=None, create_only=False)
+    else:
+        apply_change(raft, change)
     h.asked.clear()
     after = _checked(h, series)
     assert h.asked[0] == read  # the kept series' scrape; the second call is the fresh one's

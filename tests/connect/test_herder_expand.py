@@ -52,6 +52,44 @@ def _fill(raft: RaftNode) -> None:
                      tasks={f"{n}-{i}": w for n, w in owners.items() for i in range(2)})
 
 
+def apply_change(raft: RaftNode, change: str) -> None:
+    """Make one kind of change to what ``_fill`` wrote, by name, as the list caches' tests need it: a
+    ``status`` or ``statuses`` report, a ``config``, a ``target_state``, ``task_configs``, an
+    incremental (``assignment_changes``) or whole (``assignment_whole``) assignment, a ``create``,
+    a ``delete`` or a ``member_address``."""
+    c = raft.commands
+    generation = raft.state.assignment["generation"]
+    running = {"state": "RUNNING", "trace": None}
+    if change == "status":
+        c.put_status(name="running", task=1, worker_id="w1", generation=generation, status=running)
+    elif change == "statuses":
+        c.zzzz_put_statuses(worker_id="w1", items=[["running", 1, generation, running],
+                                                    ["failed", 1, generation, running]])
+    elif change == "config":
+        c.put_connector_config(name="odd", config={"connector.class": "no.such.Connector", "tasks.max": "3"},
+                               target_state=None, create_only=False)
+    elif change == "target_state":
+        c.put_target_state(name="stopped", target_state="STARTED")
+    elif change == "task_configs":
+        c.put_task_configs(name="failed", worker_id=None, generation=generation, task_configs=[{"i": "0"}])
+    elif change == "assignment_changes":  # "moved" and its tasks go back to w1, whose reports then count
+        c.set_assignment(epoch=raft.term, generation=generation + 1, connectors={"moved": "w1"},
+                         tasks={"moved-0": "w1", "moved-1": None}, base_generation=generation)
+    elif change == "assignment_whole":
+        state = raft.state.assignment
+        c.set_assignment(epoch=raft.term, generation=generation + 1, connectors=dict(state["connectors"]),
+                         tasks=dict(state["tasks"]))
+    elif change == "create":
+        c.put_connector_config(name="new", config={"connector.class": "no.such.Connector"}, target_state=None,
+                               create_only=True)
+    elif change == "delete":
+        c.delete_connector(name="running")
+    elif change == "member_address":
+        c.register_member(node_id="w1", info={"roles": ["worker"], "rest_address": "h9:8083"})
+    else:
+        raise ValueError(f"no change {change!r}")
+
+
 @pytest.mark.parametrize("expand", [["status"], ["info"], ["status", "info"], ["nonsense"]])
 def test_one_pass_list_equals_the_per_connector_selectors(herder, expand):
     h, raft = herder

@@ -14,7 +14,7 @@ from webapp.connect.herder import Herder
 from webapp.storage.base import MetadataStore
 from webapp.storage.raft import RaftMetadataStore
 
-from .test_herder_expand import _fill
+from .test_herder_expand import _fill, apply_change
 
 EXPANSIONS = (["status"], ["info"], ["status", "info"])
 RUNNING = {"state": "RUNNING", "trace": None}
@@ -65,33 +65,8 @@ def test_an_unchanged_list_is_served_from_the_cache(herder):
 ])
 def test_a_change_rebuilds_only_its_connectors(herder, change, rebuilt):
     h, raft = herder
-    c = raft.commands
     before = _same_as_uncached(h)
-    generation = raft.state.assignment["generation"]
-    if change == "status":
-        c.put_status(name="running", task=1, worker_id="w1", generation=generation, status=RUNNING)
-    elif change == "statuses":
-        c.zzzz_put_statuses(worker_id="w1", items=[["running", 1, generation, RUNNING],
-                                                    ["failed", 1, generation, RUNNING]])
-    elif change == "config":
-        c.put_connector_config(name="odd", config={"connector.class": "no.such.Connector", "tasks.max": "3"},
-                               target_state=None, create_only=False)
-    elif change == "target_state":
-        c.put_target_state(name="stopped", target_state="STARTED")
-    elif change == "task_configs":
-        c.put_task_configs(name="failed", worker_id=None, generation=generation, task_configs=[{"i": "0"}])
-    elif change == "assignment_changes":  # "moved" and its tasks go back to w1, whose reports then count
-        c.set_assignment(epoch=raft.term, generation=generation + 1, connectors={"moved": "w1"},
-                         tasks={"moved-0": "w1", "moved-1": None}, base_generation=generation)
-    elif change == "assignment_whole":
-        state = raft.state.assignment
-        c.set_assignment(epoch=raft.term, generation=generation + 1, connectors=dict(state["connectors"]),
-                         tasks=dict(state["tasks"]))
-    elif change == "create":
-        c.put_connector_config(name="new", config={"connector.class": "no.such.Connector"}, target_state=None,
-                               create_only=True)
-    elif change == "delete":
-        c.delete_connector(name="running")
+    apply_change(raft, change)
     after = _same_as_uncached(h)
     assert _rebuilt(before, after) == rebuilt
     assert ("running" in after) == (change != "delete")
