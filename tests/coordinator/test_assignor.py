@@ -80,6 +80,7 @@ def test_leave_and_join_move_only_what_must_move(workers, n, data):
     _check_balanced(a, after.tasks, after_workers, None, n)
     quota = apportion(n, a.effective_weights(after_workers, None)) if after_workers else {}
     assert after.moved_from(before) == _minimal_moves(before, quota, set(after_workers))
+    assert Assignment.moved_in(after.changes_from(before), before) == after.moved_from(before)
 
 
 @settings(max_examples=100, deadline=None)
@@ -94,6 +95,7 @@ def test_leader_change_moves_only_what_must_move(workers, n, data):
     _check_balanced(a, after.tasks, workers, new_leader, n)
     quota = apportion(n, a.effective_weights(workers, new_leader))
     assert after.moved_from(before) == _minimal_moves(before, quota, set(workers))
+    assert Assignment.moved_in(after.changes_from(before), before) == after.moved_from(before)
 
 
 def test_no_change_means_no_movement():

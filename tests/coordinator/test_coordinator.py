@@ -565,3 +565,71 @@ def test_changed_task_configs_reach_the_views_with_every_task_of_the_connector_g
     w, key = next((w, k) for w in ("w1", "w2") for k in before[w]["tasks"] if k.startswith("a-"))
     with pytest.raises(FencedWrite, match="stale generation"):
         _commit(store, key, before[w], before[w]["tasks"][key]["generation"], 1)
+
+
+class _Reaching:
+    """A dispatcher that reaches ``reachable`` only and records what it was given."""
+
+    def __init__(self, *reachable: str) -> None:
+        self.reachable = set(reachable)
+        self.sent: list[str] = []
+
+    def reaches(self, worker_id: str) -> bool:
+        return worker_id in self.reachable
+
+    def send(self, worker_id: str, view) -> None:
+        assert self.reaches(worker_id), f"sent to {worker_id}, which it does not reach"
+        self.sent.append(worker_id)
+
+
+def test_a_generation_builds_the_views_the_dispatcher_reaches_and_heartbeats_build_the_others(cluster, monkeypatch):
+    """Behind the embedded broker only the node's own agent gets views by message; the coordinator built
+    all 100 workers' views after each generation to drop 99 of them (benchmarks/scale)."""
+    raft, store, coordinator = cluster
+    coordinator.stop()  # this test drives rebalance and dispatch itself
+    dispatcher = coordinator.dispatcher = _Reaching("w1")
+    _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 3, "b": 3})
+    built = _counting(coordinator, monkeypatch)
+    dispatcher.sent.clear()
+    store.put_connector_config("c", {"connector.class": "X", "tasks.max": "1"})
+    assert coordinator.rebalance()
+    owner = raft.state.assignment["connectors"]["c"]
+    assert owner != "w1"  # placed on a worker the dispatcher does not reach: its view changed
+    assert dispatcher.sent == ["w1"] and set(built) <= {"w1"}  # w1's view: built or regenerated
+    view = coordinator.heartbeat(owner, MEMBER, {})
+    assert "c" in view["connectors"] and view["generation"] == raft.state.assignment["generation"]
+    assert built.count(owner) == 1
+
+
+def test_threads_meeting_a_new_assignment_build_its_owner_index_once(cluster):
+    """Every heartbeat thread that met a new generation built the owner index of 100,000 tasks itself,
+    10% of the leader's time while tasks were being started (benchmarks/scale)."""
+    import threading
+    import time
+
+    raft, store, coordinator = cluster
+    walks: list[int] = []
+
+    class Slow(dict):
+        def items(self):
+            walks.append(1)
+            time.sleep(0.05)  # a long walk, for the other threads to arrive meanwhile
+            return super().items()
+
+    assignment = {"generation": 7, "epoch": 1, "connectors": Slow(a="w1", b="w2"),
+                  "tasks": {"a-0": "w2", "b-0": "w1", "b-1": "w1"}, "assigned_at": {}}
+    barrier = threading.Barrier(8)
+    got = []
+
+    def ask():
+        barrier.wait()
+        got.append(coordinator._owned(assignment))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(got) == 8 and all(index is got[0] for index in got)
+    assert got[0] == {"w1": (["a"], ["b-0", "b-1"], ["a", "b"]), "w2": (["b"], ["a-0"], ["a", "b"])}
+    assert len(walks) == 1
