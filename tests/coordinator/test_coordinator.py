@@ -567,40 +567,6 @@ def test_changed_task_configs_reach_the_views_with_every_task_of_the_connector_g
         _commit(store, key, before[w], before[w]["tasks"][key]["generation"], 1)
 
 
-class _Reaching:
-    """A dispatcher that reaches ``reachable`` only and records what it was given."""
-
-    def __init__(self, *reachable: str) -> None:
-        self.reachable = set(reachable)
-        self.sent: list[str] = []
-
-    def reaches(self, worker_id: str) -> bool:
-        return worker_id in self.reachable
-
-    def send(self, worker_id: str, view) -> None:
-        assert self.reaches(worker_id), f"sent to {worker_id}, which it does not reach"
-        self.sent.append(worker_id)
-
-
-def test_a_generation_builds_the_views_the_dispatcher_reaches_and_heartbeats_build_the_others(cluster, monkeypatch):
-    """Behind the embedded broker only the node's own agent gets views by message; the coordinator built
-    all 100 workers' views after each generation to drop 99 of them (benchmarks/scale)."""
-    raft, store, coordinator = cluster
-    coordinator.stop()  # this test drives rebalance and dispatch itself
-    dispatcher = coordinator.dispatcher = _Reaching("w1")
-    _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 3, "b": 3})
-    built = _counting(coordinator, monkeypatch)
-    dispatcher.sent.clear()
-    store.put_connector_config("c", {"connector.class": "X", "tasks.max": "1"})
-    assert coordinator.rebalance()
-    owner = raft.state.assignment["connectors"]["c"]
-    assert owner != "w1"  # placed on a worker the dispatcher does not reach: its view changed
-    assert dispatcher.sent == ["w1"] and set(built) <= {"w1"}  # w1's view: built or regenerated
-    view = coordinator.heartbeat(owner, MEMBER, {})
-    assert "c" in view["connectors"] and view["generation"] == raft.state.assignment["generation"]
-    assert built.count(owner) == 1
-
-
 def test_threads_meeting_a_new_assignment_build_its_owner_index_once(cluster):
     """Every heartbeat thread that met a new generation built the owner index of 100,000 tasks itself,
     10% of the leader's time while tasks were being started (benchmarks/scale)."""

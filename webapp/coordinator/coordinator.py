@@ -38,10 +38,6 @@ class NotCoordinator(Exception):
 class Dispatcher(Protocol):
     """Sends a worker its assignment view (fast path; may lose messages)."""
 
-    def reaches(self, worker_id: str) -> bool:
-        """Whether a view sent to ``worker_id`` can arrive (the others learn theirs from heartbeat replies)."""
-        ...
-
     def send(self, worker_id: str, view: dict[str, Any]) -> None: ...
 
 
@@ -452,19 +448,18 @@ class GroupCoordinator:
         return index
 
     def dispatch(self, force: bool = False) -> None:
-        """Send each live worker the dispatcher reaches its view if it changed since last sent (or ``force``).
+        """Send each live worker its view if it changed since last sent (or ``force``).
 
-        A worker the dispatcher cannot reach (another node's agent behind the embedded broker, the
-        default) learns its view from its next heartbeat's reply, which builds it then: building it
-        here as well, after every generation, only to drop it, was 100 views per generation at 100
-        workers, the largest part of the leader's time while 100,000 tasks were placed
-        (benchmarks/scale).
+        Every worker's view is built here, also those the dispatcher cannot reach (their heartbeat
+        replies then find it built). Building only the reachable ones, and the others on their
+        heartbeats, was tried: the loop got to the next generation sooner, generations came more
+        often, and every one moved most views while 100,000 tasks were placed, so more views were
+        built in all. At 10,000 connectors the bring-up took 552 s instead of 426 s and the creates
+        ran at 51/s instead of 75/s (benchmarks/scale).
         """
         if self.dispatcher is None or not self.active:
             return
         for worker_id in list(self.live_workers()):
-            if not self.dispatcher.reaches(worker_id):
-                continue
             view, digest = self._cached_view(worker_id)
             if force or self._sent_views.get(worker_id) != digest:
                 try:
