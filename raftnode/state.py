@@ -28,6 +28,7 @@ import hashlib
 import json
 import threading
 from collections import deque
+from collections.abc import Hashable
 from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
@@ -71,7 +72,8 @@ SWITCH_RUNNING = ("prepare", "copy", "verify")
 
 class ChangeLog:
     """The last ``kept`` changes as ``(version, name)``, answering "which names changed after version
-    v?" (:meth:`since`) without walking more than the changes since. Thread-safe.
+    v?" (:meth:`since`) without walking more than the changes since. Thread-safe. A name is any
+    hashable value: a connector's name, or a ``(worker, connector)`` pair.
 
     Versions come from the caller (:meth:`record`, one writer, increasing) or from the log itself
     (:meth:`add`, any thread). A change of anything (``name`` None) forgets what came before it:
@@ -82,7 +84,7 @@ class ChangeLog:
     def __init__(self, kept: int) -> None:
         self.kept = kept
         self._lock = threading.Lock()
-        self._changes: deque[tuple[int, str]] = deque()
+        self._changes: deque[tuple[int, Hashable]] = deque()
         self._floor: float = 0  # every change after this version is held
         self._last = 0
 
@@ -91,19 +93,19 @@ class ChangeLog:
         """The version of the last change recorded (0: none)."""
         return self._last
 
-    def record(self, version: int, name: str | None) -> None:
+    def record(self, version: int, name: Hashable | None) -> None:
         """``name`` changed at ``version`` (not lower than the last one recorded); ``None``: anything did."""
         with self._lock:
             self._record(version, name)
 
-    def add(self, name: str | None) -> int:
+    def add(self, name: Hashable | None) -> int:
         """Record a change of ``name`` (``None``: of anything) under the next version; returns it."""
         with self._lock:
             version = self._last + 1
             self._record(version, name)
             return version
 
-    def _record(self, version: int, name: str | None) -> None:
+    def _record(self, version: int, name: Hashable | None) -> None:
         self._last = version
         changes = self._changes
         if name is None:
@@ -120,12 +122,12 @@ class ChangeLog:
             self._changes.clear()
             self._floor = float("inf")
 
-    def since(self, version: int) -> set[str] | None:
+    def since(self, version: int) -> set[Any] | None:
         """Names changed after ``version``, or ``None`` when this log does not reach back that far."""
         with self._lock:
             if version < self._floor:
                 return None
-            names: set[str] = set()
+            names: set[Any] = set()
             for changed_at, name in reversed(self._changes):
                 if changed_at <= version:
                     break
@@ -259,7 +261,8 @@ class ClusterStateMachine(SyncObjConsumer):
         self._listing_revisions: dict[str, int] = {}
         # the connectors each change a worker's view may show was about, by view_version: view_changes_since()
         self._view_changes = ChangeLog(VIEW_CHANGES_KEPT)
-        # the workers each new assignment gave or took an instance from, by view_version: placement_changes_since()
+        # (worker, connector) of each instance a new assignment gave, took or granted anew, by view_version:
+        # placement_changes_since()
         self._placement_changes = ChangeLog(VIEW_CHANGES_KEPT)
         #: snapshots this member loaded since it started (its own at start, or one sent by a leader)
         self.snapshots_loaded = 0
@@ -348,14 +351,16 @@ class ClusterStateMachine(SyncObjConsumer):
         """
         return self._view_changes.since(version)
 
-    def placement_changes_since(self, version: int) -> set[str] | None:
-        """Ids of the workers that an assignment committed after ``view_version`` was ``version`` gave an
-        instance, took one from, or granted one anew (its generation moved), or ``None`` when this
-        member does not know that far back (as :meth:`view_changes_since`; a whole assignment, the
-        first of a coordinator, names every worker: ``None`` for the versions before it).
+    def placement_changes_since(self, version: int) -> set[tuple[str, str]] | None:
+        """``(worker id, connector name)`` of each connector or task instance that an assignment committed
+        after ``view_version`` was ``version`` gave the worker, took from it, or granted it anew (its
+        generation moved), or ``None`` when this member does not know that far back (as
+        :meth:`view_changes_since`; a whole assignment, the first of a coordinator, names every
+        worker: ``None`` for the versions before it). A task names its connector.
 
         A worker named by neither this nor :meth:`view_changes_since` (for its connectors) has the
-        view it had, but for the assignment's generation and epoch. Local, as
+        view it had, but for the assignment's generation and epoch; one named here, for a few
+        connectors, has the view it had but for those connectors' parts. Local, as
         :meth:`view_changes_since`.
         """
         return self._placement_changes.since(version)
@@ -561,24 +566,25 @@ class ClusterStateMachine(SyncObjConsumer):
             new_connectors, new_tasks = dict(old["connectors"]), dict(old["tasks"])
             assigned_at = dict(old["assigned_at"])
             moved = set()
-            placed: set[str] = set()  # workers given or deprived of an instance
+            placed: set[tuple[str, str]] = set()  # (worker, connector) of each instance given or taken
             for changes, current in ((connectors, new_connectors), (tasks, new_tasks)):
                 for key, owner in changes.items():
+                    name = key if current is new_connectors else key.rpartition("-")[0]
                     if owner is None:
                         prev_owner = current.pop(key, None)
                         if prev_owner is not None:
-                            moved.add(key if current is new_connectors else key.rpartition("-")[0])
-                            placed.add(prev_owner)
+                            moved.add(name)
+                            placed.add((prev_owner, name))
                         assigned_at.pop(key, None)
                         if current is new_tasks:
                             self.commit_floors.pop(key, None)
                     elif (prev_owner := current.get(key)) != owner:
                         current[key] = owner
                         assigned_at[key] = generation
-                        moved.add(key if current is new_connectors else key.rpartition("-")[0])
-                        placed.update(w for w in (prev_owner, owner) if w is not None)
-            for worker in sorted(placed):  # logged before the new assignment can be read
-                self._placement_changes.record(version, worker)
+                        moved.add(name)
+                        placed.update((w, name) for w in (prev_owner, owner) if w is not None)
+            for pair in sorted(placed):  # logged before the new assignment can be read
+                self._placement_changes.record(version, pair)
         self.assignment = {
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": new_connectors, "tasks": new_tasks, "assigned_at": assigned_at,
@@ -1061,9 +1067,10 @@ class ClusterStateMachine(SyncObjConsumer):
         assigned_at = dict(old["assigned_at"])
         for key in connectors + tasks:
             assigned_at[key] = generation
-        owners = {old["connectors"][k] for k in connectors} | {old["tasks"][k] for k in tasks}
-        for worker in sorted(owners):  # logged before the new assignment can be read
-            self._placement_changes.record(self.view_version + 1, worker)
+        granted = {(old["connectors"][k], k) for k in connectors} | {(old["tasks"][k], k.rpartition("-")[0])
+                                                                     for k in tasks}
+        for pair in sorted(granted):  # logged before the new assignment can be read
+            self._placement_changes.record(self.view_version + 1, pair)
         self.assignment = {**old, "generation": generation, "assigned_at": assigned_at}
         self.view_version += 1
         for name in set(connectors) | {k.rpartition("-")[0] for k in tasks}:

@@ -53,9 +53,9 @@ def _counting(coordinator, monkeypatch) -> list[str]:
     built: list[str] = []
     real = coordinator.views.build
 
-    def build(worker_id, *args):
+    def build(worker_id, *args, **kw):
         built.append(worker_id)
-        return real(worker_id, *args)
+        return real(worker_id, *args, **kw)
 
     monkeypatch.setattr(coordinator.views, "build", build)
     return built
@@ -127,7 +127,7 @@ def test_a_heartbeat_after_no_change_skips_even_the_marker_and_one_after_another
     built = _counting(coordinator, monkeypatch)
     markers: list[str] = []
     real = coordinator._worker_marker
-    monkeypatch.setattr(coordinator, "_worker_marker", lambda worker_id: markers.append(worker_id) or real(worker_id))
+    monkeypatch.setattr(coordinator, "_worker_marker", lambda worker_id, *a: markers.append(worker_id) or real(worker_id, *a))
 
     store.put_status(mine, 0, {"state": "RUNNING", "trace": None}, worker_id="w1",
                      generation=raft.state.assignment["generation"])
@@ -144,25 +144,27 @@ def test_a_heartbeat_after_no_change_skips_even_the_marker_and_one_after_another
     assert coordinator.heartbeat("w2", MEMBER, {})["connectors"][other]["config"]["v"] == "2"
     markers.clear(), built.clear()  # (w2's view holds it: checked and rebuilt)
 
-    # a change of a connector w1's view holds is seen, from its config (rebuilt) ...
+    # a change of a connector w1's view holds is seen, from its config (that part made again, from the
+    # logs: no marker) ...
     store.put_connector_config(mine, {"connector.class": "X", "tasks.max": "1", "v": "2"})
     changed = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
-    assert markers == ["w1"] and built == ["w1"] and changed["connectors"][mine]["config"]["v"] == "2"
+    assert markers == [] and built == ["w1"] and changed["connectors"][mine]["config"]["v"] == "2"
     assert coordinator.heartbeat("w1", MEMBER, {"view_digest": changed["digest"]})["unchanged"] is True
-    assert markers == ["w1"]  # and checked once
+    assert built == ["w1"]  # and made once
 
     # ... and from a restart request of its task (a restart counter, no record)
     raft.commands.request_restart(name=mine, connector=False, tasks=[0])
     restarted = coordinator.heartbeat("w1", MEMBER, {"view_digest": changed["digest"]})
-    assert markers == ["w1", "w1"] and restarted["tasks"][f"{mine}-0"]["restart"] == 1
+    assert built == ["w1", "w1"] and restarted["tasks"][f"{mine}-0"]["restart"] == 1
 
     # a poke alone (a store other than Raft changes without a Raft write) for its connector, or for any
+    # (which the log cannot narrow: the marker decides)
     coordinator.poke(mine)
     coordinator.heartbeat("w1", MEMBER, {"view_digest": restarted["digest"]})
-    assert markers == ["w1"] * 3
+    assert built == ["w1"] * 3 and markers == []
     coordinator.poke()
     coordinator.heartbeat("w1", MEMBER, {"view_digest": restarted["digest"]})
-    assert markers == ["w1"] * 4
+    assert markers == ["w1"]
 
 
 def test_a_heartbeat_checks_the_marker_when_the_log_of_changes_does_not_reach_back(cluster, monkeypatch):
@@ -174,7 +176,7 @@ def test_a_heartbeat_checks_the_marker_when_the_log_of_changes_does_not_reach_ba
     first = coordinator.heartbeat("w1", MEMBER, {})
     markers: list[str] = []
     real = coordinator._worker_marker
-    monkeypatch.setattr(coordinator, "_worker_marker", lambda worker_id: markers.append(worker_id) or real(worker_id))
+    monkeypatch.setattr(coordinator, "_worker_marker", lambda worker_id, *a: markers.append(worker_id) or real(worker_id, *a))
     monkeypatch.setattr(raft.state._view_changes, "kept", 2)
     assignment, before = raft.state.assignment, raft.state.view_version
     for v in range(3):
@@ -599,3 +601,30 @@ def test_threads_meeting_a_new_assignment_build_its_owner_index_once(cluster):
     assert len(got) == 8 and all(index is got[0] for index in got)
     assert got[0] == {"w1": (["a"], ["b-0", "b-1"], ["a", "b"]), "w2": (["b"], ["a-0"], ["a", "b"])}
     assert len(walks) == 1
+
+
+def test_a_generation_that_places_instances_on_a_worker_makes_only_their_connectors_parts_again(cluster, monkeypatch):
+    """While 100,000 tasks were placed, each generation gave most workers a few instances, and each of
+    their views was checked and built by looking up every connector and task it held (benchmarks/scale)."""
+    raft, store, coordinator = cluster
+    coordinator.stop()  # this test drives the rebalances itself
+    _setup(store, coordinator, ["w1"], {"a": 2, "b": 1, "c": 1})
+    first = coordinator.heartbeat("w1", MEMBER, {})
+    store.put_connector_config("z", {"connector.class": "X", "tasks.max": "1"})
+    assert coordinator.rebalance() and raft.state.assignment["connectors"]["z"] == "w1"
+    looked_up: list[str] = []
+    real_key = coordinator.views.record_key
+    monkeypatch.setattr(coordinator.views, "record_key", lambda name: looked_up.append(name) or real_key(name))
+    markers: list[str] = []
+    real_marker = coordinator._worker_marker
+    monkeypatch.setattr(coordinator, "_worker_marker", lambda worker_id, *a: markers.append(worker_id)
+                        or real_marker(worker_id, *a))
+    view = coordinator.heartbeat("w1", MEMBER, {"view_digest": first["digest"]})
+    assert set(looked_up) == {"z"} and markers == []
+    assert set(view["connectors"]) == {"a", "b", "c", "z"} and set(view["tasks"]) == set(first["tasks"])
+    # the view made from parts is the one a fresh builder makes from nothing
+    coordinator.views.clear()
+    coordinator._views.clear()
+    fresh = coordinator.heartbeat("w1", MEMBER, {})
+    assert fresh["digest"] == view["digest"]
+    assert {k: fresh[k] for k in ("connectors", "tasks")} == {k: view[k] for k in ("connectors", "tasks")}

@@ -88,20 +88,20 @@ def test_a_change_log_numbers_its_own_changes_and_forgets_on_request():
     assert log.add("c") == 4 and log.since(3) == {"c"}
 
 
-def test_an_assignment_names_the_workers_it_gave_or_took_an_instance_from(sm):
+def test_an_assignment_names_the_workers_and_connectors_of_the_instances_it_gave_or_took(sm):
     _apply(sm, "_register_member", "w2", {"roles": ["worker"]})
     _apply(sm, "_register_member", "w3", {"roles": ["worker"]})
     before = sm.view_version
     _apply(sm, "_set_assignment", 0, 2, {"a": "w2"}, {"b-0": None, "a-0": "w1"}, 1)  # a: w1 -> w2; b-0 dropped
-    assert sm.placement_changes_since(before) == {"w1", "w2"}
+    assert sm.placement_changes_since(before) == {("w1", "a"), ("w2", "a"), ("w1", "b")}
     mark = sm.view_version
     _apply(sm, "_set_assignment", 0, 3, {}, {"b-0": "w3"}, 2)  # placed for the first time
-    assert sm.placement_changes_since(mark) == {"w3"}
-    assert sm.placement_changes_since(before) == {"w1", "w2", "w3"}
+    assert sm.placement_changes_since(mark) == {("w3", "b")}
+    assert sm.placement_changes_since(before) == {("w1", "a"), ("w2", "a"), ("w1", "b"), ("w3", "b")}
 
     mark = sm.view_version
-    sm._grant_anew([], ["b-0"])  # its owner keeps it at a new generation
-    assert sm.placement_changes_since(mark) == {"w3"}
+    sm._grant_anew(["a"], ["b-0"])  # their owners keep them at a new generation
+    assert sm.placement_changes_since(mark) == {("w2", "a"), ("w3", "b")}
 
     mark = sm.view_version
     _apply(sm, "_set_assignment", 0, 5, {"a": "w2", "b": "w1"}, {"a-0": "w1", "b-0": "w3"})  # a whole one

@@ -213,100 +213,116 @@ class GroupCoordinator:
         Raft write). Each cached view has its own, narrower marker (:meth:`_worker_marker`)."""
         return (self.raft.state.view_version, self._view_epoch)
 
-    def _worker_marker(self, worker_id: str) -> tuple:
+    def _worker_marker(self, worker_id: str, assignment: dict[str, Any] | None = None) -> tuple:
         """What ``worker_id``'s view is made of, cheaply: the assignment's generation and epoch, the
         record keys of the connectors it names (:meth:`ViewBuilder.record_key`: their Raft versions,
         changes that touch every view, the pokes for them) and the restart counters of its instances.
         A change to another worker's connectors leaves it as it was: at 5,000 connectors over 50
-        workers, rebuilding every view for each connector's task configs took half of the leader's time."""
+        workers, rebuilding every view for each connector's task configs took half of the leader's time.
+        ``assignment``: the committed one this is for (default: the state's now)."""
         st = self.raft.state
-        a = st.assignment
+        a = st.assignment if assignment is None else assignment
         connectors, tasks, names = self._owned(a).get(worker_id, ((), (), ()))
         restarts, record_key = st.restarts, self.views.record_key
         return (a["generation"], a["epoch"], tuple(record_key(n) for n in names),
                 tuple(restarts.get(k, 0) for k in connectors), tuple(restarts.get(k, 0) for k in tasks))
 
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
-        """``(worker_view, its digest)``, reassembled only when the :meth:`_worker_marker` moved, and then
+        """``(worker_view, its digest)``, reassembled only when something it is made of moved, and then
         from the connector fragments that did not change (:class:`ViewBuilder`).
 
-        The marker itself is only computed when something it is made of may have changed: the
-        committed assignment (the same object), the state's ``view_version`` (configs, task configs,
-        restarts, members) and snapshot count, and the pokes (:meth:`_view_marker`'s parts) are read
-        first and compared with those the cached view was checked under. In a steady cluster none of
-        them moves between heartbeats, while the marker looks up every connector and task the worker
-        runs: at 100 workers of 1,000 tasks, a third of the leader's time went to heartbeats that
-        changed nothing (benchmarks/scale). Read before the marker, so a view is never cached under a
-        newer key than the state it was checked against.
+        What the cached view was checked under is kept with it: the committed assignment (the same
+        object) and a quick key, the state's ``view_version`` (configs, task configs, restarts,
+        members, assignments) and snapshot count and the pokes (:meth:`_view_marker`'s parts). In a
+        steady cluster none of them moves between heartbeats, and the view is answered as it is: at
+        100 workers of 1,000 tasks, a third of the leader's time went to heartbeats that changed
+        nothing (benchmarks/scale). The quick key is read before the assignment, so a view is never
+        kept under a newer key than the assignment it was made for.
 
-        When only ``view_version`` or the pokes moved, the logs of what moved them (the state's,
-        :meth:`~raftnode.state.ClusterStateMachine.view_changes_since`, and the pokes') are asked
-        first: if none of the changes names a connector of this worker's view, the marker is what it
-        was and is not computed. While connectors are created, each create (a Raft write and a poke)
-        moved every worker's key, and the markers of 100 workers' heartbeats took 18% of the
-        leader's time (benchmarks/scale). When the assignment is a new one that gave, took or granted
-        anew none of this worker's instances
-        (:meth:`~raftnode.state.ClusterStateMachine.placement_changes_since`) and nothing names its
-        connectors, the view is the one it had with the new generation and epoch
-        (:meth:`ViewBuilder.regenerate`): a create changes the views of the ~11 workers that get
-        its instances, while every new generation walked all 100 workers' views (0.4-0.55 s at
-        10,000 connectors, ``benchmarks/scale/views.py``).
+        When they moved, the logs of what moved them are asked (:meth:`_touched`): the connectors
+        changed since (the state's :meth:`~raftnode.state.ClusterStateMachine.view_changes_since`
+        and the pokes') and the connectors of the instances new assignments gave this worker, took
+        from it or granted it anew
+        (:meth:`~raftnode.state.ClusterStateMachine.placement_changes_since`). If none concerns this
+        worker's view, it is the one it had, with the new generation and epoch
+        (:meth:`ViewBuilder.regenerate`): a create changes the views of the ~11 workers that get its
+        instances, while every new generation walked all 100 workers' views (0.4-0.55 s at 10,000
+        connectors, ``benchmarks/scale/views.py``). If some do, only those connectors' parts are
+        made again (:meth:`ViewBuilder.build` with ``touched``): while 100,000 tasks were placed,
+        each generation gave most workers a few, and the marker and the build then looked up every
+        connector and task of each view. Only when the logs do not reach back (a whole assignment,
+        thousands of changes since, a snapshot) is the :meth:`_worker_marker` computed, and decides.
         """
         st = self.raft.state
-        assignment = st.assignment
         quick = (st.view_version, st.snapshots_loaded, self._view_epoch)
+        assignment = st.assignment
         hit = self._views.get(worker_id)
-        if hit is not None and hit[3] is assignment:
-            if hit[4] == quick:
+        if hit is not None and hit[4][1] == quick[1]:
+            if hit[3] is assignment and hit[4] == quick:
                 return hit[1], hit[2]
-            if hit[4][1] == quick[1] and self._untouched(worker_id, assignment, hit[4]):
-                self._views[worker_id] = (hit[0], hit[1], hit[2], assignment, quick)
-                return hit[1], hit[2]
-        elif hit is not None and hit[4][1] == quick[1] and self._unplaced(worker_id, hit[4]) \
-                and self._untouched(worker_id, assignment, hit[4]):
-            regenerated = self.views.regenerate(worker_id, hit[1], hit[2], assignment)
-            if regenerated is not None:  # a new generation that moved nothing of this worker's
-                view, digest = regenerated
-                marker = (assignment["generation"], assignment["epoch"], *hit[0][2:])
-                self._views[worker_id] = (marker, view, digest, assignment, quick)
-                return view, digest
-        marker = self._worker_marker(worker_id)
-        if hit is not None and hit[0] == marker:
+            touched = self._touched(worker_id, assignment, hit[3], hit[4])
+            if touched is not None and not touched:
+                if hit[3] is assignment:
+                    self._views[worker_id] = (hit[0], hit[1], hit[2], assignment, quick)
+                    return hit[1], hit[2]
+                regenerated = self.views.regenerate(worker_id, hit[1], hit[2], assignment)
+                if regenerated is not None:  # a new generation that moved nothing of this worker's
+                    view, digest = regenerated
+                    marker = None if hit[0] is None else (assignment["generation"], assignment["epoch"], *hit[0][2:])
+                    self._views[worker_id] = (marker, view, digest, assignment, quick)
+                    return view, digest
+            elif touched:
+                patched = self.views.build(worker_id, assignment, self._owned(assignment).get(worker_id, ([], [], [])),
+                                           touched=touched, since=hit[2])
+                if patched is not None:  # no marker: the next check that cannot use the logs builds anew
+                    self._views[worker_id] = (None, patched[0], patched[1], assignment, quick)
+                    return patched
+        marker = self._worker_marker(worker_id, assignment)
+        if hit is not None and hit[0] is not None and hit[0] == marker:
             view, digest = hit[1], hit[2]
         else:
-            view, digest = self._build_view(worker_id)
+            view, digest = self._build_view(worker_id, assignment)
         self._views[worker_id] = (marker, view, digest, assignment, quick)
         return view, digest
 
-    def _unplaced(self, worker_id: str, checked: tuple) -> bool:
-        """Whether no assignment committed since the quick key ``checked`` gave ``worker_id`` an
-        instance, took one from it or granted one of its instances anew (False when the state's log
-        does not reach that far)."""
-        placed = self.raft.state.placement_changes_since(checked[0])
-        return placed is not None and worker_id not in placed
-
-    def _untouched(self, worker_id: str, assignment: dict[str, Any], checked: tuple) -> bool:
-        """Whether no change since the quick key ``checked`` (``(view_version, snapshots, pokes)``) names
-        a connector of ``worker_id``'s view under ``assignment``: neither a command applied since nor a
-        poke (False when either log does not reach that far)."""
-        changed = self.raft.state.view_changes_since(checked[0])
+    def _touched(self, worker_id: str, assignment: dict[str, Any], checked_assignment: dict[str, Any],
+                 checked: tuple) -> set[str] | None:
+        """Names of the connectors of ``worker_id``'s view whose parts may differ between the view checked
+        under ``checked_assignment`` and the quick key ``checked`` (``(view_version, snapshots,
+        pokes)``) and its view under ``assignment``: those named by a command applied since or a
+        poke and in the view, and those of instances placed on or taken from the worker since
+        (when ``assignment`` is another one). An empty set: the view is the one it had. ``None``
+        when a log does not reach back that far."""
+        st = self.raft.state
+        changed = st.view_changes_since(checked[0])
         poked = self._pokes.since(checked[2])
         if changed is None or poked is None:
-            return False
+            return None
+        touched: set[str] = set()
+        if checked_assignment is not assignment:
+            placed = st.placement_changes_since(checked[0])
+            if placed is None:
+                return None
+            touched = {name for worker, name in placed if worker == worker_id}
         changed |= poked
-        if not changed:
-            return True
+        if changed:
+            touched |= self._view_names(worker_id, assignment) & changed
+        return touched
+
+    def _view_names(self, worker_id: str, assignment: dict[str, Any]) -> frozenset[str]:
+        """The connector names ``worker_id``'s view holds under ``assignment``, as a set (cached per assignment)."""
         named = self._named
         if named is None or named[0] is not assignment:
             named = self._named = (assignment, {})
         names = named[1].get(worker_id)
         if names is None:
             names = named[1][worker_id] = frozenset(self._owned(assignment).get(worker_id, ((), (), ()))[2])
-        return names.isdisjoint(changed)
+        return names
 
-    def _build_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
-        """``(view, digest)`` of ``worker_id`` for the committed assignment (:meth:`ViewBuilder.build`)."""
-        a = self.raft.state.assignment
+    def _build_view(self, worker_id: str, assignment: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+        """``(view, digest)`` of ``worker_id`` for ``assignment`` (default: the committed one now;
+        :meth:`ViewBuilder.build`)."""
+        a = self.raft.state.assignment if assignment is None else assignment
         return self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))
 
     def _forget_view(self, worker_id: str) -> None:

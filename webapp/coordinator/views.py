@@ -60,8 +60,9 @@ class ViewBuilder:
         self._pokes: dict[str, int] = {}
         self._records: dict[str, tuple[tuple, ConnectorRecord | None]] = {}
         self._fragments: dict[str, dict[str, tuple[tuple, Fragment]]] = {}
-        # worker -> (digest, names, fragment digests) of its last build: what regenerate() re-digests
-        self._bases: dict[str, tuple[str, list[str], list[str]]] = {}
+        # worker -> (digest, names, fragment digests, fragments) of its last build: what regenerate() re-digests
+        # and build(touched=...) starts from
+        self._bases: dict[str, tuple[str, list[str], list[str], dict[str, tuple[tuple, Fragment]]]] = {}
         #: the state's ``connectors`` dict the caches were filled from (a reference, so that its identity
         #: cannot be reused): a snapshot installed since replaces it
         self._filled_from: Any = None
@@ -134,34 +135,51 @@ class ViewBuilder:
         self._records[name] = (key, rec)
         return rec
 
-    def build(self, worker_id: str, assignment: dict[str, Any], owned: tuple[list[str], list[str], list[str]]
-              ) -> tuple[dict[str, Any], str]:
+    def build(self, worker_id: str, assignment: dict[str, Any], owned: tuple[list[str], list[str], list[str]],
+              touched: set[str] | None = None, since: str | None = None) -> tuple[dict[str, Any], str] | None:
         """``(view, digest)`` of ``worker_id`` for the committed ``assignment``.
 
         ``owned``: ``(connector names, task keys "name-i", sorted names of every connector either
         belongs to)`` of the worker. The view's shape is ``GroupCoordinator.worker_view``'s; the
         digest (sha1 hex) is a function of the view's content only, so a worker can tell whether
         the view it runs is the current one.
+
+        ``touched`` (with ``since``, the digest of the worker's view it is relative to): the names of
+        the connectors whose parts of the view may have changed since that view, for a caller that
+        knows nothing else did (``GroupCoordinator._touched``). The other connectors' fragments are
+        taken as they are, without looking up their keys; ``None`` is returned when the worker's
+        last build is not that view (build without ``touched``). Each key is ~10 lookups per
+        connector and task, and while 100,000 tasks were placed most generations moved most
+        views by a few instances (benchmarks/scale).
         """
         connectors, tasks, names = owned
+        before = self._fragments.get(worker_id, {})
+        if touched is not None:
+            # the fragments of the build ``since`` names, kept with its digest in one tuple: another thread's
+            # build of this worker's view may have replaced ``_fragments`` meanwhile
+            basis = self._bases.get(worker_id)
+            if basis is None or basis[0] != since:
+                return None
+            before = basis[3]
         owns_connector = set(connectors)
         task_nums: dict[str, list[int]] = {}
         for key in tasks:
             name, _, num = key.rpartition("-")
             task_nums.setdefault(name, []).append(int(num))
         restarts, at, generation = self._state().restarts, assignment["assigned_at"], assignment["generation"]
-        before = self._fragments.get(worker_id, {})
         fragments: dict[str, tuple[tuple, Fragment]] = {}
         view: dict[str, Any] = {"worker_id": worker_id, "generation": generation, "epoch": assignment["epoch"],
                                 "connectors": {}, "tasks": {}}
         digests = []
         for name in names:
-            nums = task_nums.get(name, ())
-            key = (self.record_key(name), name in owns_connector, at.get(name, generation), restarts.get(name, 0),
-                   tuple((n, at.get(f"{name}-{n}", generation), restarts.get(f"{name}-{n}", 0)) for n in nums))
             hit = before.get(name)
-            if hit is None or hit[0] != key:
-                hit = (key, self._fragment(name, key, nums))
+            if touched is None or hit is None or name in touched:
+                nums = task_nums.get(name, ())
+                key = (self.record_key(name), name in owns_connector, at.get(name, generation),
+                       restarts.get(name, 0),
+                       tuple((n, at.get(f"{name}-{n}", generation), restarts.get(f"{name}-{n}", 0)) for n in nums))
+                if hit is None or hit[0] != key:
+                    hit = (key, self._fragment(name, key, nums))
             fragments[name] = hit
             entry, task_entries, digest = hit[1]
             if entry is not None:
@@ -170,7 +188,7 @@ class ViewBuilder:
             digests.append(digest)
         self._fragments[worker_id] = fragments
         digest = _digest(worker_id, generation, assignment["epoch"], names, digests)
-        self._bases[worker_id] = (digest, names, digests)
+        self._bases[worker_id] = (digest, names, digests, fragments)
         return view, digest
 
     def regenerate(self, worker_id: str, view: dict[str, Any], digest: str, assignment: dict[str, Any]
@@ -184,10 +202,10 @@ class ViewBuilder:
         basis = self._bases.get(worker_id)
         if basis is None or basis[0] != digest:
             return None
-        _, names, digests = basis
+        _, names, digests, fragments = basis
         generation, epoch = assignment["generation"], assignment["epoch"]
         new = _digest(worker_id, generation, epoch, names, digests)
-        self._bases[worker_id] = (new, names, digests)
+        self._bases[worker_id] = (new, names, digests, fragments)
         return {**view, "generation": generation, "epoch": epoch}, new
 
     def _fragment(self, name: str, key: tuple, nums: Any) -> Fragment:
