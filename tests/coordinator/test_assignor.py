@@ -113,3 +113,52 @@ def test_apportion_rejects_bad_input():
         apportion(3, {})
     with pytest.raises(ValueError):
         WeightedRoundRobinAssignor(0)
+
+
+def _walk_every_item(items, weights, previous, sort_key):
+    """The assignor's pool as a walk of every item in order (steps 3-4 of its docstring, no shortcut)."""
+    items = list(dict.fromkeys(items))
+    quota = apportion(len(items), weights)
+    load = dict.fromkeys(weights, 0)
+    result, unplaced = {}, []
+    for item in sorted(items, key=sort_key):
+        owner = previous.get(item)
+        if owner in load and load[owner] < quota[owner]:
+            result[item] = owner
+            load[owner] += 1
+        else:
+            unplaced.append(item)
+    order = sorted((w for w in weights if load[w] < quota[w]), key=lambda w: (-(quota[w] - load[w]), w))
+    i = 0
+    for item in unplaced:
+        while load[order[i % len(order)]] >= quota[order[i % len(order)]]:
+            i += 1
+        result[item] = order[i % len(order)]
+        load[order[i % len(order)]] += 1
+        i += 1
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(workers=workers_st, data=st.data())
+def test_the_assignment_equals_a_walk_of_every_item_whatever_was_added_dropped_or_left(workers, data):
+    """The pool keeps every previous item without walking them in order when no worker holds more than
+    its new quota; the answer must be the walk's, in that case and in the others."""
+    from webapp.coordinator.assignor import _task_sort_key
+
+    a = WeightedRoundRobinAssignor(0.5)
+    leader = data.draw(st.sampled_from(sorted(workers) + [None]))
+    before_workers = data.draw(st.dictionaries(st.sampled_from([f"w{i}" for i in range(12)]), st.just(1.0),
+                                               min_size=1, max_size=8))
+    before_tasks = _tasks(data.draw(tasks_st))
+    before = a.assign(workers=before_workers, leader_worker=None, connectors=[f"c{i}" for i in range(7)],
+                      tasks=before_tasks)
+    # some tasks dropped, some added (other connectors' keys sort among them), duplicates given twice
+    kept = [t for t in before_tasks if data.draw(st.booleans()) or len(before_tasks) > 60]
+    added = [f"c{i % 9}x-{i}" for i in range(data.draw(st.integers(0, 80)))]
+    tasks = kept + added + added[:3]
+    connectors = [f"c{i}" for i in range(data.draw(st.integers(0, 9)))]
+    after = a.assign(workers=workers, leader_worker=leader, connectors=connectors, tasks=tasks, previous=before)
+    weights = a.effective_weights(workers, leader)
+    assert after.tasks == _walk_every_item(tasks, weights, before.tasks, _task_sort_key)
+    assert after.connectors == _walk_every_item(connectors, weights, before.connectors, None)
