@@ -59,9 +59,8 @@ class ViewBuilder:
         self._all = 0  # the last change that touches every record (a store switch or restore)
         self._pokes: dict[str, int] = {}
         self._records: dict[str, tuple[tuple, ConnectorRecord | None]] = {}
-        self._fragments: dict[str, dict[str, tuple[tuple, Fragment]]] = {}
         # worker -> (digest, names, fragment digests, fragments) of its last build: what regenerate() re-digests
-        # and build(touched=...) starts from
+        # and build() starts from (one tuple, so a build never takes another build's fragments for this one's)
         self._bases: dict[str, tuple[str, list[str], list[str], dict[str, tuple[tuple, Fragment]]]] = {}
         #: the state's ``connectors`` dict the caches were filled from (a reference, so that its identity
         #: cannot be reused): a snapshot installed since replaces it
@@ -94,14 +93,12 @@ class ViewBuilder:
 
     def forget(self, worker_id: str) -> None:
         """Drop ``worker_id``'s fragments (it left or its session expired)."""
-        self._fragments.pop(worker_id, None)
         self._bases.pop(worker_id, None)
 
     def clear(self) -> None:
         """Drop everything (e.g. a new epoch whose caches cannot be trusted: see :meth:`still_valid`)."""
         with self._lock:
             self._records.clear()
-            self._fragments.clear()
             self._bases.clear()
             self._filled_from = None
 
@@ -153,14 +150,10 @@ class ViewBuilder:
         views by a few instances (benchmarks/scale).
         """
         connectors, tasks, names = owned
-        before = self._fragments.get(worker_id, {})
-        if touched is not None:
-            # the fragments of the build ``since`` names, kept with its digest in one tuple: another thread's
-            # build of this worker's view may have replaced ``_fragments`` meanwhile
-            basis = self._bases.get(worker_id)
-            if basis is None or basis[0] != since:
-                return None
-            before = basis[3]
+        basis = self._bases.get(worker_id)
+        if touched is not None and (basis is None or basis[0] != since):
+            return None
+        before = basis[3] if basis is not None else {}
         owns_connector = set(connectors)
         task_nums: dict[str, list[int]] = {}
         for key in tasks:
@@ -186,7 +179,6 @@ class ViewBuilder:
                 view["connectors"][name] = entry
             view["tasks"].update(task_entries)
             digests.append(digest)
-        self._fragments[worker_id] = fragments
         digest = _digest(worker_id, generation, assignment["epoch"], names, digests)
         self._bases[worker_id] = (digest, names, digests, fragments)
         return view, digest
