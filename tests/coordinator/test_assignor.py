@@ -5,7 +5,9 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from webapp.coordinator.assignor import Assignment, WeightedRoundRobinAssignor, apportion
+from webapp.coordinator.assignor import (
+    Assignment, WeightedRoundRobinAssignor, _keep_in_order, _place_round_robin, apportion,
+)
 
 workers_st = st.dictionaries(st.sampled_from([f"w{i}" for i in range(12)]),
                              st.sampled_from([0.5, 1.0, 1.0, 2.0, 3.0]), min_size=1, max_size=8)
@@ -120,23 +122,8 @@ def _walk_every_item(items, weights, previous, sort_key):
     items = list(dict.fromkeys(items))
     quota = apportion(len(items), weights)
     load = dict.fromkeys(weights, 0)
-    result, unplaced = {}, []
-    for item in sorted(items, key=sort_key):
-        owner = previous.get(item)
-        if owner in load and load[owner] < quota[owner]:
-            result[item] = owner
-            load[owner] += 1
-        else:
-            unplaced.append(item)
-    order = sorted((w for w in weights if load[w] < quota[w]), key=lambda w: (-(quota[w] - load[w]), w))
-    i = 0
-    for item in unplaced:
-        while load[order[i % len(order)]] >= quota[order[i % len(order)]]:
-            i += 1
-        result[item] = order[i % len(order)]
-        load[order[i % len(order)]] += 1
-        i += 1
-    return result
+    result, unplaced = _keep_in_order(items, previous, quota, load, sort_key)
+    return _place_round_robin(unplaced, quota, load, result)
 
 
 @settings(max_examples=300, deadline=None)

@@ -160,30 +160,44 @@ class WeightedRoundRobinAssignor:
             unplaced = sorted((item for item in items if item not in kept), key=sort_key)
         else:
             load = dict.fromkeys(weights, 0)
-            result = {}
-            unplaced = []
-            # dict.fromkeys kept the caller's order: keys given in order (the coordinator's are) sort in
-            # one pass instead of n log n key comparisons
-            for item in sorted(items, key=sort_key):
-                owner = previous.get(item)
-                if owner in load and load[owner] < quota[owner]:
-                    result[item] = owner
-                    load[owner] += 1
-                else:
-                    unplaced.append(item)
-        if unplaced:
-            # Round-robin over workers with free quota, largest deficit first.
-            order = sorted((w for w in weights if load[w] < quota[w]),
-                           key=lambda w: (-(quota[w] - load[w]), w))
-            i = 0
-            for item in unplaced:
-                while load[order[i % len(order)]] >= quota[order[i % len(order)]]:
-                    i += 1
-                w = order[i % len(order)]
-                result[item] = w
-                load[w] += 1
+            result, unplaced = _keep_in_order(items, previous, quota, load, sort_key)
+        return _place_round_robin(unplaced, quota, load, result)
+
+
+def _keep_in_order(items: Iterable[str], previous: Mapping[str, str], quota: dict[str, int], load: dict[str, int],
+                   sort_key: Callable[[str], Any] | None) -> tuple[dict[str, str], list[str]]:
+    """Step 3 as a walk of every item in ``sort_key`` order: ``({item: its previous worker}, [the others in
+    order])`` — an item stays while its previous worker is live (in ``quota``) and below its quota.
+    Counts what it keeps into ``load`` (``{worker: 0, ...}`` at first)."""
+    result: dict[str, str] = {}
+    unplaced: list[str] = []
+    # dict.fromkeys kept the caller's order: keys given in order (the coordinator's are) sort in one pass
+    # instead of n log n key comparisons
+    for item in sorted(items, key=sort_key):
+        owner = previous.get(item)
+        if owner in load and load[owner] < quota[owner]:
+            result[item] = owner
+            load[owner] += 1
+        else:
+            unplaced.append(item)
+    return result, unplaced
+
+
+def _place_round_robin(unplaced: list[str], quota: dict[str, int], load: dict[str, int],
+                       result: dict[str, str]) -> dict[str, str]:
+    """Step 4: ``unplaced`` (in order) round-robin over the workers with free quota, largest deficit first
+    (ties by worker id), into ``result`` (returned) and ``load``."""
+    if unplaced:
+        order = sorted((w for w in quota if load[w] < quota[w]), key=lambda w: (-(quota[w] - load[w]), w))
+        i = 0
+        for item in unplaced:
+            while load[order[i % len(order)]] >= quota[order[i % len(order)]]:
                 i += 1
-        return result
+            w = order[i % len(order)]
+            result[item] = w
+            load[w] += 1
+            i += 1
+    return result
 
 
 def _task_sort_key(key: str) -> tuple[str, int]:
