@@ -23,7 +23,10 @@ ROUNDS times each, the process CPU time (and wall time) to have every worker's v
   coordinator poked for it, before any rebalance assigns it: no view names it (what every
   heartbeat between two generations met while connectors were being created);
 * **one connector placed** — the rebalance after that create: a new generation that places the
-  connector and its TASKS tasks on 1 + TASKS workers and moves nothing else.
+  connector and its TASKS tasks on 1 + TASKS workers and moves nothing else;
+* **50 connectors placed** — 50 connectors created (each poked), then one generation that places
+  their instances round-robin over all workers: a few on each, as every generation did while the
+  full run's 10,000 connectors were created and their 100,000 tasks placed.
 
 Each phase of each round also checks that the two trees' views hold the same tasks. Usage: ``python
 benchmarks/scale/views.py [--connectors 10000] [--tasks 10] [--workers 100] [--rounds 3]
@@ -47,7 +50,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: the last commit before per-connector view fragments and named pokes
 DEFAULT_BASELINE = "d4fb0ad"
-PHASES = ("cold", "new generation", "one connector changed", "one connector created", "one connector placed")
+#: connectors created together before the "many placed" phase's generation places them all
+MANY = 50
+PHASES = ("cold", "new generation", "one connector changed", "one connector created", "one connector placed",
+          f"{MANY} connectors placed")
 
 
 def child(args: argparse.Namespace) -> None:
@@ -130,6 +136,22 @@ def child(args: argparse.Namespace) -> None:
             state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **placed[0]},
                                   {**a["tasks"], **placed[1]}, _doApply=True)
         measure(c, "one connector placed")
+        batch = [f"batch-{r}-{i}" for i in range(MANY)]
+        for made in batch:
+            state._put_connector_config(made, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
+                                        _doApply=True)
+            state._put_task_configs(made, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
+            poke(c, made)
+        a = state.assignment
+        keys = [k for made in batch for k in [made] + [f"{made}-{t}" for t in range(args.tasks)]]
+        spots = {k: workers[(r * 17 + i) % len(workers)] for i, k in enumerate(keys)}
+        placed = ({k: w for k, w in spots.items() if k in batch}, {k: w for k, w in spots.items() if k not in batch})
+        if incremental:
+            state._set_assignment(a["epoch"], a["generation"] + 1, *placed, a["generation"], _doApply=True)
+        else:
+            state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **placed[0]},
+                                  {**a["tasks"], **placed[1]}, _doApply=True)
+        measure(c, f"{MANY} connectors placed")
     out["tasks_sha256"] = checks
     print(json.dumps(out))
 

@@ -12,6 +12,7 @@ from raftnode import RaftConfig, RaftNode
 from tools.launcher import wait_for
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.coordinator import GroupCoordinator
+from webapp.coordinator.views import Owned
 from webapp.kafka.embedded import free_port
 from webapp.storage.raft import RaftMetadataStore
 
@@ -599,7 +600,10 @@ def test_threads_meeting_a_new_assignment_build_its_owner_index_once(cluster):
     for t in threads:
         t.join(10)
     assert len(got) == 8 and all(index is got[0] for index in got)
-    assert got[0] == {"w1": (["a"], ["b-0", "b-1"], ["a", "b"]), "w2": (["b"], ["a-0"], ["a", "b"])}
+    assert got[0] == {
+        "w1": Owned(["a"], ["b-0", "b-1"], ["a", "b"], frozenset("ab"), frozenset("a"), {"b": (0, 1)}),
+        "w2": Owned(["b"], ["a-0"], ["a", "b"], frozenset("ab"), frozenset("b"), {"a": (0,)}),
+    }
     assert len(walks) == 1
 
 

@@ -24,7 +24,7 @@ from webapp.states import TargetState
 from webapp.storage.base import MetadataStore
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
-from .views import ViewBuilder
+from .views import NOTHING_OWNED, Owned, ViewBuilder
 
 __all__ = ["GroupCoordinator", "Dispatcher", "NotCoordinator"]
 
@@ -86,10 +86,8 @@ class GroupCoordinator:
         self._views: dict[str, tuple[Any, dict[str, Any], str, Any, tuple]] = {}
         self._pokes = ChangeLog(VIEW_CHANGES_KEPT)  # pokes and the connector each named, numbered
         self.views = ViewBuilder(lambda: self.raft.state, store)
-        self._owned_index: tuple[dict[str, Any], dict[str, tuple[list[str], list[str], list[str]]]] | None = None
+        self._owned_index: tuple[dict[str, Any], dict[str, Owned]] | None = None
         self._owned_lock = threading.Lock()  # one thread builds a new assignment's owner index, the others wait
-        # (assignment, {worker: frozenset of the connector names its view holds}), filled per worker on demand
-        self._named: tuple[dict[str, Any], dict[str, frozenset[str]]] | None = None
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -222,10 +220,10 @@ class GroupCoordinator:
         ``assignment``: the committed one this is for (default: the state's now)."""
         st = self.raft.state
         a = st.assignment if assignment is None else assignment
-        connectors, tasks, names = self._owned(a).get(worker_id, ((), (), ()))
+        owned = self._owned(a).get(worker_id, NOTHING_OWNED)
         restarts, record_key = st.restarts, self.views.record_key
-        return (a["generation"], a["epoch"], tuple(record_key(n) for n in names),
-                tuple(restarts.get(k, 0) for k in connectors), tuple(restarts.get(k, 0) for k in tasks))
+        return (a["generation"], a["epoch"], tuple(record_key(n) for n in owned.names),
+                tuple(restarts.get(k, 0) for k in owned.connectors), tuple(restarts.get(k, 0) for k in owned.tasks))
 
     def _cached_view(self, worker_id: str) -> tuple[dict[str, Any], str]:
         """``(worker_view, its digest)``, reassembled only when something it is made of moved, and then
@@ -272,7 +270,7 @@ class GroupCoordinator:
                     self._views[worker_id] = (marker, view, digest, assignment, quick)
                     return view, digest
             elif touched:
-                patched = self.views.build(worker_id, assignment, self._owned(assignment).get(worker_id, ([], [], [])),
+                patched = self.views.build(worker_id, assignment, self._owned(assignment).get(worker_id, NOTHING_OWNED),
                                            touched=touched, since=hit[2])
                 if patched is not None:  # no marker: the next check that cannot use the logs builds anew
                     self._views[worker_id] = (None, patched[0], patched[1], assignment, quick)
@@ -306,24 +304,14 @@ class GroupCoordinator:
             touched = {name for worker, name in placed if worker == worker_id}
         changed |= poked
         if changed:
-            touched |= self._view_names(worker_id, assignment) & changed
+            touched |= self._owned(assignment).get(worker_id, NOTHING_OWNED).name_set & changed
         return touched
-
-    def _view_names(self, worker_id: str, assignment: dict[str, Any]) -> frozenset[str]:
-        """The connector names ``worker_id``'s view holds under ``assignment``, as a set (cached per assignment)."""
-        named = self._named
-        if named is None or named[0] is not assignment:
-            named = self._named = (assignment, {})
-        names = named[1].get(worker_id)
-        if names is None:
-            names = named[1][worker_id] = frozenset(self._owned(assignment).get(worker_id, ((), (), ()))[2])
-        return names
 
     def _build_view(self, worker_id: str, assignment: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
         """``(view, digest)`` of ``worker_id`` for ``assignment`` (default: the committed one now;
         :meth:`ViewBuilder.build`)."""
         a = self.raft.state.assignment if assignment is None else assignment
-        return self.views.build(worker_id, a, self._owned(a).get(worker_id, ([], [], [])))
+        return self.views.build(worker_id, a, self._owned(a).get(worker_id, NOTHING_OWNED))
 
     def _forget_view(self, worker_id: str) -> None:
         """Drop ``worker_id``'s cached view and its fragments (it left or its session expired)."""
@@ -438,10 +426,11 @@ class GroupCoordinator:
         """
         return self._build_view(worker_id)[0]
 
-    def _owned(self, assignment: dict[str, Any]) -> dict[str, tuple[list[str], list[str], list[str]]]:
-        """``{worker_id: (connector names, task keys, names of every connector either belongs to)}`` of
-        ``assignment``, in its order; built once per committed assignment (a new generation replaces the
-        dict), so building every worker's view is one pass over the assignment instead of one per worker."""
+    def _owned(self, assignment: dict[str, Any]) -> dict[str, Owned]:
+        """``{worker_id: what it runs}`` (:class:`~webapp.coordinator.views.Owned`) of ``assignment``; built
+        once per committed assignment (a new generation replaces the dict), so building every worker's
+        view is one pass over the assignment instead of one per worker, and a view's build looks up
+        only the connectors it makes."""
         cached = self._owned_index
         if cached is not None and cached[0] is assignment:
             return cached[1]
@@ -452,13 +441,21 @@ class GroupCoordinator:
             cached = self._owned_index
             if cached is not None and cached[0] is assignment:
                 return cached[1]
-            index: dict[str, tuple[list[str], list[str], list[str]]] = {}
+            parts: dict[str, tuple[list[str], list[str], dict[str, tuple[int, ...]]]] = {}
             for name, owner in assignment["connectors"].items():
-                index.setdefault(owner, ([], [], []))[0].append(name)
+                (parts.get(owner) or parts.setdefault(owner, ([], [], {})))[0].append(name)
             for key, owner in assignment["tasks"].items():
-                index.setdefault(owner, ([], [], []))[1].append(key)
-            for connectors, tasks, names in index.values():
-                names.extend(sorted(set(connectors) | {k.rpartition("-")[0] for k in tasks}))
+                part = parts.get(owner) or parts.setdefault(owner, ([], [], {}))
+                part[1].append(key)
+                name, _, num = key.rpartition("-")
+                nums = part[2]
+                # tuples of ints, not lists: the collector stops tracking them, where 100,000 lists kept
+                # until the next assignment made full collections come sooner (benchmarks/scale/views.py)
+                nums[name] = nums.get(name, ()) + (int(num),)
+            index: dict[str, Owned] = {}
+            for owner, (connectors, tasks, nums) in parts.items():
+                names = sorted(set(connectors).union(nums))
+                index[owner] = Owned(connectors, tasks, names, frozenset(names), frozenset(connectors), nums)
             self._owned_index = (assignment, index)
             self.views.prune(assignment["connectors"])
         return index

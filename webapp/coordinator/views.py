@@ -19,20 +19,76 @@ import itertools
 import json
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from webapp.states import TargetState
 from webapp.storage.base import ConnectorRecord, MetadataStore
 
-__all__ = ["ViewBuilder"]
+__all__ = ["NOTHING_OWNED", "Owned", "ViewBuilder"]
 
-#: ``(connector entry or None, {task key: task entry}, sha1 hex of both)``
-Fragment = tuple[dict[str, Any] | None, dict[str, dict[str, Any]], str]
+#: ``(connector entry or None, {task key: task entry}, hash of both)``: the hash is an int below
+#: :data:`_HASH_MOD`, a view's digest adds up those of its fragments (:func:`_digest`)
+Fragment = tuple[dict[str, Any] | None, dict[str, dict[str, Any]], int]
+#: the fragment hashes are 256-bit (BLAKE2b) and summed modulo 2**256
+_HASH_MOD = 1 << 256
 
 
-def _digest(worker_id: str, generation: int, epoch: int, names: list[str], digests: list[str]) -> str:
-    """A view's digest (sha1 hex) from its worker, generation, epoch and its connectors' fragment digests."""
-    return hashlib.sha1(json.dumps([worker_id, generation, epoch, names, digests]).encode()).hexdigest()
+class Owned(NamedTuple):
+    """What one worker runs under one assignment, as :meth:`ViewBuilder.build` reads it
+    (``GroupCoordinator._owned`` makes every worker's once per assignment).
+
+    Attributes:
+        connectors: names of the connectors it runs, in the assignment's order.
+        tasks: keys (``"name-i"``) of the tasks it runs, in the assignment's order.
+        names: sorted names of every connector either belongs to: the connectors its view holds.
+        name_set: ``names`` as a set.
+        owns: ``connectors`` as a set.
+        nums: ``{connector name: (task numbers it runs of it, in the order of tasks)}``.
+    """
+
+    connectors: list[str]
+    tasks: list[str]
+    names: list[str]
+    name_set: frozenset[str]
+    owns: frozenset[str]
+    nums: dict[str, tuple[int, ...]]
+
+
+#: a worker that runs nothing
+NOTHING_OWNED = Owned([], [], [], frozenset(), frozenset(), {})
+
+
+class _Basis(NamedTuple):
+    """A worker's last build: what :meth:`ViewBuilder.regenerate` re-digests and a patch starts from.
+
+    One tuple, replaced whole, so a build never mixes another build's fragments into this one's."""
+
+    digest: str
+    total: int  # the sum of the fragments' hashes modulo _HASH_MOD
+    fragments: dict[str, tuple[tuple, Fragment]]  # connector name -> (its key, its fragment)
+    view: dict[str, Any]
+
+
+def _fragment_hash(name: str, entry: dict[str, Any] | None, task_entries: dict[str, dict[str, Any]]) -> int:
+    """A fragment's hash: BLAKE2b-256 of its canonical JSON (its connector's name included), as an int."""
+    text = json.dumps([name, entry, task_entries], sort_keys=True).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=32).digest(), "big")
+
+
+def _digest(worker_id: str, generation: int, epoch: int, total: int) -> str:
+    """A view's digest (sha1 hex) from its worker, generation, epoch and ``total``, the sum of its
+    connectors' fragment hashes modulo 2**256.
+
+    A sum, not a hash of the list in order, so that a patch changing a few connectors of a view of
+    a thousand updates it by subtracting the old fragments' hashes and adding the new ones, without
+    walking the others: an additive multiset hash (MSet-Add-Hash; Clarke, Devadas, van Dijk, Gassend
+    and Suh, "Incremental Multiset Hash Functions and Their Application to Memory Integrity
+    Checking", ASIACRYPT 2003). The fragments are distinct (each names its connector), so the
+    multiset is the view's set of fragments. The digest tells a worker whether its view is the
+    current one; it is not a defence against anyone who chooses configs to make two views collide
+    (who could change the views themselves).
+    """
+    return hashlib.sha1(json.dumps([worker_id, generation, epoch, format(total, "064x")]).encode()).hexdigest()
 
 
 class ViewBuilder:
@@ -59,9 +115,7 @@ class ViewBuilder:
         self._all = 0  # the last change that touches every record (a store switch or restore)
         self._pokes: dict[str, int] = {}
         self._records: dict[str, tuple[tuple, ConnectorRecord | None]] = {}
-        # worker -> (digest, names, fragment digests, fragments) of its last build: what regenerate() re-digests
-        # and build() starts from (one tuple, so a build never takes another build's fragments for this one's)
-        self._bases: dict[str, tuple[str, list[str], list[str], dict[str, tuple[tuple, Fragment]]]] = {}
+        self._bases: dict[str, _Basis] = {}  # worker -> its last build
         #: the state's ``connectors`` dict the caches were filled from (a reference, so that its identity
         #: cannot be reused): a snapshot installed since replaces it
         self._filled_from: Any = None
@@ -132,56 +186,83 @@ class ViewBuilder:
         self._records[name] = (key, rec)
         return rec
 
-    def build(self, worker_id: str, assignment: dict[str, Any], owned: tuple[list[str], list[str], list[str]],
+    def build(self, worker_id: str, assignment: dict[str, Any], owned: Owned,
               touched: set[str] | None = None, since: str | None = None) -> tuple[dict[str, Any], str] | None:
         """``(view, digest)`` of ``worker_id`` for the committed ``assignment``.
 
-        ``owned``: ``(connector names, task keys "name-i", sorted names of every connector either
-        belongs to)`` of the worker. The view's shape is ``GroupCoordinator.worker_view``'s; the
-        digest (sha1 hex) is a function of the view's content only, so a worker can tell whether
-        the view it runs is the current one.
+        ``owned``: what the worker runs under ``assignment`` (:class:`Owned`). The view's shape is
+        ``GroupCoordinator.worker_view``'s; the digest (sha1 hex) is a function of the view's content
+        only (:func:`_digest`), so a worker can tell whether the view it runs is the current one.
 
         ``touched`` (with ``since``, the digest of the worker's view it is relative to): the names of
         the connectors whose parts of the view may have changed since that view, for a caller that
-        knows nothing else did (``GroupCoordinator._touched``). The other connectors' fragments are
-        taken as they are, without looking up their keys; ``None`` is returned when the worker's
-        last build is not that view (build without ``touched``). Each key is ~10 lookups per
-        connector and task, and while 100,000 tasks were placed most generations moved most
-        views by a few instances (benchmarks/scale).
+        knows nothing else did (``GroupCoordinator._touched``). The view is then that view with only
+        those connectors' parts made again: its connectors and tasks are copied (two dict copies, in
+        C) and the digest updated by the touched fragments' hashes, so a patch costs what it touches,
+        not the view's size. ``None`` is returned when the worker's last build is not that view (build
+        without ``touched``). While 100,000 tasks were placed, most generations gave most of the 100
+        workers a few instances, and walking each view's ~1,000 connectors and hashing the list of
+        their digests was the largest part of the leader's coordinator work (benchmarks/scale).
         """
-        connectors, tasks, names = owned
         basis = self._bases.get(worker_id)
-        if touched is not None and (basis is None or basis[0] != since):
+        if touched is not None and (basis is None or basis.digest != since):
             return None
-        before = basis[3] if basis is not None else {}
-        owns_connector = set(connectors)
-        task_nums: dict[str, list[int]] = {}
-        for key in tasks:
-            name, _, num = key.rpartition("-")
-            task_nums.setdefault(name, []).append(int(num))
         restarts, at, generation = self._state().restarts, assignment["assigned_at"], assignment["generation"]
-        fragments: dict[str, tuple[tuple, Fragment]] = {}
-        view: dict[str, Any] = {"worker_id": worker_id, "generation": generation, "epoch": assignment["epoch"],
-                                "connectors": {}, "tasks": {}}
-        digests = []
-        for name in names:
-            hit = before.get(name)
-            if touched is None or hit is None or name in touched:
-                nums = task_nums.get(name, ())
-                key = (self.record_key(name), name in owns_connector, at.get(name, generation),
-                       restarts.get(name, 0),
-                       tuple((n, at.get(f"{name}-{n}", generation), restarts.get(f"{name}-{n}", 0)) for n in nums))
-                if hit is None or hit[0] != key:
-                    hit = (key, self._fragment(name, key, nums))
-            fragments[name] = hit
-            entry, task_entries, digest = hit[1]
-            if entry is not None:
-                view["connectors"][name] = entry
-            view["tasks"].update(task_entries)
-            digests.append(digest)
-        digest = _digest(worker_id, generation, assignment["epoch"], names, digests)
-        self._bases[worker_id] = (digest, names, digests, fragments)
+        if touched is None:
+            before = basis.fragments if basis is not None else {}
+            fragments: dict[str, tuple[tuple, Fragment]] = {}
+            connectors: dict[str, Any] = {}
+            tasks: dict[str, Any] = {}
+            total = 0
+            for name in owned.names:
+                hit = fragments[name] = self._current(name, owned, before.get(name), at, generation, restarts)
+                entry, task_entries, value = hit[1]
+                if entry is not None:
+                    connectors[name] = entry
+                tasks.update(task_entries)
+                total += value
+        else:
+            fragments, total = dict(basis.fragments), basis.total
+            connectors, tasks = dict(basis.view["connectors"]), dict(basis.view["tasks"])
+            for name in touched:
+                old = fragments.get(name)
+                new = self._current(name, owned, old, at, generation, restarts) if name in owned.name_set else None
+                if new is old:
+                    continue
+                if old is not None:
+                    entry, task_entries, value = old[1]
+                    if entry is not None:
+                        del connectors[name]
+                    for key in task_entries:
+                        del tasks[key]
+                    total -= value
+                    del fragments[name]
+                if new is not None:
+                    entry, task_entries, value = new[1]
+                    if entry is not None:
+                        connectors[name] = entry
+                    tasks.update(task_entries)
+                    total += value
+                    fragments[name] = new
+        total %= _HASH_MOD
+        view = {"worker_id": worker_id, "generation": generation, "epoch": assignment["epoch"],
+                "connectors": connectors, "tasks": tasks}
+        digest = _digest(worker_id, generation, assignment["epoch"], total)
+        self._bases[worker_id] = _Basis(digest, total, fragments, view)
         return view, digest
+
+    def _current(self, name: str, owned: Owned, hit: tuple[tuple, Fragment] | None, at: dict[str, int],
+                 generation: int, restarts: dict[str, int]) -> tuple[tuple, Fragment]:
+        """``(key, fragment)`` of connector ``name`` in the view of the worker that runs ``owned``: ``hit``
+        (the last one made) while its key holds, else made anew. The key is what the fragment depends
+        on: the record's key, whether the worker runs the connector, the generations its instances were
+        assigned at (``at``; ``generation`` for those not recorded) and their restart counters."""
+        nums = owned.nums.get(name, ())
+        key = (self.record_key(name), name in owned.owns, at.get(name, generation), restarts.get(name, 0),
+               tuple((n, at.get(f"{name}-{n}", generation), restarts.get(f"{name}-{n}", 0)) for n in nums))
+        if hit is not None and hit[0] == key:
+            return hit
+        return key, self._fragment(name, key, nums)
 
     def regenerate(self, worker_id: str, view: dict[str, Any], digest: str, assignment: dict[str, Any]
                    ) -> tuple[dict[str, Any], str] | None:
@@ -192,13 +273,13 @@ class ViewBuilder:
         this worker's last build (build it).
         """
         basis = self._bases.get(worker_id)
-        if basis is None or basis[0] != digest:
+        if basis is None or basis.digest != digest:
             return None
-        _, names, digests, fragments = basis
         generation, epoch = assignment["generation"], assignment["epoch"]
-        new = _digest(worker_id, generation, epoch, names, digests)
-        self._bases[worker_id] = (new, names, digests, fragments)
-        return {**view, "generation": generation, "epoch": epoch}, new
+        new = _digest(worker_id, generation, epoch, basis.total)
+        view = {**view, "generation": generation, "epoch": epoch}
+        self._bases[worker_id] = _Basis(new, basis.total, basis.fragments, view)
+        return view, new
 
     def _fragment(self, name: str, key: tuple, nums: Any) -> Fragment:
         """Connector ``name``'s part of a view: its entry (if owned) and the owned tasks' entries."""
@@ -223,5 +304,4 @@ class ViewBuilder:
                             "connector": name, "task": num,
                             "config": task if connector_keys <= task.keys() else {**rec.config, **task},
                             "target_state": rec.target_state, "generation": task_at, "restart": task_restart}
-        digest = hashlib.sha1(json.dumps([name, entry, task_entries], sort_keys=True).encode()).hexdigest()
-        return entry, task_entries, digest
+        return entry, task_entries, _fragment_hash(name, entry, task_entries)
