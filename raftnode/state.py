@@ -64,6 +64,11 @@ STORE_RAFT = "raft"
 #: last looked further back rebuilds its marker instead.
 VIEW_CHANGES_KEPT = 4096
 
+#: Assignment steps a member remembers for ``ClusterStateMachine.assignment_steps``: at most this many
+#: generations, holding at most :data:`ASSIGNMENT_STEP_KEYS_KEPT` changed keys in all (the oldest go first).
+ASSIGNMENT_STEPS_KEPT = 64
+ASSIGNMENT_STEP_KEYS_KEPT = 50_000
+
 #: Phases of a metadata store switch, in order; ``completed`` and ``aborted`` end it.
 SWITCH_PHASES = ("prepare", "copy", "verify", "committed", "completed", "aborted")
 #: Phases before the commit point: a switch in one of these can still be rolled back.
@@ -264,6 +269,10 @@ class ClusterStateMachine(SyncObjConsumer):
         # (worker, connector) of each instance a new assignment gave, took or granted anew, by view_version:
         # placement_changes_since()
         self._placement_changes = ChangeLog(VIEW_CHANGES_KEPT)
+        # generation -> (base generation, connector changes, task changes) of the last assignments applied
+        # here as changes to an earlier one (a grant anew: none), oldest first: assignment_steps()
+        self._assignment_steps: dict[int, tuple[int, dict[str, str | None], dict[str, str | None]]] = {}
+        self._assignment_step_keys = 0
         #: snapshots this member loaded since it started (its own at start, or one sent by a leader)
         self.snapshots_loaded = 0
         super().__init__()
@@ -298,11 +307,58 @@ class ClusterStateMachine(SyncObjConsumer):
         self.commit_floors = {}
         self._view_changes.forget()  # until the load is done, no version is known
         self._placement_changes.forget()
+        self._forget_assignment_steps()
         super()._deserialize(data)
         self.snapshots_loaded += 1
         self._listed_changed(None)
         self._view_changes.record(self.view_version, None)
         self._placement_changes.record(self.view_version, None)
+
+    def assignment_steps(self, since: int, until: int
+                         ) -> list[tuple[dict[str, str | None], dict[str, str | None]]] | None:
+        """The changes that turn the assignment of generation ``since`` into that of generation ``until``:
+        ``[(connector changes, task changes), ...]`` in the order applied, each ``{key: new owner, or
+        None when dropped}`` (a key may name the owner it had), or ``None`` when this member does not
+        know every step: an assignment applied whole, a snapshot loaded, or a step forgotten (at most
+        :data:`ASSIGNMENT_STEPS_KEPT` are kept, of :data:`ASSIGNMENT_STEP_KEYS_KEPT` keys in all).
+
+        Generation numbers name one assignment for the whole log (a generation is applied at most
+        once, and every member applies the same log), so a reader holding what it derived from
+        generation ``since`` can bring it to ``until`` with these. Local to this member, not
+        replicated; for the group coordinator's owner index
+        (``webapp.coordinator.coordinator.GroupCoordinator._owned``). Cost: the steps, not the assignment.
+        """
+        steps = self._assignment_steps
+        out = []
+        generation = until
+        while generation > since:
+            step = steps.get(generation)
+            if step is None:
+                return None
+            generation = step[0]
+            out.append(step[1:])
+        if generation != since:
+            return None
+        out.reverse()
+        return out
+
+    def _assignment_step(self, generation: int, base: int | None, connectors: dict[str, str | None],
+                         tasks: dict[str, str | None]) -> None:
+        """Remember how the assignment of ``generation`` was made from that of ``base`` (``None``: whole)."""
+        if base is None:
+            self._forget_assignment_steps()
+            return
+        steps = self._assignment_steps
+        steps[generation] = (base, connectors, tasks)
+        self._assignment_step_keys += len(connectors) + len(tasks)
+        while len(steps) > ASSIGNMENT_STEPS_KEPT or (self._assignment_step_keys > ASSIGNMENT_STEP_KEYS_KEPT
+                                                     and len(steps) > 1):
+            _, dropped_connectors, dropped_tasks = steps.pop(next(iter(steps)))
+            self._assignment_step_keys -= len(dropped_connectors) + len(dropped_tasks)
+
+    def _forget_assignment_steps(self) -> None:
+        self._assignment_steps = {}
+        self._assignment_step_keys = 0
 
     def _listed_changed(self, name: str | None) -> None:
         """Local bookkeeping, called after an apply changed what ``GET /connectors?expand=...`` shows of
@@ -585,6 +641,7 @@ class ClusterStateMachine(SyncObjConsumer):
                         placed.update((w, name) for w in (prev_owner, owner) if w is not None)
             for pair in sorted(placed):  # logged before the new assignment can be read
                 self._placement_changes.record(version, pair)
+        self._assignment_step(generation, base_generation, connectors, tasks)  # before it can be read
         self.assignment = {
             "generation": generation, "epoch": epoch, "leader": old.get("leader"),
             "connectors": new_connectors, "tasks": new_tasks, "assigned_at": assigned_at,
@@ -1071,6 +1128,7 @@ class ClusterStateMachine(SyncObjConsumer):
                                                                      for k in tasks}
         for pair in sorted(granted):  # logged before the new assignment can be read
             self._placement_changes.record(self.view_version + 1, pair)
+        self._assignment_step(generation, old["generation"], {}, {})  # the owners stay
         self.assignment = {**old, "generation": generation, "assigned_at": assigned_at}
         self.view_version += 1
         for name in set(connectors) | {k.rpartition("-")[0] for k in tasks}:

@@ -156,3 +156,33 @@ def test_a_cached_view_equals_a_new_coordinators_after_any_changes(seed):
             assert coordinator._cached_view(w) == expected, (seed, step, change, w)
             compared += 1
     assert compared > 250
+
+
+def _as_sets(index: dict) -> dict:
+    """An owner index with its lists as sets: a patched index may list a worker's instances in another order."""
+    return {w: (set(o.connectors), set(o.tasks), o.names, o.name_set, o.owns, {n: set(v) for n, v in o.nums.items()})
+            for w, o in index.items()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_an_owner_index_made_from_the_last_one_equals_a_whole_walk(seed, monkeypatch):
+    """The owner index of each new generation is made from the last one and the steps between them
+    (``ClusterStateMachine.assignment_steps``) when it can: it must hold what a walk of the whole
+    assignment gives, after any sequence of moves, drops, grants anew, whole assignments and steps
+    skipped (the index is asked for only now and then, as heartbeats come)."""
+    from webapp.coordinator import coordinator as module
+
+    rng = random.Random(seed)
+    world = World(rng)
+    replica = Replica(world.state)
+    coordinator = GroupCoordinator(raft=replica, store=RaftMetadataStore(replica), node_id="n1")
+    patched = []
+    real = module._patched_index
+    monkeypatch.setattr(module, "_patched_index", lambda *a: patched.append(1) or real(*a))
+    for step in range(300):
+        getattr(world, rng.choice(("create", "move", "move", "move", "drop", "grant_anew", "delete", "whole"
+                                   if rng.random() < 0.1 else "move")))()
+        if rng.random() < 0.5:
+            a = world.assignment()
+            assert _as_sets(coordinator._owned(a)) == _as_sets(module._index_of(a)), (seed, step)
+    assert len(patched) > 40

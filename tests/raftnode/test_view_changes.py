@@ -107,3 +107,30 @@ def test_an_assignment_names_the_workers_and_connectors_of_the_instances_it_gave
     _apply(sm, "_set_assignment", 0, 5, {"a": "w2", "b": "w1"}, {"a-0": "w1", "b-0": "w3"})  # a whole one
     assert sm.placement_changes_since(mark) is None
     assert sm.placement_changes_since(sm.view_version) == set()
+
+
+def test_assignment_steps_lead_from_one_generation_to_another_while_every_step_is_known(sm, monkeypatch):
+    from raftnode import state as module
+
+    _apply(sm, "_register_member", "w2", {"roles": ["worker"]})
+    assert sm.assignment_steps(0, 1) is None  # generation 1 was applied whole
+    _apply(sm, "_set_assignment", 0, 2, {"a": "w2"}, {"b-0": None}, 1)
+    sm._grant_anew(["a"], [])  # generation 3: the owners stay
+    _apply(sm, "_set_assignment", 0, 5, {}, {"b-0": "w2"}, 3)  # generations may skip numbers
+    assert sm.assignment_steps(1, 5) == [({"a": "w2"}, {"b-0": None}), ({}, {}), ({}, {"b-0": "w2"})]
+    assert sm.assignment_steps(3, 5) == [({}, {"b-0": "w2"})]
+    assert sm.assignment_steps(5, 5) == []
+    assert sm.assignment_steps(4, 5) is None  # 4 was never an assignment here
+    assert sm.assignment_steps(0, 5) is None
+
+    restored = ClusterStateMachine()
+    restored._deserialize(sm._serialize())
+    assert restored.assignment_steps(3, 5) is None  # a snapshot holds no steps
+    assert restored.digest() == sm.digest()  # the steps are local: never in a snapshot
+
+    monkeypatch.setattr(module, "ASSIGNMENT_STEPS_KEPT", 2)
+    for generation in range(6, 9):
+        _apply(sm, "_set_assignment", 0, generation, {}, {"a-0": "w2" if generation % 2 else "w1"}, generation - 1)
+    assert sm.assignment_steps(6, 8) is not None and sm.assignment_steps(5, 8) is None  # the oldest went first
+    _apply(sm, "_set_assignment", 0, 9, {"a": "w1"}, {"a-0": "w1"})  # whole
+    assert sm.assignment_steps(8, 9) is None
