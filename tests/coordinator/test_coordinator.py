@@ -632,3 +632,39 @@ def test_a_generation_that_places_instances_on_a_worker_makes_only_their_connect
     fresh = coordinator.heartbeat("w1", MEMBER, {})
     assert fresh["digest"] == view["digest"]
     assert {k: fresh[k] for k in ("connectors", "tasks")} == {k: view[k] for k in ("connectors", "tasks")}
+
+
+def test_the_rest_after_a_rebalance_keeps_the_loop_to_a_quarter_of_the_time():
+    from webapp.coordinator.coordinator import REBALANCE_REST_MAX_S, rest_after
+
+    assert rest_after(0.1) == pytest.approx(0.3)  # 0.1 s of work in every 0.4 s
+    assert rest_after(0.002) == pytest.approx(0.006)
+    assert rest_after(10.0) == REBALANCE_REST_MAX_S
+    assert rest_after(-1.0) == 0.0  # a clock that went back
+
+
+def test_the_loop_rests_after_a_costly_rebalance_and_gathers_what_came_meanwhile(cluster, monkeypatch):
+    """While 10,000 connectors were created, cheaper views let the loop start each generation as soon as
+    the last was dispatched: generations came twice as often and the bring-up took longer
+    (benchmarks/scale). A rebalance that cost its thread CPU makes the loop rest three times as long
+    (at most REBALANCE_REST_MAX_S), and what comes meanwhile waits for the end of the rest."""
+    import time
+
+    raft, store, coordinator = cluster
+    cpu = iter(range(0, 10**9, 1000))  # every rebalance and dispatch "costs" 1,000 s of CPU: the longest rest
+    calls: list[tuple[float, float]] = []  # (when the loop's rebalance began, the rest it was under)
+    real = coordinator.rebalance
+
+    def counted() -> bool:
+        calls.append((time.monotonic(), coordinator._rest_until))
+        return real()
+
+    coordinator.heartbeat("w1", MEMBER, {})
+    monkeypatch.setattr(coordinator, "cpu_clock", lambda: next(cpu))
+    monkeypatch.setattr(coordinator, "rebalance", counted)
+    for name in ("a", "b"):
+        store.put_connector_config(name, {"connector.class": "X", "tasks.max": "1"})
+        coordinator.poke(name)
+        wait_for(lambda: name in raft.state.assignment["connectors"], 10, interval=0.02, what=f"{name} assigned")
+    rested = [(began, until) for began, until in calls if until > 0]
+    assert rested and all(began >= until for began, until in rested)
