@@ -110,6 +110,22 @@ def child(args: argparse.Namespace) -> None:
         else:
             c.poke()
 
+    def create(c: GroupCoordinator, name: str) -> None:
+        """A connector's config and TASKS task configs written, and the coordinator poked for it."""
+        state._put_connector_config(name, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
+                                    _doApply=True)
+        state._put_task_configs(name, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
+        poke(c, name)
+
+    def place(connectors: dict[str, str], tasks: dict[str, str]) -> None:
+        """A new generation that places ``connectors`` and ``tasks`` ({key: worker}) and moves nothing else."""
+        a = state.assignment
+        if incremental:
+            state._set_assignment(a["epoch"], a["generation"] + 1, connectors, tasks, a["generation"], _doApply=True)
+        else:
+            state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **connectors},
+                                  {**a["tasks"], **tasks}, _doApply=True)
+
     for r in range(args.rounds):
         c = new_coordinator()
         measure(c, "cold")
@@ -122,35 +138,19 @@ def child(args: argparse.Namespace) -> None:
         poke(c, name)
         measure(c, "one connector changed")
         created = f"created-{r}"
-        state._put_connector_config(created, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
-                                    _doApply=True)
-        state._put_task_configs(created, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
-        poke(c, created)
+        create(c, created)
         measure(c, "one connector created")
-        a = state.assignment  # the rebalance after it: its instances on 1 + TASKS workers, a new generation
+        # the rebalance after it: its instances on 1 + TASKS workers, a new generation
         spots = [workers[(r * 13 + i) % len(workers)] for i in range(args.tasks + 1)]
-        placed = ({created: spots[0]}, {f"{created}-{t}": spots[t + 1] for t in range(args.tasks)})
-        if incremental:
-            state._set_assignment(a["epoch"], a["generation"] + 1, *placed, a["generation"], _doApply=True)
-        else:
-            state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **placed[0]},
-                                  {**a["tasks"], **placed[1]}, _doApply=True)
+        place({created: spots[0]}, {f"{created}-{t}": spots[t + 1] for t in range(args.tasks)})
         measure(c, "one connector placed")
         batch = [f"batch-{r}-{i}" for i in range(MANY)]
         for made in batch:
-            state._put_connector_config(made, {"connector.class": "X", "tasks.max": str(args.tasks)}, None, False,
-                                        _doApply=True)
-            state._put_task_configs(made, None, 0, [{"task.id": str(t)} for t in range(args.tasks)], _doApply=True)
-            poke(c, made)
-        a = state.assignment
+            create(c, made)
         keys = [k for made in batch for k in [made] + [f"{made}-{t}" for t in range(args.tasks)]]
         spots = {k: workers[(r * 17 + i) % len(workers)] for i, k in enumerate(keys)}
-        placed = ({k: w for k, w in spots.items() if k in batch}, {k: w for k, w in spots.items() if k not in batch})
-        if incremental:
-            state._set_assignment(a["epoch"], a["generation"] + 1, *placed, a["generation"], _doApply=True)
-        else:
-            state._set_assignment(a["epoch"], a["generation"] + 1, {**a["connectors"], **placed[0]},
-                                  {**a["tasks"], **placed[1]}, _doApply=True)
+        batched = set(batch)
+        place({k: spots[k] for k in batch}, {k: w for k, w in spots.items() if k not in batched})
         measure(c, f"{MANY} connectors placed")
     out["tasks_sha256"] = checks
     print(json.dumps(out))
