@@ -164,6 +164,31 @@ def test_a_journal_from_before_checksums_still_loads(tmp_path):
         again._destroy()
 
 
+def _interrupt_every_compaction(patched) -> None:
+    """Make every log compaction of a member "interrupted" from its start: the journal is never trimmed
+    for a snapshot it writes; the trim that completes an interrupted compaction at start still runs.
+
+    The patch must be in place before the member starts: a trim that slipped in between the start and
+    a later patch (seen under CPU load: a compaction right after the member took the leadership) made
+    the journal start past the older snapshot this test puts back, which no real run can produce.
+    """
+    import types
+
+    from raftnode.durability import ChecksummedFileJournal
+
+    real_trim, real_complete = ChecksummedFileJournal.deleteEntriesTo, ChecksummedFileJournal.complete_compaction
+
+    def complete_compaction(journal, boundary):
+        journal.deleteEntriesTo = types.MethodType(real_trim, journal)
+        try:
+            return real_complete(journal, boundary)
+        finally:
+            del journal.deleteEntriesTo
+
+    patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda journal, entry_to: None)
+    patched.setattr(ChecksummedFileJournal, "complete_compaction", complete_compaction)
+
+
 @pytest.mark.parametrize("before", ["none", "older"])
 def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path, monkeypatch, before):
     """A previous process's forked snapshot writer can finish after the next start read the directory.
@@ -174,7 +199,6 @@ def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path
     after ``prepare`` ran.
     """
     from raftnode import durability
-    from raftnode.durability import ChecksummedFileJournal
 
     snapshot = tmp_path / "raft.snapshot"
     older = None
@@ -183,14 +207,11 @@ def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path
     # whole from index 1); "older": two runs of the same member, an older and a newer snapshot
     for first, last in ((0, 120),) if before == "none" else ((0, 40), (40, 120)):
         with monkeypatch.context() as patched:
-            if before == "none":
-                patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda self, entry_to: None)
+            _interrupt_every_compaction(patched)
             member = _member(tmp_path, port, log_compaction_min_entries=20, log_compaction_min_time=0.05)
             try:
                 assert member.wait_ready(15)
                 wait_for(lambda: member.is_leader, 15, interval=0.05, what="the single member to lead")
-                # from here every compaction is "interrupted": the journal keeps its entries
-                patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda self, entry_to: None)
                 for i in range(first, last):
                     member.propose("_put_connector_config", f"c{i}", {"v": str(i)}, None, False)
             finally:
