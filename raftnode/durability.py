@@ -28,6 +28,11 @@ that does not start, so here:
   read twice) and, when the journal still holds the boundary entry, trims the
   entries before it, as the interrupted compaction would have.
 
+A log compaction's trim of the journal (:meth:`ChecksummedFileJournal.deleteEntriesTo`) writes
+the kept entries to a new file and renames it over the journal: pysyncobj's own trim empties the
+journal and writes them back in place, so a member killed in between lost the acknowledged entries
+after its snapshot from its copy of the log.
+
 Writing, when the disk is full or fails (ENOSPC, EIO): pysyncobj writes the journal
 through a memory map, so a page the filesystem cannot back kills the process with
 SIGBUS (tmpfs, and any filesystem without space for a page it must allocate), and
@@ -94,6 +99,9 @@ FORMAT_MARKER_SUFFIX = ".format"
 _FORMAT = b"raftconnect-crc32-v1\n"
 _CRC = struct.Struct("<I")
 _IDX_TERM = struct.Struct("<QQ")
+_SIZE = struct.Struct("<I")  # a record's size, before and after it (pysyncobj's FileJournal)
+#: the trimmed journal being written by a log compaction, renamed over the journal once whole
+_TRIM_SUFFIX = ".trim"
 _PROBE_BYTES = 64  # reserved ahead while writes fail, to see space return
 #: bytes a member must be able to reserve on its journal's filesystem to start (the journal's first
 #: pages, its term and vote, the format marker, the first entries), checked by :func:`check_space_at_start`
@@ -231,6 +239,21 @@ def check_space_at_start(raft_dir: str, reserve: int = START_RESERVE_BYTES) -> N
             pass
 
 
+def _sync_directory(path: str) -> None:
+    """fsync the directory holding ``path`` so a rename into it is on disk (errors ignored: not every
+    filesystem lets a directory be synced, and the rename itself has already happened)."""
+    try:
+        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _crc(idx: int, term: int, command: bytes) -> int:
     return zlib.crc32(command, zlib.crc32(_IDX_TERM.pack(idx, term)))
 
@@ -261,6 +284,10 @@ class ChecksummedFileJournal(_journal.FileJournal):
                 fh.flush()
                 os.fsync(fh.fileno())
         self._checksums = fresh or _read(marker) == _FORMAT
+        try:  # a trim a stop cut short before its rename (see deleteEntriesTo): the journal is whole
+            os.unlink(journal_file + _TRIM_SUFFIX)
+        except FileNotFoundError:
+            pass
         where = os.path.dirname(journal_file) or "."
         try:
             super().__init__(journal_file)
@@ -374,11 +401,58 @@ class ChecksummedFileJournal(_journal.FileJournal):
         return _strip(got)
 
     def deleteEntriesTo(self, entryTo):  # noqa: N802 - pysyncobj's name
-        """Drop entries before ``entryTo`` (log compaction): rewrite the rest as stored, checksums kept."""
+        """Drop the entries before position ``entryTo`` (log compaction), so that a stop at any instant
+        leaves on disk either the whole journal as it was or the trimmed one, never a part of either.
+
+        pysyncobj's own trim empties the journal (its header's end offset set back to the first
+        record) and then writes the kept entries again one by one: a member killed in between restarts
+        with the snapshot and only the kept entries written so far, every acknowledged entry after them
+        gone from its copy of the log (on a single member, gone). Here the kept entries, as stored
+        (checksums kept), go to ``<journal>.trim``, which is synced and renamed over the journal (the
+        directory synced after), and the journal's memory map is opened again on the new file.
+
+        A trim that cannot be written (full disk, I/O error) is recorded in :attr:`disk` and skipped:
+        the journal keeps the entries the snapshot already holds, which pysyncobj reads past, and
+        the next compaction trims again.
+        """
         keep = [_journal.FileJournal.__getitem__(self, i) for i in range(entryTo, len(self))]
-        self.clear()
-        for entry in keep:
-            _journal.FileJournal.add(self, *entry)
+        path = self.disk.path
+        trimmed = path + _TRIM_SUFFIX
+        header = bytearray(self._FileJournal__getDefaultHeader())
+        body = bytearray()
+        for command, idx, term in keep:
+            record = _IDX_TERM.pack(idx, term) + bytes(command)
+            size = _SIZE.pack(len(record))
+            body += size + record + size
+        end = len(header) + len(body)
+        _SIZE.pack_into(header, _journal.LAST_RECORD_OFFSET_OFFSET, end)
+        try:
+            with open(trimmed, "wb") as fh:
+                fh.write(header)
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            self.disk.failed(f"the trimmed journal ({len(keep)} entries kept)", exc)
+            try:
+                os.unlink(trimmed)
+            except OSError:
+                pass
+            return
+        try:
+            os.replace(trimmed, path)  # the old file stays mapped until closed below
+        except OSError as exc:
+            self.disk.failed(f"the trimmed journal ({len(keep)} entries kept)", exc)
+            return
+        self._FileJournal__journalFile._destroy()
+        if self._fd is not None:  # the reserving descriptor points at the old file
+            os.close(self._fd)
+            self._fd = None
+        _sync_directory(path)
+        self._FileJournal__journalFile = _journal.ResizableFile(path)
+        self._FileJournal__journal = keep
+        self._FileJournal__currentOffset = end
+        self.disk.succeeded()
 
     def complete_compaction(self, boundary: tuple[Any, int, int]) -> int:
         """Trim the entries before ``boundary`` (a snapshot's first kept entry) if the journal holds it.

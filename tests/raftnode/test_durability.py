@@ -131,6 +131,63 @@ def test_fast_writes_with_frequent_compactions_then_a_stop_lose_nothing(tmp_path
     assert [configs.get(f"c{i}") for i in range(120)] == [{"v": str(i)} for i in range(120)]
 
 
+class _Died(BaseException):
+    """The process dying at that step (raised by a patched step; nothing in the journal catches it)."""
+
+
+# the steps counted: the memory map's writes (pysyncobj's journal), fsync and rename (ours)
+@pytest.mark.parametrize("die_at", range(1, 9))
+def test_a_trim_cut_short_at_any_step_leaves_a_whole_journal(tmp_path, monkeypatch, die_at):
+    """A member killed in the middle of a log compaction's trim restarts with its journal as it was
+    or as trimmed, never with part of it.
+
+    pysyncobj's trim set the journal's end back to its first record and wrote the kept entries again:
+    killed after the first step, it held none of them (the acknowledged entries after its snapshot).
+    """
+    from pysyncobj import journal as pysyncobj_journal
+
+    from raftnode.durability import ChecksummedFileJournal
+
+    path = str(tmp_path / "raft.journal")
+    journal = ChecksummedFileJournal(path)
+    entries = [(f"command {i}".encode(), i + 1, 1) for i in range(30)]
+    for entry in entries:
+        journal.add(*entry)
+    steps = 0
+
+    def dying(real):
+        def step(*args, **kwargs):
+            nonlocal steps
+            steps += 1
+            if steps == die_at:
+                raise _Died()
+            return real(*args, **kwargs)
+        return step
+
+    died = False
+    with monkeypatch.context() as patched:
+        patched.setattr(pysyncobj_journal.ResizableFile, "write", dying(pysyncobj_journal.ResizableFile.write))
+        patched.setattr(os, "fsync", dying(os.fsync))
+        patched.setattr(os, "replace", dying(os.replace))
+        try:
+            journal.deleteEntriesTo(20)
+        except _Died:
+            died = True
+    if not died:  # the trim went through: what is appended after it is kept too
+        journal.add(b"after the trim", 31, 1)
+        journal._destroy()
+    again = ChecksummedFileJournal(path)
+    try:
+        held = [again[i] for i in range(len(again))]
+    finally:
+        again._destroy()
+    if died:
+        assert held in (entries, entries[20:])
+    else:
+        assert held == entries[20:] + [(b"after the trim", 31, 1)]
+    assert not os.path.exists(path + ".trim")
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
 def test_a_damaged_snapshot_stops_the_member(tmp_path, damage):
     port = _write(tmp_path, 120, log_compaction_min_entries=50, log_compaction_min_time=0.1)
