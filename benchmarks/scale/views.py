@@ -26,7 +26,11 @@ ROUNDS times each, the process CPU time (and wall time) to have every worker's v
   connector and its TASKS tasks on 1 + TASKS workers and moves nothing else;
 * **50 connectors placed** — 50 connectors created (each poked), then one generation that places
   their instances round-robin over all workers: a few on each, as every generation did while the
-  full run's 10,000 connectors were created and their 100,000 tasks placed.
+  full run's 10,000 connectors were created and their 100,000 tasks placed;
+* **rebalance after 5 creates** — not the views: the CPU of ``GroupCoordinator.rebalance`` itself
+  (the assignor and the commit, applied at once; no dispatch) after 5 connectors were created,
+  the coordinator having made the generation before (as its loop does while connectors are being
+  created).
 
 Each phase of each round also checks that the two trees' views hold the same tasks. Usage: ``python
 benchmarks/scale/views.py [--connectors 10000] [--tasks 10] [--workers 100] [--rounds 3]
@@ -52,8 +56,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BASELINE = "d4fb0ad"
 #: connectors created together before the "many placed" phase's generation places them all
 MANY = 50
+#: connectors created before the measured rebalance
+FEW = 5
+REBALANCE = f"rebalance after {FEW} creates"
 PHASES = ("cold", "new generation", "one connector changed", "one connector created", "one connector placed",
-          f"{MANY} connectors placed")
+          f"{MANY} connectors placed", REBALANCE)
 
 
 def child(args: argparse.Namespace) -> None:
@@ -72,11 +79,18 @@ def child(args: argparse.Namespace) -> None:
     state = ClusterStateMachine()
     fill_state(state, args.connectors, args.tasks, args.workers)
 
+    class Commands:  # the coordinator's assignment commits, applied at once
+        def set_assignment(self, *, epoch, generation, connectors, tasks, base_generation=None, timeout=None):
+            out = state._set_assignment(epoch, generation, connectors, tasks, base_generation, _doApply=True)
+            if isinstance(out, dict) and "rejected" in out:
+                raise RuntimeError(f"set_assignment: {out}")
+
     class Replica:  # what the coordinator and RaftMetadataStore read of a member: a leader's applied state
         is_leader = True
 
     replica = Replica()
     replica.state = state
+    replica.commands = Commands()
     store = RaftMetadataStore(replica)
     workers = sorted({o for o in state.assignment["tasks"].values()})
     names = sorted(state.connectors)
@@ -152,6 +166,16 @@ def child(args: argparse.Namespace) -> None:
         batched = set(batch)
         place({k: spots[k] for k in batch}, {k: w for k, w in spots.items() if k not in batched})
         measure(c, f"{MANY} connectors placed")
+        c.last_seen = {w: float("inf") for w in workers}  # every worker live for the whole round
+        c.dispatch = lambda force=False: None
+        c.rebalance()  # the generation before is the coordinator's own
+        for i in range(FEW):
+            create(c, f"few-{r}-{i}")
+        w0, c0 = time.perf_counter(), time.process_time()
+        if not c.rebalance():
+            raise RuntimeError("the rebalance after the creates committed nothing")
+        out[REBALANCE].append({"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0})
+        checks.append(all_views(c)[2])
     out["tasks_sha256"] = checks
     print(json.dumps(out))
 
@@ -199,7 +223,7 @@ def main() -> int:
              f"median wall time in brackets; load average (1 min) {load_start:.2f} at start, "
              f"{load_end:.2f} at end. Views of both trees held the same tasks in every round: "
              f"{'yes' if len(same) == 1 else 'NO'}.", "",
-             "| all views ready after | before: CPU best (median) [wall median] | after: CPU best (median) [wall median] | ratio (best CPU) |",
+             "| all views ready after (last row: the rebalance alone) | before: CPU best (median) [wall median] | after: CPU best (median) [wall median] | ratio (best CPU) |",
              "|---|---|---|---|"]
     for phase in PHASES:
         b_best, b_med = figures("before", phase, "cpu")
