@@ -432,17 +432,13 @@ class ChecksummedFileJournal(_journal.FileJournal):
                 fh.write(body)
                 fh.flush()
                 os.fsync(fh.fileno())
+            os.replace(trimmed, path)  # the old file stays mapped until closed below
         except OSError as exc:
             self.disk.failed(f"the trimmed journal ({len(keep)} entries kept)", exc)
             try:
                 os.unlink(trimmed)
             except OSError:
                 pass
-            return
-        try:
-            os.replace(trimmed, path)  # the old file stays mapped until closed below
-        except OSError as exc:
-            self.disk.failed(f"the trimmed journal ({len(keep)} entries kept)", exc)
             return
         self._FileJournal__journalFile._destroy()
         if self._fd is not None:  # the reserving descriptor points at the old file

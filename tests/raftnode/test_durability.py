@@ -188,6 +188,40 @@ def test_a_trim_cut_short_at_any_step_leaves_a_whole_journal(tmp_path, monkeypat
     assert not os.path.exists(path + ".trim")
 
 
+@pytest.mark.parametrize("failing", ["fsync", "replace"])
+def test_a_trim_that_cannot_be_written_keeps_the_whole_journal_and_says_so(tmp_path, monkeypatch, failing):
+    """A full or failing disk during a trim: the journal stays whole on disk and in memory, the half-written
+    trimmed file is removed, the failure is reported, and the next trim goes through."""
+    import errno
+
+    from raftnode.durability import ChecksummedFileJournal
+
+    path = str(tmp_path / "raft.journal")
+    journal = ChecksummedFileJournal(path)
+    entries = [(f"command {i}".encode(), i + 1, 1) for i in range(30)]
+    for entry in entries:
+        journal.add(*entry)
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, failing, no_space)
+        journal.deleteEntriesTo(20)
+    assert [journal[i] for i in range(len(journal))] == entries
+    assert not os.path.exists(path + ".trim")
+    report = journal.disk.report()
+    assert not report["ok"] and "the trimmed journal (10 entries kept)" in report["error"]
+    journal.deleteEntriesTo(20)
+    assert journal.disk.report()["ok"] and [journal[i] for i in range(len(journal))] == entries[20:]
+    journal._destroy()
+    again = ChecksummedFileJournal(path)
+    try:
+        assert [again[i] for i in range(len(again))] == entries[20:]
+    finally:
+        again._destroy()
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
 def test_a_damaged_snapshot_stops_the_member(tmp_path, damage):
     port = _write(tmp_path, 120, log_compaction_min_entries=50, log_compaction_min_time=0.1)
