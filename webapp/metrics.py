@@ -35,7 +35,8 @@ from prometheus_client.registry import Collector
 from webapp.agent_tasks import read_agent_tasks
 from webapp.states import STATES
 
-__all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "STATUS_CACHE_SECONDS", "NodeCollector",
+__all__ = ["STORE_WRITE_SECONDS", "OFFSET_COMMIT_SECONDS", "LEADER_CHANGES", "REST_FAST_PATH", "STATUS_CACHE_SECONDS",
+           "NodeCollector",
            "NodeProvider", "install", "own_agent_tasks"]
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -48,6 +49,9 @@ OFFSET_COMMIT_SECONDS = Histogram("raftconnect_offset_commit_seconds", "Offset c
                                   ["store"], buckets=_BUCKETS)
 #: Raft role changes seen by this member.
 LEADER_CHANGES = Counter("raftconnect_raft_leader_changes", "Raft leadership changes seen by this member")
+#: REST requests answered by the fast path (``webapp.connect.api.fastpath``) rather than Django's full path.
+REST_FAST_PATH = Counter("raftconnect_rest_fast_path_requests",
+                         "REST requests answered by the fast path (PUT /connectors/{name}/config on the leader)")
 #: Seconds a relational/plugin store's task states are reused between scrapes.
 STATUS_CACHE_SECONDS = 10.0
 

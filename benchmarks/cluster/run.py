@@ -9,7 +9,8 @@ ratio where one applies:
   leaver's tasks);
 * metadata writes — connector config writes through REST (``PUT
   /connectors/{n}/config``) on a 3-member cluster, sequential and with 32
-  concurrent clients (each a kept-alive urllib3 connection), writes/s, p50/p99; baseline: raw pysyncobj ``@replicated``
+  concurrent clients (each a kept-alive urllib3 connection), writes/s, p50/p99, as the node serves them
+  (REST fast path on) and with every request through Django's full path; baseline: raw pysyncobj ``@replicated``
   calls on a 3-member cluster with the same tuning, same concurrency; best of
   ``--repeat`` rounds (default 3) per side, the machine being shared; with the CPU each
   process spent per REST write (leader, followers, the clients in this process), from ``/proc``, and
@@ -285,50 +286,85 @@ def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None, members
         cluster.stop()
 
 
+def fast_path_served(leader) -> float | None:
+    """Requests the leader's REST fast path answered (``raftconnect_rest_fast_path_requests_total`` of its
+    ``/metrics``); ``None`` when it exports no such counter (before commit 'REST fast path')."""
+    import urllib3
+    from prometheus_client.parser import text_string_to_metric_families
+
+    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
+    resp = urllib3.request("GET", f"{leader.url}/metrics", headers=headers, timeout=30, retries=False)
+    for family in text_string_to_metric_families(resp.data.decode()):
+        if family.name == "raftconnect_rest_fast_path_requests":
+            return sum(s.value for s in family.samples if s.name.endswith("_total"))
+    return None
+
+
+def _cpu_text(cpu: dict) -> str:
+    split = cpu.pop("leader threads", None)
+    text = "; ".join(f"{who} {u + s_:.2f} ({u:.2f} user + {s_:.2f} sys)" for who, (u, s_) in cpu.items())
+    if split:
+        text += (f"; of the leader's: REST threads {split['rest ms']:.2f}, Raft thread {split['raft ms']:.2f}, "
+                 f"other threads {split['other ms']:.2f}; leader context switches per write {split['switches']:.1f}")
+    return text
+
+
 def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
     """REST config writes against raw pysyncobj, 1 and 32 clients; each side best of ``repeat`` (highest writes/s).
 
-    The machine is shared (2 cores, other people's tests): every run of each side is
-    printed, and the row gives the best of each with the ratio of the bests and the
-    ratios of each round (REST and raw measured back to back).
+    Three sides, measured back to back in each round: the REST API as a node serves it (its fast path
+    on, ``webapp.connect.api.fastpath``), the same on a second cluster whose members run every request
+    through Django's full path (``RAFTCONNECT_REST_FAST_PATH=0``), and raw pysyncobj. The machine is
+    shared (2 cores, other people's tests): every round of each side is printed, and the row gives
+    the best of each with the ratio of the bests and the ratios of each round.
     """
     from tools.launcher import LocalCluster
+
+    from webapp.connect.api.fastpath import ENV as FAST_PATH_ENV
 
     csv = work / "w.csv"
     csv.write_text("a\n1\n")
     rows = []
-    # raft-only members: the metadata path is measured without agents running the connectors
-    cluster = LocalCluster(data_dir=str(work / "writes"), bootstrap_servers=kafka.bootstrap_servers,
-                           raft_roles="raft", file_allowed_paths=[str(work)]).start()
+    clusters = {}
     try:
-        leader = cluster.leader()
-        _rest_writes(leader, 1, 20, str(csv))  # warm: connections, caches
+        # raft-only members: the metadata path is measured without agents running the connectors
+        for side, flag in (("REST", "1"), ("REST, full path", "0")):
+            with mock.patch.dict(os.environ, {FAST_PATH_ENV: flag}):
+                clusters[side] = LocalCluster(data_dir=str(work / f"writes-{flag}"),
+                                              bootstrap_servers=kafka.bootstrap_servers, raft_roles="raft",
+                                              file_allowed_paths=[str(work)]).start()
+        leaders = {side: c.leader() for side, c in clusters.items()}
+        for leader in leaders.values():
+            _rest_writes(leader, 1, 20, str(csv))  # warm: connections, caches
         for conc, total in ((1, 300), (32, 2000)):
-            rest_runs, raw_runs = [], []
+            runs: dict[str, list] = {side: [] for side in (*clusters, "raw")}
+            served0 = fast_path_served(leaders["REST"])
             for r in range(repeat):
-                rest_runs.append(_rest_writes(leader, conc, total, str(csv), cluster.nodes))
-                raw_runs.append(_raw_pysyncobj_writes(conc, total))
-                print(f"  {conc} client(s), round {r + 1}/{repeat}: REST {total / rest_runs[-1][0]:,.0f}/s "
-                      f"p50 {pct(rest_runs[-1][1], 50) * 1000:.1f} ms; raw {total / raw_runs[-1][0]:,.0f}/s "
-                      f"p50 {pct(raw_runs[-1][1], 50) * 1000:.1f} ms", flush=True)
-            r_el, r_lat, r_cpu = min(rest_runs, key=lambda x: x[0])
-            b_el, b_lat = min(raw_runs, key=lambda x: x[0])
-            rounds = ", ".join(f"{b / r[0]:.2f}" for r, (b, _) in zip(rest_runs, raw_runs))
-            split = r_cpu.pop("leader threads", None)
-            cpu = "; ".join(f"{who} {u + s_:.2f} ({u:.2f} user + {s_:.2f} sys)" for who, (u, s_) in r_cpu.items())
-            if split:
-                cpu += (f"; of the leader's: REST threads {split['rest ms']:.2f}, Raft thread {split['raft ms']:.2f}, "
-                        f"other threads {split['other ms']:.2f}; leader context switches per write "
-                        f"{split['switches']:.1f}")
-            rows.append(
-                f"| connector config writes via REST, {conc} client(s), best of {repeat} | {total / r_el:,.0f} writes/s, "
-                f"p50 {pct(r_lat, 50) * 1000:.1f} ms, p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {cpu} "
-                f"| raw pysyncobj "
-                f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
-                f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
-            print(rows[-1], flush=True)
+                for side, cluster in clusters.items():
+                    runs[side].append(_rest_writes(leaders[side], conc, total, str(csv), cluster.nodes))
+                runs["raw"].append(_raw_pysyncobj_writes(conc, total) + ({},))
+                print(f"  {conc} client(s), round {r + 1}/{repeat}: " + "; ".join(
+                    f"{side} {total / runs[side][-1][0]:,.0f}/s p50 {pct(runs[side][-1][1], 50) * 1000:.1f} ms"
+                    for side in runs), flush=True)
+            served = fast_path_served(leaders["REST"])
+            fast_share = (f"; fast path answered {(served - served0) / (total * repeat):.0%} of them"
+                          if served is not None and served0 is not None else "")
+            best = {side: min(rs, key=lambda x: x[0]) for side, rs in runs.items()}
+            b_el, b_lat, _ = best["raw"]
+            for side in clusters:
+                r_el, r_lat, r_cpu = best[side]
+                rounds = ", ".join(f"{b[0] / r[0]:.2f}" for r, b in zip(runs[side], runs["raw"]))
+                rows.append(
+                    f"| connector config writes via {side}, {conc} client(s), best of {repeat} | "
+                    f"{total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
+                    f"p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {_cpu_text(r_cpu)}"
+                    f"{fast_share if side == 'REST' else ''} | raw pysyncobj "
+                    f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
+                    f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
+                print(rows[-1], flush=True)
     finally:
-        cluster.stop()
+        for cluster in clusters.values():
+            cluster.stop()
     return rows
 
 

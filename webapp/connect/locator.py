@@ -13,7 +13,8 @@ modules may import this one is a contract (``node-locator`` in ``pyproject.toml`
 in ``docs/ARCHITECTURE.md``:
 
 * ``webapp.connect.node`` — installs the node (``set_current``);
-* the REST entry points ``webapp.connect.api.views``, ``internal``, ``loggers``, ``stores``;
+* the REST entry points ``webapp.connect.api.views``, ``internal``, ``loggers``, ``stores``, and the
+  WSGI application's fast path ``webapp.connect.api.fastpath``;
 * DRF / Django authentication: ``webapp.connect.api.forwarding`` (``ForwardedUserAuthentication``:
   the cluster secret), ``webapp.connect.api.accounts`` (the auth backend and ``directory()``: the
   replicated users);

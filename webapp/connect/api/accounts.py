@@ -53,7 +53,7 @@ from webapp.connect.locator import NodeNotReady, current, current_or_none
 from .roles import ADMIN, ROLES
 
 __all__ = ["ReplicatedUserBackend", "RemoteDirectory", "directory", "mirror", "forget_mirrors", "token_digest", "user_list", "user_get", "user_create",
-           "user_update", "user_delete", "token_list", "token_create", "token_revoke", "token_user",
+           "user_update", "user_delete", "token_list", "token_create", "token_revoke", "token_record", "token_user",
            "export_users", "import_users", "bootstrap_users", "MIGRATED_MARKER"]
 
 log = logging.getLogger(__name__)
@@ -468,6 +468,16 @@ def token_user(key: str):
 
     Requires a replicated state (see :func:`directory`).
     """
+    found = token_record(key)
+    return None if found is None else (mirror(found[1]["user"], found[0]), found[1])
+
+
+def token_record(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(user record, token record)`` for a valid token key, as :func:`token_user` judges it, without
+    mirroring the user into this node's database (the REST fast path needs only the record's role).
+
+    Requires a replicated state (see :func:`directory`).
+    """
     state = directory()
     tok = state.token(token_digest(key))
     if tok is None or (tok["expires"] is not None and tok["expires"] <= time.time()):
@@ -475,7 +485,7 @@ def token_user(key: str):
     rec = state.user(tok["user"])
     if rec is None or not rec["active"]:
         return None
-    return mirror(tok["user"], rec), tok
+    return rec, tok
 
 
 class ReplicatedUserBackend(ModelBackend):

@@ -43,12 +43,27 @@ class CachedBasicAuthentication(BasicAuthentication):
             return 'Session realm="api"'
         return super().authenticate_header(request)
 
+    @staticmethod
+    def verified_record(userid: str, password: str) -> dict | None:
+        """The replicated record of user ``userid`` (``accounts``: ``{"password", "active", "role", ...}``) when
+        ``password`` was verified for its current hash within the cache's lifetime and the user is active;
+        ``None`` otherwise (unknown, inactive, not cached: only a full check can tell). Never hashes, never
+        touches the database. The REST fast path (``fastpath``) reads the role from it and leaves every
+        other case to this class's full check.
+        """
+        state = accounts.directory()
+        rec = state.user(userid) if state is not None else None
+        if rec is not None and rec["active"] and _cache.hit(_cache.key(userid, password, rec["password"])):
+            return rec
+        return None
+
     def authenticate_credentials(self, userid, password, request=None):
         state = accounts.directory()
         if state is not None:  # the replicated users; the hash in the key is the replicated one
-            rec = state.user(userid)
-            if rec is not None and rec["active"] and _cache.hit(_cache.key(userid, password, rec["password"])):
+            rec = self.verified_record(userid, password)
+            if rec is not None:
                 return accounts.mirror(userid, rec), None
+            rec = state.user(userid)
             result = super().authenticate_credentials(userid, password, request)  # ReplicatedUserBackend
             if rec is not None:
                 _cache.add(_cache.key(userid, password, rec["password"]))

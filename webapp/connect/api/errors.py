@@ -17,7 +17,8 @@ from raftnode import CommandRejected, RaftUnavailable
 from webapp.connect.herder import ConnectRestError
 from webapp.storage.base import StoreError
 
-__all__ = ["connect_exception_handler", "error_body", "handler404", "handler500"]
+__all__ = ["connect_exception_handler", "connect_error", "error_body", "handler404", "handler500",
+           "internal_error"]
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +36,44 @@ def _detail_text(detail) -> str:
     return str(detail)
 
 
+def connect_error(exc: BaseException) -> dict | None:
+    """Connect's error body for a failure of the Herder, a store or Raft, or of the request itself
+    (too large, unparsable); ``None`` for anything else (DRF's own exceptions, unexpected errors).
+
+    The status is the body's ``error_code``. Shared by :func:`connect_exception_handler` and the
+    REST fast path (``webapp.connect.api.fastpath``), so both answer a failure alike.
+    """
+    if isinstance(exc, ConnectRestError):
+        return error_body(exc.status, exc.message)
+    if isinstance(exc, StoreError):
+        return error_body(exc.http_status, str(exc))
+    if isinstance(exc, CommandRejected):
+        return error_body(exc.code, exc.reason)
+    if isinstance(exc, RaftUnavailable):
+        return error_body(503, f"Metadata write could not be committed: {exc}")
+    if isinstance(exc, RequestDataTooBig):
+        return error_body(413, "Request body is larger than the allowed maximum")
+    if isinstance(exc, drf_exc.ParseError):
+        return error_body(400, f"Cannot deserialize the request body: {exc.detail}")
+    return None
+
+
 def connect_exception_handler(exc, context):
     """DRF exception handler producing Connect's error body for every failure."""
-    if isinstance(exc, ConnectRestError):
-        return Response(error_body(exc.status, exc.message), status=exc.status)
-    if isinstance(exc, StoreError):
-        return Response(error_body(exc.http_status, str(exc)), status=exc.http_status)
-    if isinstance(exc, CommandRejected):
-        return Response(error_body(exc.code, exc.reason), status=exc.code)
-    if isinstance(exc, RaftUnavailable):
-        return Response(error_body(503, f"Metadata write could not be committed: {exc}"), status=503)
-    if isinstance(exc, RequestDataTooBig):
-        return Response(error_body(413, "Request body is larger than the allowed maximum"), status=413)
-    if isinstance(exc, drf_exc.ParseError):
-        return Response(error_body(400, f"Cannot deserialize the request body: {exc.detail}"), status=400)
+    body = connect_error(exc)
+    if body is not None:
+        return Response(body, status=body["error_code"])
     response = exception_handler(exc, context)
     if response is not None:
         response.data = error_body(response.status_code, _detail_text(getattr(exc, "detail", str(exc))))
         return response
+    return Response(internal_error(exc), status=500)
+
+
+def internal_error(exc: BaseException) -> dict:
+    """Logs ``exc``, a failure nothing expected, with its traceback; Connect's error body of a 500 naming it."""
     log.exception("unhandled REST error", exc_info=exc)
-    return Response(error_body(500, f"Internal error: {type(exc).__name__}: {exc}"), status=500)
+    return error_body(500, f"Internal error: {type(exc).__name__}: {exc}")
 
 
 def handler404(request, exception=None):

@@ -13,11 +13,11 @@ import orjson
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
-__all__ = ["ConnectJSONParser"]
+__all__ = ["ConnectJSONParser", "LONG_DIGITS"]
 
 _UTF8 = codecs.lookup("utf-8").name
 #: a run of digits that may be an integer past 64 bits, which orjson reads as a float and ``json`` exactly
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 class ConnectJSONParser(JSONParser):
@@ -39,7 +39,7 @@ class ConnectJSONParser(JSONParser):
         encoding = get_encoding(parser_context or {})
         if codecs.lookup(encoding).name == _UTF8:
             body = stream.read()
-            if not _LONG_DIGITS.search(body):
+            if not LONG_DIGITS.search(body):
                 try:
                     return orjson.loads(body)
                 except orjson.JSONDecodeError:

@@ -11,7 +11,6 @@ import logging
 import time
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request

@@ -86,7 +86,9 @@ class Command(BaseCommand):
         add_node_arguments(parser)
 
     def handle(self, *args, **o) -> None:
-        from webapp.wsgi import application
+        from webapp.connect.api.fastpath import ConnectWSGIHandler
+
+        application = ConnectWSGIHandler()  # what webapp.wsgi serves: Django with the REST fast path
 
         data_dir = os.environ[environment.DATA_DIR_ENV]
         try:  # before any thread starts: arenas made later obey the limit (webapp.connect.malloc)

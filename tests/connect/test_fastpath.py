@@ -1,0 +1,191 @@
+"""The REST fast path (``webapp.connect.api.fastpath``) answers exactly as Django's full path, or leaves the request to it.
+
+Each request is sent as a WSGI call to the node's application (``ConnectWSGIHandler``) and to plain
+Django (``WSGIHandler``, the full path) on the same in-process leader; the counter of requests the
+fast path answered tells which path did.
+"""
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+from django.core.handlers.wsgi import WSGIHandler
+
+from webapp.connect.api import accounts, fastpath
+from webapp.connect.api.fastpath import ConnectWSGIHandler
+
+from .conftest import basic, make_user
+from .test_rest import source_config
+
+#: headers that differ between two answers for reasons other than the path taken
+_VOLATILE = {"date"}
+
+
+@pytest.fixture(autouse=True)
+def fast_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def apps(db, node):
+    make_user("operator", "operator")
+    make_user("viewer", "viewer")
+    fast, full = ConnectWSGIHandler(), WSGIHandler()
+    for user in ("operator", "viewer"):  # a first request verifies the password and fills the cache
+        assert call(full, "GET", "/connectors", auth=basic(user, "pw"))[0] == 200
+    return fast, full
+
+
+def call(app, method: str, path: str, body: bytes | str | dict | None = None, *, auth: str | None = None,
+         query: str = "", content_type: str = "application/json", **headers: str):
+    """``(status, {lower-case header: value}, body bytes)`` of one WSGI call of ``app``."""
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode()
+    body = body or b""
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "127.0.0.1",
+               "SERVER_PORT": "8083", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "127.0.0.1:8083",
+               "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
+               "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": content_type}
+    if auth:
+        environ["HTTP_AUTHORIZATION"] = auth
+    environ.update({"HTTP_" + k.upper(): v for k, v in headers.items()})
+    answer = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        answer["status"] = int(status[:3])
+        answer["headers"] = {k.lower(): v for k, v in response_headers if k.lower() not in _VOLATILE}
+
+    chunks = app(environ, start_response)
+    try:
+        data = b"".join(chunks)
+    finally:
+        chunks.close()
+    return answer["status"], answer["headers"], data
+
+
+def both(apps, *args, **kwargs):
+    """The fast and the full path's answers to the same request, and whether the fast path answered.
+
+    A connector the first created is deleted before the second request, which then creates it again.
+    """
+    fast, full = apps
+    before = fastpath.served()
+    a = call(fast, *args, **kwargs)
+    taken = fastpath.served() - before
+    assert taken in (0, 1)
+    if a[0] == 201:  # created: the full path must create it too, not update it
+        method, path = args[:2]
+        assert call(full, "DELETE", path.removesuffix("/config"), auth=basic("operator", "pw"))[0] == 204
+    return a, call(full, *args, **kwargs), bool(taken)
+
+
+def test_a_create_and_an_update_are_answered_as_the_full_path_answers_them(apps, tmp_path):
+    fast, full = apps
+    config = source_config(tmp_path)
+    path = "/connectors/fp/config"
+    reference = call(full, "PUT", path, config, auth=basic("operator", "pw"))
+    assert reference[0] == 201
+    assert call(full, "DELETE", "/connectors/fp", auth=basic("operator", "pw"))[0] == 204
+    before = fastpath.served()
+    created = call(fast, "PUT", path, config, auth=basic("operator", "pw"))
+    assert fastpath.served() == before + 1
+    assert created == reference
+    assert created[1]["location"] == "http://127.0.0.1:8083/connectors/fp"
+    assert {"x-content-type-options", "referrer-policy", "allow"} <= set(created[1])
+
+    config["topic"] = "t2"
+    updated, reference, taken = both(apps, "PUT", path, config, auth=basic("operator", "pw"))
+    assert taken and updated[0] == 200 and updated == reference
+    assert json.loads(updated[2])["config"]["topic"] == "t2"
+
+
+@pytest.mark.parametrize("config, status", [
+    ({"path": "/x", "topic": "t"}, 400),  # no connector.class
+    ({"connector.class": "NoSuchConnector"}, 400),
+    ({"connector.class": "FileSourceConnector", "path": "/nonexistent/in.csv", "topic": "t", "tasks.max": "0"}, 400),
+    ({"connector.class": "FileSourceConnector", "name": "another", "path": "/x", "topic": "t"}, 400),
+])
+def test_a_refused_config_gets_the_same_connect_error_from_the_fast_path(apps, config, status):
+    fast, full, taken = both(apps, "PUT", "/connectors/bad/config", config, auth=basic("operator", "pw"))
+    assert taken
+    assert fast == full
+    assert fast[0] == status and json.loads(fast[2])["error_code"] == status
+
+
+@pytest.mark.parametrize("case", ["unverified password", "wrong password", "viewer", "no credentials",
+                                  "not an object", "not JSON", "query string", "html accepted", "form body",
+                                  "forwarded", "long number"])
+def test_what_the_fast_path_cannot_tell_goes_to_the_full_path(apps, tmp_path, case):
+    config = source_config(tmp_path)
+    kw: dict = {"auth": basic("operator", "pw")}
+    body: object = config
+    if case == "unverified password":  # a user no request authenticated yet: the full path checks the hash
+        make_user("newcomer", "operator")
+        kw["auth"] = basic("newcomer", "pw")
+    elif case == "wrong password":
+        kw["auth"] = basic("operator", "nope")
+    elif case == "viewer":
+        kw["auth"] = basic("viewer", "pw")
+    elif case == "no credentials":
+        kw["auth"] = None
+    elif case == "not an object":
+        body = "[1, 2]"
+    elif case == "not JSON":
+        body = "{not json"
+    elif case == "query string":
+        kw["query"] = "expand=info"
+    elif case == "html accepted":
+        kw["accept"] = "text/html"
+    elif case == "form body":
+        kw["content_type"] = "application/x-www-form-urlencoded"
+        body = "a=b"
+    elif case == "forwarded":
+        kw["x_raftconnect_forwarded"] = "1"
+    elif case == "long number":
+        body = json.dumps(config)[:-1] + ', "n": 12345678901234567890}'
+    fast, full, taken = both(apps, "PUT", f"/connectors/{case.replace(' ', '-')}/config", body, **kw)
+    assert not taken
+    assert fast[0] == full[0] and json.loads(fast[2]) == json.loads(full[2])
+    if case == "unverified password":  # the full path verified it: the next request takes the fast path
+        _, _, taken = both(apps, "PUT", "/connectors/unverified-password/config", config, **kw)
+        assert taken
+
+
+def test_an_api_token_takes_the_fast_path_and_a_revoked_one_does_not(apps, tmp_path):
+    token = accounts.token_create(user="operator", name="ci")["token"]
+    config = source_config(tmp_path)
+    for scheme in ("Token", "Bearer"):
+        fast, full, taken = both(apps, "PUT", "/connectors/tok/config", config, auth=f"{scheme} {token}")
+        assert taken and fast == full and fast[0] in (200, 201)
+    accounts.token_revoke(user="operator", name="ci")
+    fast, full, taken = both(apps, "PUT", "/connectors/tok/config", config, auth=f"Token {token}")
+    assert not taken and fast[0] == full[0] == 401
+
+
+def test_switched_off_every_request_takes_the_full_path(apps, tmp_path, monkeypatch):
+    monkeypatch.setenv(fastpath.ENV, "0")
+    fast, full, taken = both(apps, "PUT", "/connectors/off/config", source_config(tmp_path),
+                             auth=basic("operator", "pw"))
+    assert not taken and fast == full and fast[0] == 201
+
+
+def test_a_follower_leaves_writes_to_the_full_path(apps, tmp_path, node, monkeypatch):
+    fast, _ = apps
+    request = _request("/connectors/f/config")
+    assert fast._candidate(request) is not None  # the request itself qualifies ...
+    monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: False))
+    with pytest.raises(fastpath._NotHere):  # ... but a member that does not lead never answers it here
+        fast._serve(request, "f")
+
+
+def _request(path: str):
+    from django.core.handlers.wsgi import WSGIRequest
+
+    return WSGIRequest({"REQUEST_METHOD": "PUT", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+                        "SERVER_PORT": "8083", "HTTP_HOST": "127.0.0.1:8083", "wsgi.input": io.BytesIO(b"{}"),
+                        "CONTENT_LENGTH": "2", "CONTENT_TYPE": "application/json", "wsgi.url_scheme": "http",
+                        "HTTP_AUTHORIZATION": basic("operator", "pw")})
