@@ -9,7 +9,7 @@ ratio where one applies:
   leaver's tasks);
 * metadata writes — connector config writes through REST (``PUT
   /connectors/{n}/config``) on a 3-member cluster, sequential and with 32
-  concurrent clients (each a kept-alive urllib3 connection), writes/s, p50/p99, as the node serves them
+  concurrent clients (each a kept-alive ``http.client`` connection), writes/s, p50/p99, as the node serves them
   (REST fast path on) and with every request through Django's full path; baseline: raw pysyncobj ``@replicated``
   calls on a 3-member cluster with the same tuning, same concurrency; best of
   ``--repeat`` rounds (default 3) per side, the machine being shared; with the CPU each
@@ -167,25 +167,38 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
     this process (the clients); for a leader running as a process, also ``"leader threads"``: its
     CPU per request by thread (:func:`_leader_threads`, a dict, not a pair).
     """
-    import urllib3
+    import base64
+    import http.client
 
-    # Each client is one kept-alive connection through urllib3, not ``requests``: the clients run on
-    # the same 2 cores as the members, and ``requests``' own bookkeeping (~0.5 ms of CPU per call,
-    # measured beside urllib3) was CPU taken from the cluster under test. The raw baseline's clients
-    # are plain method calls.
+    import orjson
+
+    # Each client is one kept-alive connection of the standard library's ``http.client``: the clients run
+    # on the same 2 cores as the members, and what they spend is taken from the cluster under test (the
+    # raw baseline's clients are plain method calls). ``requests`` cost ~0.5 ms of CPU per call more
+    # than urllib3; urllib3's pool and response objects ~0.3 ms more than ``http.client`` (0.59 against
+    # ~0.3 ms per write at 32 clients, benchmarks/cluster/RESULTS.md, 2026-12-01).
     host, port = leader.url.split("://", 1)[1].rsplit(":", 1)
-    pool = urllib3.HTTPConnectionPool(host, int(port), maxsize=concurrency, block=True,
-                                      timeout=urllib3.Timeout(30.0), retries=False)
-    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
+    headers = {"Content-Type": "application/json"}
+    if leader.auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(leader.auth).encode()).decode()
     lat: list[float] = []
     lock = threading.Lock()
+    local = threading.local()
+    opened: list[http.client.HTTPConnection] = []
 
     def one(i):
         method, path, body = request(i)
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = http.client.HTTPConnection(host, int(port), timeout=30.0)
+            with lock:
+                opened.append(conn)
         t0 = time.perf_counter()
-        resp = pool.request(method, path, json=body, headers=headers)
+        conn.request(method, path, body=None if body is None else orjson.dumps(body), headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
         if resp.status >= 300:
-            raise RuntimeError(f"{method} {path}: HTTP {resp.status} {resp.data[:300]!r}")
+            raise RuntimeError(f"{method} {path}: HTTP {resp.status} {data[:300]!r}")
         with lock:
             lat.append(time.perf_counter() - t0)
 
@@ -200,7 +213,8 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
         list(ex.map(one, range(total)))
     elapsed = time.perf_counter() - t0
     me1 = os.times()
-    pool.close()
+    for conn in opened:
+        conn.close()
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     cpu = {k: tuple((a - b) * tick_ms / total for a, b in zip(cpu_ticks(p)[:2], before[k])) for k, p in pids.items()}
     cpu["client"] = ((me1.user - me0.user) * 1000 / total, (me1.system - me0.system) * 1000 / total)

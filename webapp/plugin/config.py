@@ -14,6 +14,7 @@ clients: the REST layer imports it on nodes that run no tasks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, Mapping
 
 from .errors import ConfigException, ConnectException
@@ -98,10 +99,16 @@ class ConfigDef:
 
     def key(self, name: str) -> ConfigKey | None:
         """The declared key ``name``, or None."""
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, ConfigKey]:
+        """The keys by name, the first of a repeated name (as the linear search this replaced found it):
+        a typed getter looks its key up on every call, validation once per key."""
+        out: dict[str, ConfigKey] = {}
         for key in self.keys:
-            if key.name == name:
-                return key
-        return None
+            out.setdefault(key.name, key)
+        return out
 
     def get(self, config: Mapping[str, str], name: str) -> str | None:
         """The raw value of ``name`` in ``config``, or the key's default (unparsed).
@@ -145,8 +152,12 @@ def merge_errors(*dicts: Mapping[str, list[str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for d in dicts:
         for k, v in d.items():
-            out.setdefault(k, [])
-            out[k].extend(x for x in v if x not in out[k])
+            have = out.get(k)
+            if have is None:
+                out[k] = have = []
+            for x in v:  # most keys have no message
+                if x not in have:
+                    have.append(x)
     return out
 
 

@@ -191,8 +191,12 @@ def policy(environ: Mapping[str, str] | None = None, *, data_dir: str | None = N
     """
     env = os.environ if environ is None else environ
     data = data_dir if data_dir is not None else (env.get(DATA_DIR_ENV) or None)
-    key = (data, None if roots is None else tuple(roots), label, None if roots is not None else env.get(ENV),
-           os.getcwd())  # relative paths resolve against it
+    setting = None if roots is not None else env.get(ENV)
+    named = [*(roots if roots is not None else _split(setting)), *([data] if data else [])]
+    # relative directories resolve against the working directory, so it is part of the key then; a node's
+    # are absolute (runnode makes them so), which spares a system call on every check
+    cwd = os.getcwd() if any(not os.path.isabs(p) for p in named) else None
+    key = (data, None if roots is None else tuple(roots), label, setting, cwd)
     now = time.monotonic()
     hit = _policies.get(key)
     if hit is not None and now - hit[0] < POLICY_TTL_S:
