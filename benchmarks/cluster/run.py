@@ -227,7 +227,8 @@ def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> di
     """Where the leader's CPU went between two :func:`thread_stats` readings, per request.
 
     ``{"rest ms": CPU of the REST server's threads (the Python threads that run the WSGI calls, which
-    name themselves ``rest``, and granian's Rust threads, ``tokio-rt-worker``), "raft ms": the Raft
+    name themselves ``rest``, and granian's Rust threads, ``tokio-rt-worker``), "rest python ms": the
+    Python ones' part of it, "raft ms": the Raft
     thread's (named ``raft``), "other ms": every other thread's, "switches": context switches of all
     threads}``. Before the threads named themselves (commit e40b0f3 and earlier), the first Python
     thread granian started kept the main thread's name and was counted with the others.
@@ -235,13 +236,15 @@ def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> di
     from raftnode import RaftNode
     from webapp.connect.restserver import REST_THREAD_NAME
 
-    ms = {"rest ms": 0, "raft ms": 0, "other ms": 0}
+    ms = {"rest ms": 0, "rest python ms": 0, "raft ms": 0, "other ms": 0}
     switches = 0
     for tid, (name, ticks, sw) in after.items():
         _, ticks0, sw0 = before.get(tid, (name, 0, 0))
         switches += sw - sw0
         if name == REST_THREAD_NAME or name.startswith("tokio-rt-worker"):
             ms["rest ms"] += ticks - ticks0
+            if name == REST_THREAD_NAME:
+                ms["rest python ms"] += ticks - ticks0
         elif name == RaftNode.RAFT_THREAD_NAME:
             ms["raft ms"] += ticks - ticks0
         else:
@@ -318,7 +321,8 @@ def _cpu_text(cpu: dict) -> str:
     split = cpu.pop("leader threads", None)
     text = "; ".join(f"{who} {u + s_:.2f} ({u:.2f} user + {s_:.2f} sys)" for who, (u, s_) in cpu.items())
     if split:
-        text += (f"; of the leader's: REST threads {split['rest ms']:.2f}, Raft thread {split['raft ms']:.2f}, "
+        text += (f"; of the leader's: REST threads {split['rest ms']:.2f} (Python {split['rest python ms']:.2f}), "
+                 f"Raft thread {split['raft ms']:.2f}, "
                  f"other threads {split['other ms']:.2f}; leader context switches per write {split['switches']:.1f}")
     return text
 
