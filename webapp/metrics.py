@@ -51,7 +51,8 @@ OFFSET_COMMIT_SECONDS = Histogram("raftconnect_offset_commit_seconds", "Offset c
 LEADER_CHANGES = Counter("raftconnect_raft_leader_changes", "Raft leadership changes seen by this member")
 #: REST requests answered by the fast path (``webapp.connect.api.fastpath``) rather than Django's full path.
 REST_FAST_PATH = Counter("raftconnect_rest_fast_path_requests",
-                         "REST requests answered by the fast path (PUT /connectors/{name}/config on the leader)")
+                         "REST requests answered by the fast path (the leader's POST /connectors and "
+                         "PUT /connectors/{name}/config)")
 #: Seconds a relational/plugin store's task states are reused between scrapes.
 STATUS_CACHE_SECONDS = 10.0
 

@@ -78,8 +78,8 @@ def both(apps, *args, **kwargs):
     taken = fastpath.served() - before
     assert taken in (0, 1)
     if a[0] == 201:  # created: the full path must create it too, not update it
-        method, path = args[:2]
-        assert call(full, "DELETE", path.removesuffix("/config"), auth=basic("operator", "pw"))[0] == 204
+        assert call(full, "DELETE", a[1]["location"].removeprefix("http://127.0.0.1:8083"),
+                    auth=basic("operator", "pw"))[0] == 204
     return a, call(full, *args, **kwargs), bool(taken)
 
 
@@ -101,6 +101,27 @@ def test_a_create_and_an_update_are_answered_as_the_full_path_answers_them(apps,
     updated, reference, taken = both(apps, "PUT", path, config, auth=basic("operator", "pw"))
     assert taken and updated[0] == 200 and updated == reference
     assert json.loads(updated[2])["config"]["topic"] == "t2"
+
+
+def test_a_post_creates_as_the_full_path_does_and_a_second_post_conflicts(apps, tmp_path):
+    body = {"name": "posted", "config": source_config(tmp_path), "initial_state": "PAUSED"}
+    created, reference, taken = both(apps, "POST", "/connectors", body, auth=basic("operator", "pw"))
+    assert taken and created[0] == 201 and created == reference
+    assert created[1]["location"] == "http://127.0.0.1:8083/connectors/posted"
+    assert created[1]["allow"] == "GET, POST, HEAD, OPTIONS"
+    again, reference, taken = both(apps, "POST", "/connectors", body, auth=basic("operator", "pw"))
+    assert taken and again == reference and again[0] == 409
+
+
+@pytest.mark.parametrize("body", [
+    {"config": {"connector.class": "FileSourceConnector"}},  # no name
+    {"name": "nocfg"},  # no config
+    {"name": "badstate", "config": {"connector.class": "FileSourceConnector"}, "initial_state": "ASLEEP"},
+    {"name": "a/b", "config": {"connector.class": "FileSourceConnector"}},
+])
+def test_a_refused_post_gets_the_same_connect_error_from_the_fast_path(apps, body):
+    fast, full, taken = both(apps, "POST", "/connectors", body, auth=basic("operator", "pw"))
+    assert taken and fast == full and fast[0] == 400
 
 
 @pytest.mark.parametrize("config, status", [
@@ -176,10 +197,11 @@ def test_switched_off_every_request_takes_the_full_path(apps, tmp_path, monkeypa
 def test_a_follower_leaves_writes_to_the_full_path(apps, tmp_path, node, monkeypatch):
     fast, _ = apps
     request = _request("/connectors/f/config")
-    assert fast._candidate(request) is not None  # the request itself qualifies ...
+    found = fast._candidate(request)
+    assert found is not None  # the request itself qualifies ...
     monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: False))
     with pytest.raises(fastpath._NotHere):  # ... but a member that does not lead never answers it here
-        fast._serve(request, "f")
+        fast._serve(request, *found)
 
 
 def _request(path: str):

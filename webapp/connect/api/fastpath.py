@@ -1,10 +1,11 @@
-"""The REST fast path: ``PUT /connectors/{name}/config`` on the leader without the middleware chain, URL resolver and DRF.
+"""The REST fast path: the leader's connector creates and config writes without the middleware chain, URL resolver and DRF.
 
 Owns :class:`ConnectWSGIHandler`, the node's WSGI application (``webapp.wsgi``): Django's own
 ``WSGIHandler`` (request and response objects, ``request_started`` / ``request_finished``, the
-script prefix, the WSGI exchange) which answers one request shape itself and hands every other
-request to Django's middleware chain and DRF unchanged. Must not decide anything the DRF view
-does not: it calls the same Herder service, authenticates through the same credential caches,
+script prefix, the WSGI exchange) which answers two request shapes itself (:data:`ROUTES`:
+``PUT /connectors/{name}/config`` and ``POST /connectors``, how automation creates and updates
+connectors) and hands every other request to Django's middleware chain and DRF unchanged. Must
+not decide anything the DRF views do not: it calls the same Herder services, authenticates through the same credential caches,
 checks the same role rule and renders with the same renderer and error bodies; whatever it is not
 sure of goes to the full path, which answers as it always did.
 
@@ -17,8 +18,8 @@ one interpreter lock is what 32 concurrent REST clients wait for (issue 16,
 
 A request takes the fast path only when all of these hold, checked in this order:
 
-* ``PUT``, path ``/connectors/<name>/config`` (``<name>`` as Django's ``str`` converter: no
-  ``/``), no query string, ``Content-Type: application/json`` (UTF-8), an ``Accept`` DRF's
+* ``PUT /connectors/<name>/config`` (``<name>`` as Django's ``str`` converter: no ``/``) or
+  ``POST /connectors``, no query string, ``Content-Type: application/json`` (UTF-8), an ``Accept`` DRF's
   negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``), not forwarded
   by another member (``X-RaftConnect-Forwarded``);
 * the fast path is enabled (``RAFTCONNECT_REST_FAST_PATH``, default on) and this node is the Raft
@@ -28,11 +29,12 @@ A request takes the fast path only when all of these hold, checked in this order
 * the credentials are ``Basic`` ones already verified within the cache's lifetime
   (``authentication.CachedBasicAuthentication``: a first request, a wrong password or a changed
   one take the full path, which runs the PBKDF2 check and fills the cache) or a valid replicated
-  API token (``Token`` / ``Bearer``), of a user whose role may write connectors (``roles``);
+  API token (``Token`` / ``Bearer``), of a user whose role may do this (``roles``);
 * the body is a JSON object orjson decodes exactly as DRF's parser (``parsers.ConnectJSONParser``).
 
 From the Herder call on, the request is answered here: success as the view answers (201 with
-``Location`` on create, 200 on update, ConnectorInfo), a failure with Connect's error body
+``Location`` on create, 200 on update, ConnectorInfo; ``Allow`` as DRF names the view's methods),
+a failure with Connect's error body
 (``errors.connect_error``). The response goes through Django's ``SecurityMiddleware`` like every
 other. :func:`served` counts the requests answered here (``/metrics``:
 ``raftconnect_rest_fast_path_requests_total``).
@@ -43,7 +45,8 @@ import base64
 import binascii
 import os
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import orjson
 from django.conf import settings
@@ -52,6 +55,7 @@ from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
 
+from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
 from webapp.metrics import REST_FAST_PATH
 
@@ -62,18 +66,15 @@ from .forwarding import FORWARDED_HEADER
 from .parsers import LONG_DIGITS
 from .renderers import ConnectJSONRenderer
 from .roles import required_role, role_at_least
-from .views import ConnectorConfigView
+from .views import ConnectorConfigView, ConnectorsView
 
-__all__ = ["ConnectWSGIHandler", "ENV", "enabled", "served"]
+__all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 
 #: environment variable: ``0`` sends every request through the full path (a benchmark's A/B, a suspected fault)
 ENV = "RAFTCONNECT_REST_FAST_PATH"
-_PATH = re.compile(r"/connectors/([^/]+)/config")
 _PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
-#: the methods the full path names in ``Allow`` for ``/connectors/{name}/config`` (DRF: the view's handlers)
-_ALLOW = "GET, PUT, PATCH, HEAD, OPTIONS"
 
 
 def enabled() -> bool:
@@ -90,21 +91,58 @@ class _NotHere(Exception):
     """The request is not one the fast path answers: the full path takes it."""
 
 
+def _allow(view: type) -> str:
+    """The ``Allow`` header DRF sends for ``view``: its handler methods, ``HEAD`` with ``GET`` (as Django's
+    ``View.setup`` adds it), in ``http_method_names`` order."""
+    return ", ".join(m.upper() for m in view.http_method_names if hasattr(view, m) or (m == "head" and hasattr(view, "get")))
+
+
+def _put_config(herder: Herder, match: re.Match, body: dict) -> tuple[int, dict, str | None]:
+    created, info = herder.connector_put_config(name=match.group(1), config=body)
+    return (201, info, f"/connectors/{match.group(1)}") if created else (200, info, None)
+
+
+def _create(herder: Herder, match: re.Match, body: dict) -> tuple[int, dict, str | None]:
+    info = herder.connector_create(name=body.get("name"), config=body.get("config"),
+                                   initial_state=body.get("initial_state"))
+    return 201, info, f"/connectors/{info['name']}"
+
+
+@dataclass(frozen=True)
+class _Route:
+    """A request shape the fast path answers: ``method`` on a path ``path`` matches in full, served as
+    ``view`` serves it (its role rule and ``Allow`` header) by ``serve(herder, match, body) -> (status,
+    ConnectorInfo, Location path or None)``, the same Herder service the view calls."""
+
+    method: str
+    path: re.Pattern[str]
+    view: type
+    serve: Callable[[Herder, re.Match, dict], tuple[int, dict, str | None]]
+
+
+#: what the fast path answers; the views' own ``put`` / ``post`` are the reference (``tests/connect/test_fastpath.py``)
+ROUTES = (
+    _Route("PUT", re.compile(r"/connectors/([^/]+)/config"), ConnectorConfigView, _put_config),
+    _Route("POST", re.compile(r"/connectors"), ConnectorsView, _create),
+)
+
+
 class ConnectWSGIHandler(WSGIHandler):
-    """Django's WSGI handler with the fast path of ``PUT /connectors/{name}/config`` (see module docstring)."""
+    """Django's WSGI handler with the REST fast path of :data:`ROUTES` (see module docstring)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._security = SecurityMiddleware(lambda request: None)
         self._basic = CachedBasicAuthentication()
         self._renderer = ConnectJSONRenderer()
+        self._allow = {route: _allow(route.view) for route in ROUTES}
 
     def get_response(self, request: WSGIRequest):
         """The fast path's answer when it takes ``request`` (see module docstring), else Django's."""
-        match = self._candidate(request)
-        if match is not None:
+        found = self._candidate(request)
+        if found is not None:
             try:
-                response = self._serve(request, match.group(1))
+                response = self._serve(request, *found)
             except _NotHere:
                 pass
             else:
@@ -113,17 +151,23 @@ class ConnectWSGIHandler(WSGIHandler):
         return super().get_response(request)
 
     @staticmethod
-    def _candidate(request: WSGIRequest):
+    def _candidate(request: WSGIRequest) -> tuple[_Route, re.Match] | None:
         meta = request.META
-        if request.method != "PUT" or meta.get("QUERY_STRING") or meta.get(_FORWARDED_META):
+        if meta.get("QUERY_STRING") or meta.get(_FORWARDED_META):
             return None
-        match = _PATH.fullmatch(request.path_info)
-        if (match is None or meta.get("CONTENT_TYPE", "").lower() not in _JSON_TYPES
-                or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT or not enabled()):
+        for route in ROUTES:
+            if request.method == route.method:
+                match = route.path.fullmatch(request.path_info)
+                if match is not None:
+                    break
+        else:
             return None
-        return match
+        if (meta.get("CONTENT_TYPE", "").lower() not in _JSON_TYPES or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT
+                or not enabled()):
+            return None
+        return route, match
 
-    def _serve(self, request: WSGIRequest, name: str) -> HttpResponse:
+    def _serve(self, request: WSGIRequest, route: _Route, match: re.Match) -> HttpResponse:
         node = current_or_none()
         if node is None or node.raft is None or not node.raft.is_leader or settings.SECURE_SSL_REDIRECT:
             raise _NotHere
@@ -132,25 +176,25 @@ class ConnectWSGIHandler(WSGIHandler):
         except DisallowedHost:
             raise _NotHere from None
         role = self._role(request)
-        if role is None or not role_at_least(role, required_role(ConnectorConfigView, "PUT", request.path)):
+        if role is None or not role_at_least(role, required_role(route.view, route.method, request.path)):
             raise _NotHere
         body = request.body  # kept on the request: the full path reads it again if it takes over
         if LONG_DIGITS.search(body):
             raise _NotHere
         try:
-            config = orjson.loads(body)
+            data = orjson.loads(body)
         except orjson.JSONDecodeError:
             raise _NotHere from None
-        if not isinstance(config, dict):
+        if not isinstance(data, dict):
             raise _NotHere
         try:
-            created, info = node.herder.connector_put_config(name=name, config=config)
+            status, info, location = route.serve(node.herder, match, data)
         except Exception as exc:  # noqa: BLE001 - every failure is answered with Connect's error body
-            body = connect_error(exc) or internal_error(exc)
-            return self._json(body, body["error_code"])
-        response = self._json(info, 201 if created else 200)
-        if created:
-            response["Location"] = request.build_absolute_uri(f"/connectors/{name}")
+            error = connect_error(exc) or internal_error(exc)
+            return self._json(error, error["error_code"], route)
+        response = self._json(info, status, route)
+        if location is not None:
+            response["Location"] = request.build_absolute_uri(location)
         return response
 
     def _role(self, request: WSGIRequest) -> str | None:
@@ -184,9 +228,9 @@ class ConnectWSGIHandler(WSGIHandler):
             return None if found is None else found[0]["role"]
         return None
 
-    def _json(self, data: Any, status: int) -> HttpResponse:
+    def _json(self, data: Any, status: int, route: _Route) -> HttpResponse:
         content = self._renderer.render(data)
         response = HttpResponse(content, status=status, content_type="application/json")
-        response["Allow"] = _ALLOW
+        response["Allow"] = self._allow[route]
         response["Content-Length"] = str(len(content))  # as Django's CommonMiddleware sets it
         return response
