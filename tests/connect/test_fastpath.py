@@ -130,11 +130,14 @@ def test_a_refused_post_gets_the_same_connect_error_from_the_fast_path(apps, bod
     ({"connector.class": "FileSourceConnector", "path": "/nonexistent/in.csv", "topic": "t", "tasks.max": "0"}, 400),
     ({"connector.class": "FileSourceConnector", "name": "another", "path": "/x", "topic": "t"}, 400),
 ])
-def test_a_refused_config_gets_the_same_connect_error_from_the_fast_path(apps, config, status):
-    fast, full, taken = both(apps, "PUT", "/connectors/bad/config", config, auth=basic("operator", "pw"))
+def test_a_refused_config_gets_the_same_connect_error_from_the_fast_path(apps, config, status, caplog):
+    with caplog.at_level("WARNING", logger="django.request"):
+        fast, full, taken = both(apps, "PUT", "/connectors/bad/config", config, auth=basic("operator", "pw"))
     assert taken
     assert fast == full
     assert fast[0] == status and json.loads(fast[2])["error_code"] == status
+    logged = [r.getMessage() for r in caplog.records if r.name == "django.request"]
+    assert logged == ["Bad Request: /connectors/bad/config"] * 2  # each path logs its 400 alike
 
 
 @pytest.mark.parametrize("case", ["unverified password", "wrong password", "viewer", "no credentials",

@@ -54,6 +54,7 @@ from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
+from django.utils.log import log_response
 
 from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
@@ -147,7 +148,12 @@ class ConnectWSGIHandler(WSGIHandler):
                 pass
             else:
                 REST_FAST_PATH.inc()
-                return self._security.process_response(request, response)
+                response = self._security.process_response(request, response)
+                response._resource_closers.append(request.close)  # as BaseHandler.get_response does
+                if response.status_code >= 400:  # logged as Django logs the full path's errors
+                    log_response("%s: %s", response.reason_phrase, request.path, response=response,
+                                 request=request)
+                return response
         return super().get_response(request)
 
     @staticmethod
