@@ -14,6 +14,7 @@ variable                                        default         accessor
 ``RAFTCONNECT_CELERY_BROKER``                   embedded        :func:`celery_broker`
 ``RAFTCONNECT_ADMIN_USER`` / ``_PASSWORD``      none            :func:`admin_credentials`
 ``RAFTCONNECT_FORWARD_WAIT_S``                  10 s            :func:`forward_wait_s`
+``RAFTCONNECT_REST_FAST_PATH``                  on (``1``)      :func:`rest_fast_path`
 ``RAFTCONNECT_AGENT_RESTART_BACKOFF_MS``        1000 ms         :func:`agent_restart_backoff_s`
 ``RAFTCONNECT_AGENT_LOG_LEVEL``                 ``WARNING``     :func:`agent_log_level`
 ``RAFTCONNECT_TASK_THREADS``                    0 (automatic)   :func:`task_threads`
@@ -42,7 +43,8 @@ import os
 
 __all__ = [
     "DATA_DIR_ENV", "CONFIG_PROVIDER_PATHS_ENV",
-    "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s",
+    "REST_FAST_PATH_ENV",
+    "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
     "task_shutdown_graceful_timeout_s", "task_engine", "spark_min_batch_rows", "engine_processes",
     "file_watch_interval_s", "sink_wake_interval_s", "config_providers", "config_provider_allowed_paths",
@@ -53,6 +55,8 @@ __all__ = [
 DATA_DIR_ENV = "RAFTCONNECT_DATA_DIR"
 #: Roots the ``file``/``directory`` config providers may read (comma-separated; else the file connectors').
 CONFIG_PROVIDER_PATHS_ENV = "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"
+#: ``0`` sends every REST request through Django's full path (``webapp.connect.api.fastpath``)
+REST_FAST_PATH_ENV = "RAFTCONNECT_REST_FAST_PATH"
 
 
 def _get(name: str, default: str) -> str:
@@ -86,6 +90,13 @@ def admin_credentials() -> tuple[str | None, str | None]:
 def forward_wait_s() -> float:
     """Seconds a write forwarded to a leader that died waits for the next one (default 10)."""
     return float(_get("RAFTCONNECT_FORWARD_WAIT_S", "10"))
+
+
+def rest_fast_path() -> bool:
+    """Whether the leader's REST fast path may answer connector creates and config writes
+    (``webapp.connect.api.fastpath``): any value but ``0`` (default on). ``0`` is for an A/B measurement
+    or a suspected fault; answers are the same either way."""
+    return _get(REST_FAST_PATH_ENV, "1") != "0"
 
 
 def agent_restart_backoff_s() -> float:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -55,7 +54,9 @@ from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
 from django.utils.log import log_response
+from prometheus_client import REGISTRY
 
+from webapp import environment
 from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
 from webapp.metrics import REST_FAST_PATH
@@ -71,8 +72,8 @@ from .views import ConnectorConfigView, ConnectorsView
 
 __all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 
-#: environment variable: ``0`` sends every request through the full path (a benchmark's A/B, a suspected fault)
-ENV = "RAFTCONNECT_REST_FAST_PATH"
+#: the environment variable that turns the fast path off (``0``; :func:`webapp.environment.rest_fast_path`)
+ENV = environment.REST_FAST_PATH_ENV
 _PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
@@ -80,12 +81,12 @@ _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
 
 def enabled() -> bool:
     """Whether the fast path may answer (``RAFTCONNECT_REST_FAST_PATH`` is not ``0``); read per request."""
-    return os.environ.get(ENV, "1") != "0"
+    return environment.rest_fast_path()
 
 
 def served() -> float:
-    """Requests the fast path answered in this process since it started."""
-    return REST_FAST_PATH._value.get()
+    """Requests the fast path answered in this process since it started (its ``/metrics`` counter)."""
+    return REGISTRY.get_sample_value("raftconnect_rest_fast_path_requests_total") or 0.0
 
 
 class _NotHere(Exception):
