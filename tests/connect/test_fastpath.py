@@ -179,6 +179,13 @@ def test_what_the_fast_path_cannot_tell_goes_to_the_full_path(apps, tmp_path, ca
         assert taken
 
 
+def test_a_body_over_the_limit_gets_the_full_paths_413(apps, tmp_path, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64
+    fast, full, taken = both(apps, "PUT", "/connectors/big/config", source_config(tmp_path),
+                             auth=basic("operator", "pw"))
+    assert not taken and fast == full and fast[0] == 413
+
+
 def test_an_api_token_takes_the_fast_path_and_a_revoked_one_does_not(apps, tmp_path):
     token = accounts.token_create(user="operator", name="ci")["token"]
     config = source_config(tmp_path)

@@ -185,7 +185,10 @@ class ConnectWSGIHandler(WSGIHandler):
         role = self._role(request)
         if role is None or not role_at_least(role, required_role(route.view, route.method, request.path)):
             raise _NotHere
-        body = request.body  # kept on the request: the full path reads it again if it takes over
+        try:
+            body = request.body  # kept on the request: the full path reads it again if it takes over
+        except Exception:  # noqa: BLE001 - too large (413), a client gone: the full path answers as it does
+            raise _NotHere from None
         if LONG_DIGITS.search(body):
             raise _NotHere
         try:
