@@ -252,17 +252,21 @@ def _leader_threads(before: dict, after: dict, total: int, tick_ms: float) -> di
     return {**{k: v * tick_ms / total for k, v in ms.items()}, "switches": switches / total}
 
 
-def raft_rounds(leader) -> tuple[float, float, float] | None:
-    """The leader's group-commit counters from its ``/metrics``: ``(entries proposed, commands they carried,
-    seconds from proposal to apply, summed)``; ``None`` when it exports no seconds (before commit a927dcc)."""
+def _metric_families(leader) -> dict:
+    """The leader's ``/metrics`` as ``{family name: prometheus_client Metric}`` (one authenticated GET)."""
     import urllib3
     from prometheus_client.parser import text_string_to_metric_families
 
     headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
     resp = urllib3.request("GET", f"{leader.url}/metrics", headers=headers, timeout=30, retries=False)
+    return {f.name: f for f in text_string_to_metric_families(resp.data.decode())}
+
+
+def raft_rounds(leader) -> tuple[float, float, float] | None:
+    """The leader's group-commit counters from its ``/metrics``: ``(entries proposed, commands they carried,
+    seconds from proposal to apply, summed)``; ``None`` when it exports no seconds (before commit a927dcc)."""
     names = ("raftconnect_raft_proposals", "raftconnect_raft_proposed_commands", "raftconnect_raft_proposal_seconds")
-    found = {f.name: f.samples[0].value for f in text_string_to_metric_families(resp.data.decode())
-             if f.name in names and f.samples}
+    found = {n: f.samples[0].value for n, f in _metric_families(leader).items() if n in names and f.samples}
     return tuple(found[n] for n in names) if all(n in found for n in names) else None
 
 
@@ -306,15 +310,8 @@ def warmed_cluster(kafka, work: Path, env: dict[str, str] | None = None, members
 def fast_path_served(leader) -> float | None:
     """Requests the leader's REST fast path answered (``raftconnect_rest_fast_path_requests_total`` of its
     ``/metrics``); ``None`` when it exports no such counter (before commit 'REST fast path')."""
-    import urllib3
-    from prometheus_client.parser import text_string_to_metric_families
-
-    headers = urllib3.make_headers(basic_auth=":".join(leader.auth)) if leader.auth else {}
-    resp = urllib3.request("GET", f"{leader.url}/metrics", headers=headers, timeout=30, retries=False)
-    for family in text_string_to_metric_families(resp.data.decode()):
-        if family.name == "raftconnect_rest_fast_path_requests":
-            return sum(s.value for s in family.samples if s.name.endswith("_total"))
-    return None
+    family = _metric_families(leader).get("raftconnect_rest_fast_path_requests")
+    return None if family is None else sum(s.value for s in family.samples if s.name.endswith("_total"))
 
 
 def _cpu_text(cpu: dict) -> str:

@@ -68,13 +68,12 @@ from .forwarding import FORWARDED_HEADER
 from .parsers import LONG_DIGITS
 from .renderers import ConnectJSONRenderer
 from .roles import required_role, role_at_least
-from .views import ConnectorConfigView, ConnectorsView
+from .views import ConnectorConfigView, ConnectorsView, accepts_plain_json
 
 __all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 
 #: the environment variable that turns the fast path off (``0``; :func:`webapp.environment.rest_fast_path`)
 ENV = environment.REST_FAST_PATH_ENV
-_PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
 
@@ -169,7 +168,7 @@ class ConnectWSGIHandler(WSGIHandler):
                     break
         else:
             return None
-        if (meta.get("CONTENT_TYPE", "").lower() not in _JSON_TYPES or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT
+        if (meta.get("CONTENT_TYPE", "").lower() not in _JSON_TYPES or not accepts_plain_json(meta)
                 or not enabled()):
             return None
         return route, match

@@ -32,7 +32,7 @@ from .forwarding import (FORWARDED_HEADER, NOT_LEADER_HEADER, ForwardToLeader, T
                          forwarded_budget_s, proxy_watching_leader, request_budget_s)
 
 __all__ = [
-    "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
+    "accepts_plain_json", "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
     "ConnectorStatusView", "ConnectorTasksView", "ConnectorTargetStateView", "ConnectorOffsetsView",
     "ConnectorPluginsView", "ClusterView", "AssignmentView", "RaftStatusView", "RaftMembersView", "RaftMemberView",
     "MetricsView",
@@ -44,6 +44,13 @@ VERSION = f"3.9.0-raftconnect-{RAFTCONNECT_VERSION}"
 _JSON = "application/json"
 #: ``Accept`` values for which DRF's negotiation can only answer :data:`_JSON` with the JSON renderer
 _PLAIN_ACCEPT = frozenset({"*/*", _JSON})
+
+
+def accepts_plain_json(meta: dict[str, Any]) -> bool:
+    """Whether a request's ``Accept`` (from its WSGI ``meta``) is one DRF's negotiation can only answer with
+    ``application/json``: absent, ``*/*`` or exactly ``application/json``. The rule of
+    :meth:`ConnectAPIView.perform_content_negotiation` and of the REST fast path (``fastpath``)."""
+    return meta.get("HTTP_ACCEPT", "*/*") in _PLAIN_ACCEPT
 
 
 def herder() -> Herder:
@@ -86,7 +93,7 @@ class ConnectAPIView(APIView):
         """
         renderers = self.get_renderers()
         if (len(renderers) == 1 and renderers[0].media_type == _JSON and self.format_kwarg is None
-                and request.META.get("HTTP_ACCEPT", "*/*") in _PLAIN_ACCEPT
+                and accepts_plain_json(request.META)
                 and "format" not in request.query_params):
             return renderers[0], _JSON
         return super().perform_content_negotiation(request, force)
