@@ -263,6 +263,40 @@ def _strip(entry: tuple[Any, int, int]) -> tuple[bytes, int, int]:
     return bytes(command[_CRC.size:]), idx, term
 
 
+class _MappedFile(_journal.ResizableFile):
+    """pysyncobj's journal file (a growing memory map) that keeps its map's size instead of asking the kernel.
+
+    pysyncobj's ``ResizableFile.write`` calls ``mmap.size()``, an ``fstat`` of the file, on every
+    write, and a journal entry is two writes (the record, then the header's end offset), plus one
+    more in :meth:`ChecksummedFileJournal._reserve`: three system calls per entry on the Raft
+    thread, each of which hands the interpreter lock to another thread of a busy leader (where a
+    REST write's system calls cost ~40 us each, issue 16). The map only ever changes size here, so
+    its size is known: :meth:`write` stores within it directly and goes to pysyncobj's growing path
+    (which asks the kernel again) only past its end.
+    """
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.mapped = self._ResizableFile__mm.size()  # bytes the map covers (the file's size)
+
+    def write(self, offset: int, values: bytes) -> None:
+        """Store ``values`` at ``offset``, growing the file and its map first when they end before it."""
+        end = offset + len(values)
+        if end > self.mapped:
+            super().write(offset, values)
+            self.mapped = self._ResizableFile__mm.size()
+        else:
+            self._ResizableFile__mm[offset:end] = values
+
+    def cover(self, end: int) -> None:
+        """Grow the map (and the file, sparse: no space taken) to at least ``end`` bytes, doubling as
+        pysyncobj's write does. Errors: ``OSError`` of the resize."""
+        mm = self._ResizableFile__mm
+        while end > self.mapped:
+            mm.resize(max(int(self.mapped * 2), end))
+            self.mapped = mm.size()
+
+
 class ChecksummedFileJournal(_journal.FileJournal):
     """pysyncobj's ``FileJournal`` whose entries carry a CRC-32, verified on load (see module docstring).
 
@@ -300,6 +334,9 @@ class ChecksummedFileJournal(_journal.FileJournal):
         except (struct.error, ValueError, IndexError) as exc:
             raise JournalCorrupted(f"The Raft journal {journal_file} cannot be read ({exc}): it is cut or "
                                    f"damaged. {RECOVERY_HINT.format(dir=where)}") from exc
+        # the same file, mapped again by one that knows its size (the entries are already in memory)
+        self._FileJournal__journalFile._destroy()
+        self._FileJournal__journalFile = _MappedFile(journal_file)
         if not self._checksums:
             log.warning("Raft journal %s has no checksums (written before they were added): loaded unverified",
                         journal_file)
@@ -327,12 +364,10 @@ class ChecksummedFileJournal(_journal.FileJournal):
     def _reserve(self, size: int) -> None:
         """Allocate the file's next ``size`` bytes, where the next entry goes, before the memory map writes them."""
         offset = self._FileJournal__currentOffset  # pysyncobj's FileJournal keeps where the next entry goes
-        mm = self._FileJournal__journalFile._ResizableFile__mm
         try:
-            # grow the file and its map first, as ResizableFile.write would (sparse: no space taken yet):
-            # fallocate past the end would grow the file but not the map, and mmap.size() reports the file
-            while offset + size > mm.size():
-                mm.resize(max(int(mm.size() * 2), offset + size))
+            # grow the file and its map first, as the write would (sparse: no space taken yet): fallocate
+            # past the end would grow the file but not the map
+            self._FileJournal__journalFile.cover(offset + size)
             if self._fd is None:
                 self._fd = os.open(self.disk.path, os.O_RDWR)
             os.posix_fallocate(self._fd, offset, size)
@@ -445,7 +480,7 @@ class ChecksummedFileJournal(_journal.FileJournal):
             os.close(self._fd)
             self._fd = None
         _sync_directory(path)
-        self._FileJournal__journalFile = _journal.ResizableFile(path)
+        self._FileJournal__journalFile = _MappedFile(path)
         self._FileJournal__journal = keep
         self._FileJournal__currentOffset = end
         self.disk.succeeded()

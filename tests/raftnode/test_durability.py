@@ -65,6 +65,31 @@ def test_a_journal_written_here_reads_back_whole(tmp_path):
         node.destroy()
 
 
+def test_a_journal_that_outgrows_its_map_many_times_reads_back_whole(tmp_path):
+    """The journal file keeps its map's size itself (no ``fstat`` per write): entries that make the file
+    grow from 1 KiB to over a megabyte, a trim (a new file) and appends after it all read back."""
+    from raftnode.durability import ChecksummedFileJournal
+
+    path = str(tmp_path / "raft.journal")
+    journal = ChecksummedFileJournal(path)
+    entries = [(bytes([i % 251]) * (i * 37 % 5000 + 1), i + 1, 1) for i in range(400)]
+    for entry in entries:
+        journal.add(*entry)
+        assert journal._FileJournal__journalFile.mapped == os.path.getsize(path)
+    assert os.path.getsize(path) > 1_000_000
+    journal.deleteEntriesTo(300)
+    after = [(b"after the trim %d" % i * 50, 401 + i, 2) for i in range(200)]
+    for entry in after:
+        journal.add(*entry)
+    assert journal._FileJournal__journalFile.mapped == os.path.getsize(path)
+    journal._destroy()
+    again = ChecksummedFileJournal(path)
+    try:
+        assert [again[i] for i in range(len(again))] == entries[300:] + after
+    finally:
+        again._destroy()
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
 def test_a_damaged_journal_stops_the_member_with_what_to_do(tmp_path, damage):
     port = _write(tmp_path, 40)
