@@ -43,7 +43,7 @@ expected counts, the config/status digests must not change from switch to
 switch, and every acknowledged load write must be in the final store.
 
 Usage: ``python benchmarks/stores/run.py [--threads 32] [--seconds 10] [--rounds 2] [--batch 8]
-[--connectors 10000] [--load-threads 8] [--only writes|switch] [--no-record]``.
+[--connectors 10000] [--load-threads 8] [--only writes|switch] [--backends mariadb,...] [--no-record]``.
 Creates scratch databases ``rc_bench_<random>`` on PostgreSQL 127.0.0.1:5432
 (user postgres) and MariaDB 127.0.0.1:3306 (user root) and drops them at the
 end; Redis keys go under a random prefix and are deleted. Results are appended
@@ -333,9 +333,11 @@ class SqlDirect:
                            '"offset" = EXCLUDED."offset"')
             self.drop = f'DROP TABLE "{table}"'
         else:
-            import pymysql
+            # the store's own driver (mysqlclient, or PyMySQL standing in for it: webapp.storage.relational)
+            from webapp.storage.relational.databases import mysql_driver
 
-            self.connect = lambda: pymysql.connect(database=db, **MARIA)
+            driver = mysql_driver()
+            self.connect = lambda: driver.connect(database=db, **MARIA)
             ddl = f"CREATE TABLE `{table}` LIKE `{src}`"
             self.upsert = (f"INSERT INTO `{table}` (connector, key_hash, partition_key, `partition`, `offset`) "
                            "VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE partition_key = "
@@ -441,6 +443,7 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) -> list[dict[str, Any]]:
     from webapp.plugin import ConnectorTaskId, partition_key
+    from webapp.storage.relational.databases import mysql_driver_name
     from webapp.storage.base import OffsetCommit
 
     node = Node(urls, _WORK / "raft-writes")
@@ -449,6 +452,8 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
         plan = [("raft", "raft"), ("pg", "postgresql"), ("maria", "mariadb")]
         if "redis" in urls:
             plan.append(("redis", "redis"))
+        if args.backends:
+            plan = [(store, label) for store, label in plan if label in args.backends]
         for store, label in plan:
             log(f"part 1: {label}")
             if node.raft.state.active_store != store:
@@ -488,7 +493,7 @@ def bench_writes(args, db: str, urls: dict[str, str], redis_prefix: str | None) 
             elif store in ("pg", "maria"):
                 direct = SqlDirect("postgresql" if store == "pg" else "mysql", db, args.threads)
                 base_op = direct.batch
-                base_what = ("psycopg" if store == "pg" else "PyMySQL") + \
+                base_what = ("psycopg" if store == "pg" else mysql_driver_name()) + \
                     " `executemany` upsert, 100 rows (50 commits) per transaction"
             else:
                 direct = RedisDirect(redis_prefix)
@@ -792,6 +797,8 @@ def main() -> int:
     parser.add_argument("--connectors", type=int, default=10_000)
     parser.add_argument("--load-threads", type=int, default=8)
     parser.add_argument("--only", choices=["writes", "switch"])
+    parser.add_argument("--backends", type=lambda v: v.split(","), default=None,
+                        help="part 1 for these only, comma-separated (raft,postgresql,mariadb,redis; default all)")
     parser.add_argument("--no-record", action="store_true", help="print the results, do not append to RESULTS.md")
     args = parser.parse_args()
     args.command = "python " + " ".join(shlex.quote(a) for a in

@@ -9,16 +9,18 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-try:  # mysqlclient needs MySQL's C headers to build; PyMySQL stands in for it.
-    import MySQLdb  # noqa: F401
+try:  # mysqlclient (C) when it was built (it needs MariaDB's client headers); else PyMySQL stands in for it
+    import MySQLdb
 except ImportError:  # pragma: no cover - depends on what is installed
     import pymysql
 
     pymysql.install_as_MySQLdb()
+    import MySQLdb
 
 import dj_database_url
 
-__all__ = ["CONNECT_TIMEOUT", "CONN_MAX_AGE_S", "SCHEMES", "database_settings", "redact_url"]
+__all__ = ["CONNECT_TIMEOUT", "CONN_MAX_AGE_S", "SCHEMES", "database_settings", "mysql_driver", "mysql_driver_name",
+           "redact_url"]
 
 #: URL scheme → canonical backend name (``postgresql`` or ``mysql``).
 SCHEMES = {
@@ -30,6 +32,18 @@ SCHEMES = {
 CONNECT_TIMEOUT = 5  # seconds; an unreachable server must turn into StoreUnavailable quickly
 #: seconds a thread keeps its connection to a store between requests (Django's ``CONN_MAX_AGE``)
 CONN_MAX_AGE_S = 600
+
+
+def mysql_driver():
+    """The DB-API module Django's MySQL backend uses here: ``MySQLdb`` of mysqlclient, or PyMySQL standing in.
+
+    Both take ``connect(host=, port=, user=, password=, database=)``."""
+    return MySQLdb
+
+
+def mysql_driver_name() -> str:
+    """``"mysqlclient"`` or ``"PyMySQL"``: which driver :func:`mysql_driver` is (for diagnostics and benchmarks)."""
+    return "PyMySQL" if MySQLdb.__name__ == "pymysql" else "mysqlclient"
 
 
 def redact_url(url: str) -> str:
