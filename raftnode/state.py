@@ -529,12 +529,17 @@ class ClusterStateMachine(SyncObjConsumer):
         """Names of the stores added at run time, sorted."""
         return sorted(self.store_specs)
 
-    def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int) -> str | None:
+    def check_fence(self, connector: str, task: int | None, worker_id: str, generation: int,
+                    seq: int | None = None) -> str | None:
         """Why a write from ``worker_id`` at ``generation`` must be refused, or ``None``.
 
         A task write is current only if the assignment still gives the task to
         that worker and ``generation`` is not older than the generation at which
         the worker got it. ``task=None`` checks the connector instance instead.
+        ``seq``: a task commit's number (``OffsetCommit.seq``), also refused when it is below the task's
+        :attr:`commit_floors` entry at ``generation`` (a commit of an earlier instance, still on its way
+        when the task started again in the same agent). The Raft store checks numbers inside its
+        commands; other stores pass them here, where the floor holds the task starts.
         """
         a = self.assignment
         if task is None:
@@ -550,6 +555,11 @@ class ClusterStateMachine(SyncObjConsumer):
             return f"{what} is not assigned to worker {worker_id} (owner: {owner})"
         if generation < at:
             return f"stale generation {generation} for {what} (assigned at generation {at})"
+        if seq is not None and task is not None:
+            floor = self.commit_floors.get(key)
+            if floor is not None and floor[0] == generation and seq < floor[1]:
+                return (f"commit {seq} of task {key} at generation {generation} is older than the start or "
+                        f"commit {floor[1]} of the task: a late copy")
         return None
 
     def switch_in_progress(self) -> bool:

@@ -16,6 +16,7 @@ from webapp.storage.base import (
     AlreadyExists, ConnectorRecord, ConnectorSummary, FencedWrite, NotFound, OffsetCommit, StatusReport,
     StoreUnavailable,
 )
+from webapp.storage.relational.offsets import key_hash
 
 
 def unique(prefix: str = "c") -> str:
@@ -134,6 +135,83 @@ def test_many_offset_commits_are_written_at_once_and_a_fenced_one_fails_alone(ba
     assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 2}, key({"f": "b"}): {"pos": 5}}  # last of a batch wins
     assert offsets_of(s, d) == {}
     assert s.commit_offsets_many([], worker_id="w1") == []
+
+
+def _numbered(task: ConnectorTaskId, generation: int, seq: int, **positions: int) -> OffsetCommit:
+    """A numbered commit of ``task``: partition ``{"f": name}`` at ``{"pos": value}`` for each keyword."""
+    return OffsetCommit(task, [SourceOffset({"f": f}, {"pos": p}) for f, p in positions.items()], generation, seq)
+
+
+def test_a_late_copy_of_a_commit_never_moves_a_partition_back(backend):
+    """A commit numbered below one its task already committed at the same generation (a late copy) does
+    not replace what the later one wrote: the Raft store refuses it whole (409), a relational store
+    keeps each partition's newest offset and still takes one only the late copy names. A newer
+    generation's commit wins whatever its number (a new agent counts from 1); one without a number
+    (an operator's, an agent's from before numbers) always applies."""
+    if backend.kind == "redis":
+        pytest.skip("the example plugin store does not check commit numbers (allowed to plugins: OffsetCommit)")
+    s = backend.store
+    c = unique("late")
+    s.put_connector_config(c, {"k": "v"})
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    task = ConnectorTaskId(c, 0)
+    relational = backend.kind != "raft"
+
+    assert s.commit_offsets_many([_numbered(task, gen, 5, a=1)], worker_id="w1") == [None]
+    assert s.commit_offsets_many([_numbered(task, gen, 6, a=2)], worker_id="w1") == [None]
+    [late] = s.commit_offsets_many([_numbered(task, gen, 5, a=1, b=1)], worker_id="w1")
+    assert late is None if relational else isinstance(late, FencedWrite)
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 2}, **({key({"f": "b"}): {"pos": 1}} if relational else {})}
+    s.commit_offsets_many([_numbered(task, gen, 4, a=0)], worker_id="w1")  # late, names nothing newer
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 2}
+    assert s.commit_offsets_many([_numbered(task, gen, 6, a=2)], worker_id="w1") == [None]  # a retry that landed
+    assert s.commit_offsets_many([_numbered(task, gen, 7, a=3)], worker_id="w1") == [None]
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 3}
+
+    gen2 = backend.assign({c: "w1"}, {f"{c}-0": "w1"})  # e.g. the agent granted anew: its counter starts again
+    assert s.commit_offsets_many([_numbered(task, gen2, 1, a=4)], worker_id="w1") == [None]
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 4}
+    s.alter_offsets(c, [SourceOffset({"f": "a"}, {"pos": 10})])  # the operator's, numbered by nobody
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 10}
+    assert s.commit_offsets_many([_numbered(task, gen2, 2, a=11)], worker_id="w1") == [None]
+    s.commit_offsets_many([_numbered(task, gen2, 1, a=4)], worker_id="w1")
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 11}
+
+
+def test_a_commit_of_an_earlier_instance_is_refused_after_the_task_started_again(backend):
+    """A task started again in the same agent (same generation) raises its start floor first: a commit of
+    the earlier instance numbered below it, still on its way, is refused and writes nothing."""
+    if backend.kind == "redis":
+        pytest.skip("the example plugin store does not check commit numbers (allowed to plugins: OffsetCommit)")
+    s = backend.store
+    c = unique("restart")
+    s.put_connector_config(c, {"k": "v"})
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    task = ConnectorTaskId(c, 0)
+    assert s.commit_offsets_many([_numbered(task, gen, 3, a=1)], worker_id="w1") == [None]
+    assert backend.raft.propose("_zzzzzzz_start_task", c, 0, "w1", gen, 10) == {"ok": True}
+    [refused] = s.commit_offsets_many([_numbered(task, gen, 9, a=5, b=5)], worker_id="w1")
+    assert isinstance(refused, FencedWrite) and "late copy" in str(refused)
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 1}}
+    assert s.commit_offsets_many([_numbered(task, gen, 11, a=6)], worker_id="w1") == [None]
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 6}}
+
+
+def test_a_late_copy_in_one_transaction_with_newer_commits_and_removals_moves_nothing_back(backend):
+    """The group commit merges commits of many callers: of one partition's entries the newest wins in
+    any order, and the checked transaction (taken when a partition is removed too) keeps newer rows."""
+    if backend.kind in ("raft", "redis"):
+        pytest.skip("the relational stores' group commit and checked transaction")
+    s = backend.store
+    c = unique("merged")
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    a, b = {"f": "a"}, {"f": "b"}
+    rows, _ = s._offset_rows({c: [(a, {"pos": 2}, gen, 6), (a, {"pos": 1}, gen, 5), (b, {"pos": 1}, None, None)]})
+    assert [(r[3], r[4], r[6]) for r in rows] == sorted([(a, {"pos": 2}, 6), (b, {"pos": 1}, None)],
+                                                       key=lambda r: key_hash(partition_key(r[0])))
+    s._group.submit_many([(c, [(a, {"pos": 7}, gen, 7), (b, {"pos": 1}, gen, 7)])])
+    s._group.submit_many([(c, [(a, {"pos": 5}, gen, 5), (b, None, None, None)])])  # late copy + a removal
+    assert offsets_of(s, c) == {key(a): {"pos": 7}}
 
 
 def test_task_configs_are_fenced_by_the_connector_assignment(backend):
@@ -562,7 +640,7 @@ def test_a_relational_offset_commit_is_one_statement_and_refused_under_a_stale_l
         assert offsets_of(b, c) == {key(part): {"position": 1}}
 
         b.claim(term + 1)  # a newer leader: the old one's commits are refused
-        rows, _ = a._offset_rows({c: [(part, {"position": 2})]})
+        rows, _ = a._offset_rows({c: [(part, {"position": 2}, gen, None)]})
         assert a._fenced_upsert(rows) is False
         with pytest.raises(LeaseLost, match="term"):
             a.commit_offsets(task, [SourceOffset(part, {"position": 3})], worker_id="w1", generation=gen)
@@ -578,6 +656,42 @@ def test_a_relational_offset_commit_is_one_statement_and_refused_under_a_stale_l
         assert offsets_of(b, c) == {key(part): {"position": 5}}
     finally:
         b.close()
+
+
+def test_the_one_statement_itself_keeps_a_late_copy_from_moving_a_partition_back(backend):
+    """Under a held lease a commit is the fenced upsert alone: its guard keeps each row of a newer commit
+    (same generation, higher number) and takes the others, in that one statement. A late copy that
+    names only newer rows changes nothing (PostgreSQL's statement then counts no row and the checked
+    transaction confirms it)."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from webapp.storage.models import WriterLease
+    from webapp.storage.relational import RelationalMetadataStore
+
+    if not isinstance(backend.store, RelationalMetadataStore):
+        pytest.skip("relational stores only: their fenced upsert")
+    s = backend.store
+    lease = WriterLease.objects.using(s.alias).first()
+    s.claim((lease.term if lease is not None else 0) + 1)
+    c = unique("guard")
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    task = ConnectorTaskId(c, 0)
+    s.commit_offsets_many([_numbered(task, gen, 6, a=2)], worker_id="w1")
+    with CaptureQueriesContext(connections[s.alias]) as ran:
+        assert s.commit_offsets_many([_numbered(task, gen, 5, a=1, b=1)], worker_id="w1") == [None]
+    assert len(ran.captured_queries) == 1, [q["sql"][:80] for q in ran.captured_queries]
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 2}, key({"f": "b"}): {"pos": 1}}
+    assert s.commit_offsets_many([_numbered(task, gen, 4, a=0, b=0)], worker_id="w1") == [None]
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 2}, key({"f": "b"}): {"pos": 1}}
+    with CaptureQueriesContext(connections[s.alias]) as ran:
+        assert s.commit_offsets_many([_numbered(task, gen, 7, a=3, b=3)], worker_id="w1") == [None]
+    assert len(ran.captured_queries) == 1
+    assert offsets_of(s, c) == {key({"f": "a"}): {"pos": 3}, key({"f": "b"}): {"pos": 3}}
+    gen2 = backend.assign({c: "w1"}, {f"{c}-0": "w1"})  # a new generation's counter may start lower
+    s.commit_offsets_many([_numbered(task, gen2, 1, a=4)], worker_id="w1")
+    s.commit_offsets_many([_numbered(task, gen2, 2, a=5)], worker_id="w1")  # the row holds (gen2, 1) now
+    assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 5}
 
 
 def test_a_relational_offset_commit_waits_for_a_claim_in_progress_and_is_then_refused(backend):

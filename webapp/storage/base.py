@@ -86,18 +86,22 @@ class FencedWrite(StoreError):
 
 #: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``: the check a
 #: store is given for worker writes (the leader's assignment, ``raftnode.state``'s ``check_fence``).
-FenceCheck = Callable[[str, "int | None", str, int], "str | None"]
+FenceCheck = Callable[..., "str | None"]
 
 
 def check_fence(fence: FenceCheck | None, connector: str, task: int | None, worker_id: str | None,
-                generation: int) -> None:
+                generation: int, *, seq: int | None = None) -> None:
     """Refuse a worker's write that ``fence`` rejects: raises :class:`FencedWrite` with its reason.
 
-    Writes without a ``worker_id`` (REST, the leader itself) and stores without a fence pass.
+    ``fence(connector, task, worker_id, generation)`` (``ClusterStateMachine.check_fence``); with
+    ``seq`` (a task commit's number) it is called with ``seq=`` as well, which also refuses a commit
+    older than its task's last start. Writes without a ``worker_id`` (REST, the leader itself) and
+    stores without a fence pass.
     """
     if worker_id is None or fence is None:
         return
-    why = fence(connector, task, worker_id, generation)
+    why = fence(connector, task, worker_id, generation) if seq is None else \
+        fence(connector, task, worker_id, generation, seq=seq)
     if why:
         raise FencedWrite(why)
 
@@ -307,7 +311,9 @@ class OffsetCommit(NamedTuple):
         seq: the agent's number for this commit (one counter per agent process, so a task's later
             commits have higher numbers), or ``None`` from an agent that sends none. The Raft store
             refuses a commit older than one of its task already applied at its generation (a late
-            copy; ``ClusterStateMachine._zzzzzzz_commit_offsets``); other stores ignore it.
+            copy; ``ClusterStateMachine._zzzzzzz_commit_offsets``); the relational stores keep each
+            partition's offset from its newest commit and refuse a commit older than its task's last
+            start (``webapp.storage.relational.offsets``); a plugin store may ignore it.
     """
 
     task_id: ConnectorTaskId

@@ -153,13 +153,21 @@ class Status(models.Model):
 
 
 class Offset(models.Model):
-    """The committed offset of one source partition of a connector (kept when the connector is deleted)."""
+    """The committed offset of one source partition of a connector (kept when the connector is deleted).
+
+    ``generation`` and ``seq`` are the assignment generation and the agent's commit number of the
+    task commit that wrote the row (``OffsetCommit``), ``NULL`` when an operator or a store switch
+    wrote it or the agent sent no number: a commit of the same generation with a lower number is a
+    late copy and does not replace the row (``RelationalOffsets``).
+    """
 
     connector = models.CharField(max_length=255)
     key_hash = models.CharField(max_length=64)
     partition_key = models.TextField()
     partition = PortableJSONField()
     offset = PortableJSONField()
+    generation = models.BigIntegerField(null=True)
+    seq = models.BigIntegerField(null=True)
 
     class Meta:
         app_label = "storage"

@@ -18,7 +18,7 @@ class OffsetWriter(Protocol):
     #: whether the backend upserts (several flushes may then run at once) or replaces rows (one at a time)
     upsert: bool
 
-    def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
+    def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple]]) -> None:
         """Write one group commit's offsets durably, lease checked (raises LeaseLost, StoreUnavailable)."""
 
 __all__ = ["OffsetGroupCommit"]
@@ -88,7 +88,8 @@ class OffsetGroupCommit:
         self._flushing = 0
 
     def submit(self, connector: str, entries: list) -> None:
-        """Write ``entries`` (``(partition, offset | None)``) of ``connector``; returns once committed."""
+        """Write ``entries`` (``(partition, offset | None, generation, seq)``, see ``offsets.Entry``) of
+        ``connector``; returns once committed."""
         self.submit_many([(connector, entries)])
 
     def submit_many(self, items: list[tuple[str, list]]) -> None:

@@ -1,9 +1,23 @@
 """Offsets of a relational store: reads, group-committed commits and operator changes.
 
 Owns the offset rows' SQL: the fenced upsert that checks the writer lease in the statement that
-writes (PostgreSQL, MySQL/MariaDB), the checked transaction used elsewhere, removals and resets.
-:class:`RelationalOffsets` is a part of :class:`~webapp.storage.relational.RelationalMetadataStore`
-(it uses the store's alias, lease, retries and fence); it must not decide fencing itself.
+writes (PostgreSQL, MySQL/MariaDB), the checked transaction used elsewhere, removals and resets,
+and the commit order of each row. :class:`RelationalOffsets` is a part of
+:class:`~webapp.storage.relational.RelationalMetadataStore` (it uses the store's alias, lease,
+retries and fence); it must not decide fencing itself.
+
+Commit order: a commit request can outlive its sender's attempt (a member forwards it again after a
+leader change while the agent, its attempt timed out, has committed the next batch elsewhere), and
+the late copy then lands last. The Raft store refuses it by the task's commit floor
+(``ClusterStateMachine._zzzzzzz_commit_offsets``). Here each offset row keeps the generation and the
+agent's commit number (``OffsetCommit.seq``) of the commit that wrote it, and a commit of the same
+generation with a lower number does not replace it: in the statement that writes (a guarded
+``ON CONFLICT ... DO UPDATE ... WHERE`` on PostgreSQL, ``IF()`` per column on MySQL), or after
+reading the rows locked in the checked transaction. A partition the late copy names and no later
+commit does still takes its offset, which is then the newest of that partition. A row written by an
+operator, a store switch or an agent without numbers (``NULL``) is replaced by any commit. A task
+restarted in the same agent process (same generation) is covered by its start floor, which the
+fence checks (``check_fence(..., seq=)``).
 """
 from __future__ import annotations
 
@@ -18,7 +32,11 @@ from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from ..base import FencedWrite, OffsetCommit, StoreError
 
-__all__ = ["RelationalOffsets", "json_text", "key_hash"]
+__all__ = ["Entry", "RelationalOffsets", "json_text", "key_hash", "late"]
+
+#: one partition's part of a commit: ``(partition, offset or None to remove it, generation, seq)``; the last
+#: two ``None`` for an operator's change (and ``seq`` for an agent that numbers no commits)
+Entry = tuple[dict, "dict | None", "int | None", "int | None"]
 
 #: where the MySQL fenced upsert takes its rows, as the hex digits of their JSON text (:meth:`_fenced_upsert`)
 _ROWS_HEX = "@rows_hex@"
@@ -37,6 +55,14 @@ def json_text(value: Any) -> str:
     except orjson.JSONEncodeError:
         return json.dumps(value)
     return out.decode() if out.isascii() else json.dumps(value)
+
+
+def late(generation: int | None, seq: int | None, held_generation: int | None, held_seq: int | None) -> bool:
+    """Whether a commit ``(generation, seq)`` is older than the one that wrote a row ``(held_generation,
+    held_seq)``: same generation, both numbered, a lower number. The numbers of one generation come
+    from one agent process (a new one is granted anew, at a new generation), so only they compare."""
+    return (seq is not None and held_seq is not None and generation is not None
+            and generation == held_generation and seq < held_seq)
 
 
 def key_hash(key: str) -> str:
@@ -59,32 +85,38 @@ class RelationalOffsets:
         return [SourceOffset(row.partition, row.offset) for row in rows]
 
     @staticmethod
-    def _offset_rows(entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> tuple[list, dict]:
-        """``(kept, gone)``: the rows to upsert, ``(connector, key hash, partition key, partition, offset)``
-        tuples in (connector, key hash) order, and ``{connector: [key hash, ...]}`` of the partitions to
-        remove; the last entry of a key wins."""
-        kept: list[tuple[str, str, str, dict, dict]] = []
+    def _offset_rows(entries_by_connector: dict[str, list[Entry]]) -> tuple[list, dict]:
+        """``(kept, gone)``: the rows to upsert, ``(connector, key hash, partition key, partition, offset,
+        generation, seq)`` tuples in (connector, key hash) order, and ``{connector: [key hash, ...]}`` of
+        the partitions to remove; of a key's entries the last wins unless it is older (:func:`late`)
+        than the one before."""
+        kept: list[tuple[str, str, str, dict, dict, int | None, int | None]] = []
         gone: dict[str, list[str]] = {}
         for name in sorted(entries_by_connector):
-            final: dict[str, tuple[dict, dict | None]] = {}
-            for partition, offset in entries_by_connector[name]:
-                final[partition_key(partition)] = (partition, offset)
-            removed = sorted(key_hash(k) for k, (_, o) in final.items() if o is None)
+            final: dict[str, Entry] = {}
+            for entry in entries_by_connector[name]:
+                k = partition_key(entry[0])
+                held = final.get(k)
+                if held is None or not late(entry[2], entry[3], held[2], held[3]):
+                    final[k] = entry
+            removed = sorted(key_hash(k) for k, e in final.items() if e[1] is None)
             if removed:
                 gone[name] = removed
-            kept += sorted(((name, key_hash(k), k, dict(p), dict(o)) for k, (p, o) in final.items() if o is not None),
-                           key=lambda row: row[1])
+            kept += sorted(((name, key_hash(k), k, dict(p), dict(o), g, s) for k, (p, o, g, s) in final.items()
+                            if o is not None), key=lambda row: row[1])
         return kept, gone
 
-    def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple[dict, dict | None]]]) -> None:
-        """Write a group commit's offsets (``{connector: [(partition, offset | None), ...]}``) durably, lease checked.
+    def _commit_offsets_of(self, entries_by_connector: dict[str, list[Entry]]) -> None:
+        """Write a group commit's offsets (``{connector: [(partition, offset | None, generation, seq), ...]}``)
+        durably, lease checked, each row in commit order (module docstring).
 
         Where the backend has a fenced upsert (:meth:`_fenced_upsert_sql`) and nothing is removed,
         one autocommit statement does it all (:meth:`_fenced_upsert`): one round trip instead of
         four (BEGIN, the lease check, the upsert, COMMIT). When that statement wrote nothing (the
         lease names another term, is read-only, or was never claimed) the commit runs again as a
         transaction that checks the lease first (:meth:`_atomic_write`), which raises the precise
-        :class:`LeaseLost` or, when no term was ever claimed, writes. Errors: :class:`LeaseLost`,
+        :class:`LeaseLost` or, when no term was ever claimed, writes; so does a statement whose every
+        row was newer already (PostgreSQL counts no row then). Errors: :class:`LeaseLost`,
         :class:`StoreUnavailable`.
         """
         kept, gone = self._offset_rows(entries_by_connector)
@@ -113,27 +145,38 @@ class RelationalOffsets:
         connection = connections[self.alias]
         q = connection.ops.quote_name
         table, lease = q(Offset._meta.db_table), q(WriterLease._meta.db_table)
-        columns = ", ".join(q(c) for c in ("connector", "key_hash", "partition_key", "partition", "offset"))
-        updated = ("partition_key", "partition", "offset")
+        columns = ", ".join(q(c) for c in ("connector", "key_hash", "partition_key", "partition", "offset",
+                                           "generation", "seq"))
+        # seq before generation: MySQL assigns in order, and the guard must read the row's own values
+        updated = ("partition_key", "partition", "offset", "seq", "generation")
+        gen, seq = q("generation"), q("seq")
         sql: str | None = None
         if self.backend == "postgresql":
-            sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o "
-                   f"FROM jsonb_to_recordset(%s::jsonb) AS v (c text, h text, k text, p jsonb, o jsonb) "
+            newer = (f"t.{seq} IS NULL OR EXCLUDED.{seq} IS NULL OR t.{gen} IS DISTINCT FROM EXCLUDED.{gen} "
+                     f"OR t.{seq} <= EXCLUDED.{seq}")
+            sql = (f"INSERT INTO {table} AS t ({columns}) SELECT v.c, v.h, v.k, v.p, v.o, v.g, v.s "
+                   f"FROM jsonb_to_recordset(%s::jsonb) AS v (c text, h text, k text, p jsonb, o jsonb, g bigint, "
+                   f"s bigint) "
                    f"CROSS JOIN {lease} AS l WHERE l.id = %s AND l.term = %s AND NOT l.read_only "
                    f"ORDER BY v.c, v.h FOR SHARE OF l ON CONFLICT ({q('connector')}, {q('key_hash')}) DO UPDATE SET "
-                   + ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in updated))
+                   + ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in updated) + f" WHERE {newer}")
         elif self.backend == "mysql":
             self._call(connection.ensure_connection)
             if connection.mysql_version >= ((10, 6) if connection.mysql_is_mariadb else (8, 0, 4)):
                 # partition and offset travel as JSON text inside the array (one string column each); the
                 # array itself as a hex literal put in per statement (_fenced_upsert)
-                sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o FROM "
+                newer = (f"{seq} IS NULL OR VALUES({seq}) IS NULL OR NOT ({gen} <=> VALUES({gen})) "
+                         f"OR {seq} <= VALUES({seq})")
+                sql = (f"INSERT INTO {table} ({columns}) SELECT v.c, v.h, v.k, v.p, v.o, v.g, v.s FROM "
                        f"JSON_TABLE(CONVERT(X'{_ROWS_HEX}' USING utf8mb4), '$[*]' "
                        f"COLUMNS (c VARCHAR(255) PATH '$.c', h VARCHAR(64) PATH '$.h', k LONGTEXT PATH '$.k', "
-                       f"p LONGTEXT PATH '$.p', o LONGTEXT PATH '$.o')) AS v "
+                       f"p LONGTEXT PATH '$.p', o LONGTEXT PATH '$.o', g BIGINT PATH '$.g', "
+                       f"s BIGINT PATH '$.s')) AS v "
                        f"JOIN {lease} AS l ON l.id = %s AND l.term = %s AND NOT l.read_only "
                        f"ORDER BY v.c, v.h {self.LEASE_LOCKS[self.backend]} ON DUPLICATE KEY UPDATE "
-                       + ", ".join(f"{q(c)} = VALUES({q(c)})" for c in updated))
+                       # each column kept unless the row is newer; after seq is set the guard still holds
+                       # exactly when it held before (seq <= VALUES(seq) then), so generation follows it
+                       + ", ".join(f"{q(c)} = IF({newer}, VALUES({q(c)}), {q(c)})" for c in updated))
         self._fenced_sql = sql
         return sql
 
@@ -146,22 +189,25 @@ class RelationalOffsets:
         shared lock as ``_lease`` until it commits. So, as with the transaction, either the write
         commits before a new leader's ``claim`` (which takes the row exclusively) or it waits for
         that claim and then matches no row (PostgreSQL re-evaluates the condition on the updated row;
-        InnoDB's locking read reads the latest committed version). Returns whether the rows were
-        written: the statement's row count is 0 exactly when the lease did not match (PostgreSQL counts
-        an updated row even if unchanged; Django's MySQL backend sets ``CLIENT.FOUND_ROWS``, so an
-        unchanged row counts there too).
+        InnoDB's locking read reads the latest committed version). Each conflicting row is replaced
+        only where the commit is not older than the row's (module docstring). Returns whether the
+        statement counted a row: 0 when the lease did not match, and on PostgreSQL also when every row
+        was newer already (it counts an updated row even if unchanged, but not one its ``WHERE`` kept);
+        Django's MySQL backend sets ``CLIENT.FOUND_ROWS``, so every matched row counts there. The
+        caller then writes through the checked transaction, which tells the two apart.
         """
         from ..models import LEASE_ID, escape_nul_json
 
         sql = self._fenced_upsert_sql()
         if self.backend == "postgresql":
-            rows = [{"c": c, "h": h, "k": k, "p": p, "o": o} for c, h, k, p, o in kept]
+            rows = [{"c": c, "h": h, "k": k, "p": p, "o": o, "g": g, "s": s} for c, h, k, p, o, g, s in kept]
             text = json_text(rows)  # ASCII: NUL and U+FFFF appear as escapes
             if "\\u0000" in text or "\\uffff" in text:  # jsonb refuses NUL: as PortableJSONField writes it
                 rows = [{**r, "p": escape_nul_json(r["p"]), "o": escape_nul_json(r["o"])} for r in rows]
                 text = json_text(rows)
         else:
-            rows = [{"c": c, "h": h, "k": k, "p": json_text(p), "o": json_text(o)} for c, h, k, p, o in kept]
+            rows = [{"c": c, "h": h, "k": k, "p": json_text(p), "o": json_text(o), "g": g, "s": s}
+                    for c, h, k, p, o, g, s in kept]
         with connections[self.alias].cursor() as cur:
             if self.backend == "postgresql":
                 cur.execute(sql, [text, LEASE_ID, self._term or 0])
@@ -177,17 +223,30 @@ class RelationalOffsets:
         connectors: one statement per connector made its cost grow with the batch (32
         round trips for 32 threads' commits, benchmarks/stores). Rows are written in
         (connector, key) order, so concurrent transactions lock shared rows in one order.
+        A row a task commit names is first read (locked where transactions run side by side)
+        and kept when it is newer (module docstring).
         """
         from django.db.models import Q
 
         from ..models import Offset
 
+        rows = Offset.objects.using(self.alias)
+        numbered = [r for r in kept if r[6] is not None]
+        if numbered:
+            named = Q()
+            for c, h, *_ in numbered:
+                named |= Q(connector=c, key_hash=h)
+            held = rows.filter(named)
+            if self.upsert:  # concurrent flushes: the newer of two must not be overwritten in between
+                held = held.select_for_update()
+            stored = {(c, h): (g, s) for c, h, g, s in held.values_list("connector", "key_hash", "generation", "seq")}
+            kept = [r for r in kept if not late(r[5], r[6], *stored.get((r[0], r[1]), (None, None)))]
         removed = Q()
         any_removed = bool(gone)
         for name, hashes in gone.items():
             removed |= Q(connector=name, key_hash__in=hashes)
-        kept = [Offset(connector=c, key_hash=h, partition_key=k, partition=p, offset=o) for c, h, k, p, o in kept]
-        rows = Offset.objects.using(self.alias)
+        kept = [Offset(connector=c, key_hash=h, partition_key=k, partition=p, offset=o, generation=g, seq=s)
+                for c, h, k, p, o, g, s in kept]
         if any_removed:
             rows.filter(removed).delete()
         if kept and not self.upsert:
@@ -202,7 +261,7 @@ class RelationalOffsets:
             # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target (the unique key is implied).
             unique = ["connector", "key_hash"] if self.backend == "postgresql" else None
             rows.bulk_create(kept, update_conflicts=True, unique_fields=unique,
-                             update_fields=["partition_key", "partition", "offset"])
+                             update_fields=["partition_key", "partition", "offset", "generation", "seq"])
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
@@ -214,25 +273,27 @@ class RelationalOffsets:
         call returns once the transaction holding its offsets committed.
         Errors: :class:`FencedWrite`, :class:`StoreUnavailable`.
         """
-        entries = [(o.partition, o.offset) for o in offsets]
+        entries = [(o.partition, o.offset, generation, None) for o in offsets]
 
         self._check_fence(task_id.connector, task_id.task, worker_id, generation)
         self._group.submit(task_id.connector, entries)
 
     def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
         """:meth:`commit_offsets` of many tasks in one group-committed transaction: each commit is fenced
-        on its own (a fenced one gets its :class:`FencedWrite` and is not written), the others are
-        written together. Errors: :class:`StoreUnavailable` for the whole call (none written)."""
+        on its own, with its number against its task's start (a fenced one, or one numbered below the
+        start of a later instance of its task at its generation, gets its :class:`FencedWrite` and is
+        not written); the others are written together, each row in commit order (module docstring).
+        Errors: :class:`StoreUnavailable` for the whole call (none written)."""
         outcomes: list[StoreError | None] = []
         items: list[tuple[str, list]] = []
         for c in commits:
             try:
-                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation)
+                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq)
             except FencedWrite as exc:
                 outcomes.append(exc)
                 continue
             outcomes.append(None)
-            items.append((c.task_id.connector, [(o.partition, o.offset) for o in c.offsets]))
+            items.append((c.task_id.connector, [(o.partition, o.offset, c.generation, c.seq) for o in c.offsets]))
         if items:
             self._group.submit_many(items)
         return outcomes
@@ -245,7 +306,7 @@ class RelationalOffsets:
         entries = []
         for item in offsets:
             partition, offset = (item.partition, item.offset) if isinstance(item, SourceOffset) else item
-            entries.append((partition, offset))
+            entries.append((partition, offset, None, None))
 
         self._group.submit(name, entries)
 

@@ -217,8 +217,9 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
         except (OperationalError, InterfaceError) as exc:
             raise self._unavailable(exc) from None
 
-    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
-        check_fence(self.fence, connector, task, worker_id, generation)
+    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int, *,
+                     seq: int | None = None) -> None:
+        check_fence(self.fence, connector, task, worker_id, generation, seq=seq)
 
     def _locked_connector(self, name: str):
         from ..models import Connector
