@@ -145,11 +145,10 @@ def _numbered(task: ConnectorTaskId, generation: int, seq: int, **positions: int
 def test_a_late_copy_of_a_commit_never_moves_a_partition_back(backend):
     """A commit numbered below one its task already committed at the same generation (a late copy) does
     not replace what the later one wrote: the Raft store refuses it whole (409), a relational store
-    keeps each partition's newest offset and still takes one only the late copy names. A newer
+    (and the example Redis plugin) keeps each partition's newest offset and still takes one only the
+    late copy names. A newer
     generation's commit wins whatever its number (a new agent counts from 1); one without a number
     (an operator's, an agent's from before numbers) always applies."""
-    if backend.kind == "redis":
-        pytest.skip("the example plugin store does not check commit numbers (allowed to plugins: OffsetCommit)")
     s = backend.store
     c = unique("late")
     s.put_connector_config(c, {"k": "v"})
@@ -181,8 +180,6 @@ def test_a_late_copy_of_a_commit_never_moves_a_partition_back(backend):
 def test_a_commit_of_an_earlier_instance_is_refused_after_the_task_started_again(backend):
     """A task started again in the same agent (same generation) raises its start floor first: a commit of
     the earlier instance numbered below it, still on its way, is refused and writes nothing."""
-    if backend.kind == "redis":
-        pytest.skip("the example plugin store does not check commit numbers (allowed to plugins: OffsetCommit)")
     s = backend.store
     c = unique("restart")
     s.put_connector_config(c, {"k": "v"})

@@ -313,7 +313,8 @@ class OffsetCommit(NamedTuple):
             refuses a commit older than one of its task already applied at its generation (a late
             copy; ``ClusterStateMachine._zzzzzzz_commit_offsets``); the relational stores keep each
             partition's offset from its newest commit and refuse a commit older than its task's last
-            start (``webapp.storage.relational.offsets``); a plugin store may ignore it.
+            start (``webapp.storage.relational.offsets``; the example Redis plugin too); a plugin store
+            may ignore it.
     """
 
     task_id: ConnectorTaskId

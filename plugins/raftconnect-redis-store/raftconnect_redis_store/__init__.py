@@ -21,8 +21,8 @@ import redis
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
-    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, LeaseLost, MetadataStore, NameSnapshot,
-    NotFound, StoreUnavailable, check_fence,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
+    NotFound, OffsetCommit, StoreError, StoreUnavailable, check_fence,
 )
 from webapp.storage.relational import redact_url
 
@@ -84,18 +84,32 @@ redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 return 'ok'
 """
 
-# KEYS: lease, off:<name>, offnames; ARGV: term, name, then key/value pairs ('' value removes)
+# KEYS: lease, off:<name>, offnames, ord:<name>; ARGV: term, name, then (key, value, order) triples: a ''
+# value removes; order 'generation:seq' of a numbered commit, '' for any other write. A numbered entry of
+# the same generation as the row's commit but a lower number (a late copy) leaves the row as it is.
 _OFFSETS = _LEASE + """
-for i = 3, #ARGV, 2 do
-  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[2], ARGV[i])
-  else redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+for i = 3, #ARGV, 3 do
+  local key, value, order = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local take = true
+  if order ~= '' then
+    local held = redis.call('HGET', KEYS[4], key)
+    if held then
+      local hg, hs = string.match(held, '^(%d+):(%d+)$')
+      local g, s = string.match(order, '^(%d+):(%d+)$')
+      if hg == g and tonumber(hs) > tonumber(s) then take = false end
+    end
+  end
+  if take then
+    if value == '' then redis.call('HDEL', KEYS[2], key) else redis.call('HSET', KEYS[2], key, value) end
+    if order == '' then redis.call('HDEL', KEYS[4], key) else redis.call('HSET', KEYS[4], key, order) end
+  end
 end
 if redis.call('HLEN', KEYS[2]) > 0 then redis.call('SADD', KEYS[3], ARGV[2])
 else redis.call('SREM', KEYS[3], ARGV[2]) end
 return 'ok'
 """
 
-# KEYS: lease, connectors, conn:<name>, st:<name>, off:<name>, offnames
+# KEYS: lease, connectors, conn:<name>, st:<name>, off:<name>, offnames, ord:<name>
 # ARGV: term, name, do_config, config|'' (''=none), target_state, tasks, do_statuses, n statuses,
 #       (task, json)*, do_offsets, (key, json)*
 _IMPORT = _LEASE + """
@@ -115,7 +129,7 @@ local n = tonumber(ARGV[i + 1])
 for j = 0, n - 1 do redis.call('HSET', KEYS[4], ARGV[i + 2 + 2 * j], ARGV[i + 3 + 2 * j]) end
 i = i + 2 + 2 * n
 if ARGV[i] == '1' then
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', KEYS[5], KEYS[7])
   for j = i + 1, #ARGV, 2 do redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 1]) end
   if redis.call('HLEN', KEYS[5]) > 0 then redis.call('SADD', KEYS[6], ARGV[2])
   else redis.call('SREM', KEYS[6], ARGV[2]) end
@@ -221,8 +235,9 @@ class RedisMetadataStore(MetadataStore):
         return self._run(lambda: self._scripts[name](keys=[self._k("lease"), *keys],
                                                      args=[self._term or 0, *args]))
 
-    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int) -> None:
-        check_fence(self.fence, connector, task, worker_id, generation)
+    def _check_fence(self, connector: str, task: int | None, worker_id: str | None, generation: int, *,
+                     seq: int | None = None) -> None:
+        check_fence(self.fence, connector, task, worker_id, generation, seq=seq)
 
     # ------------------------------------------------------------ lifecycle
     def prepare(self) -> None:
@@ -328,16 +343,35 @@ class RedisMetadataStore(MetadataStore):
         values = self._run(lambda: self._client.hvals(self._k("off", name)))
         return [SourceOffset(*json.loads(v)) for v in values]
 
-    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]]) -> None:
+    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]], order: str = "") -> None:
+        """One script: ``entries`` written (``None`` removes), each kept out of a row a later commit of the
+        same generation wrote when ``order`` (``"generation:seq"``) numbers them (a late copy)."""
         args: list[Any] = [name]
         for partition, offset in entries:
-            args += [partition_key(partition), "" if offset is None else _dumps([dict(partition), dict(offset)])]
-        self._script("offsets", [self._k("off", name), self._k("offnames")], args)
+            args += [partition_key(partition), "" if offset is None else _dumps([dict(partition), dict(offset)]),
+                     order]
+        self._script("offsets", [self._k("off", name), self._k("offnames"), self._k("ord", name)], args)
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
         self._check_fence(task_id.connector, task_id.task, worker_id, generation)
         self._write_offsets(task_id.connector, [(o.partition, o.offset) for o in offsets])
+
+    def commit_offsets_many(self, commits: list[OffsetCommit], *, worker_id: str) -> list[StoreError | None]:
+        """Each commit fenced (with its number against its task's start) and written by its own script, in
+        commit order per partition as the relational stores keep it (``OffsetCommit.seq``): a late copy
+        does not replace what a later commit of its task and generation wrote."""
+        outcomes: list[StoreError | None] = []
+        for c in commits:
+            try:
+                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq)
+            except FencedWrite as exc:
+                outcomes.append(exc)
+                continue
+            order = "" if c.seq is None else f"{int(c.generation)}:{int(c.seq)}"
+            self._write_offsets(c.task_id.connector, [(o.partition, o.offset) for o in c.offsets], order)
+            outcomes.append(None)
+        return outcomes
 
     def alter_offsets(self, name: str, offsets: list) -> None:
         entries = [(o.partition, o.offset) if isinstance(o, SourceOffset) else tuple(o) for o in offsets]
@@ -345,7 +379,8 @@ class RedisMetadataStore(MetadataStore):
 
     def reset_offsets(self, name: str) -> None:
         self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
-                                self._k("off", name), self._k("offnames")], [name, "0", "", "", "", "0", 0, "1"])
+                                self._k("off", name), self._k("offnames"), self._k("ord", name)],
+                     [name, "0", "", "", "", "0", 0, "1"])
 
     # ------------------------------------------------------------ switch support
     def offset_names(self) -> list[str]:
@@ -377,11 +412,11 @@ class RedisMetadataStore(MetadataStore):
         else:
             args.append("0")
         self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
-                                self._k("off", name), self._k("offnames")], args)
+                                self._k("off", name), self._k("offnames"), self._k("ord", name)], args)
         if "statuses" in kinds:  # a second script: a crash in between leaves old topics, never new statuses lost
             self._script("set_topics", [self._k("top", name)], ["1", *sorted(set(snapshot.topics))])
 
     def clear(self) -> None:
-        keys = [k for pattern in ("conn:*", "st:*", "off:*", "top:*")
+        keys = [k for pattern in ("conn:*", "st:*", "off:*", "ord:*", "top:*")
                 for k in self._run(lambda p=pattern: list(self._client.scan_iter(self._k(p), count=1000)))]
         self._script("clear", [self._k("connectors"), self._k("offnames"), *keys], [])
