@@ -26,6 +26,7 @@ __all__ = [
     "OffsetCommit",
     "FenceCheck",
     "check_fence",
+    "fenced_apart",
     "ConnectorRecord",
     "ConnectorSummary",
     "ListingRevisions",
@@ -104,6 +105,25 @@ def check_fence(fence: FenceCheck | None, connector: str, task: int | None, work
         fence(connector, task, worker_id, generation, seq=seq)
     if why:
         raise FencedWrite(why)
+
+
+def fenced_apart(commits: "list[OffsetCommit]", check: Callable[["OffsetCommit"], None]) \
+        -> "tuple[list[StoreError | None], list[OffsetCommit]]":
+    """``(outcomes, passed)`` for :meth:`OffsetBackingStore.commit_offsets_many`: each commit through
+    ``check`` (which raises :class:`FencedWrite` to refuse it, e.g. a store's fence with the commit's
+    number); ``outcomes`` has one entry per commit in order (``None``, or the refusal), ``passed`` the
+    commits to write, in order. Other errors of ``check`` propagate."""
+    outcomes: list[StoreError | None] = []
+    passed: list[OffsetCommit] = []
+    for c in commits:
+        try:
+            check(c)
+        except FencedWrite as exc:
+            outcomes.append(exc)
+            continue
+        outcomes.append(None)
+        passed.append(c)
+    return outcomes, passed
 
 
 @dataclass

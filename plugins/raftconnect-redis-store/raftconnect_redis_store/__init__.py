@@ -21,8 +21,8 @@ import redis
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 from webapp.storage.base import (
-    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, FencedWrite, LeaseLost, MetadataStore, NameSnapshot,
-    NotFound, OffsetCommit, StoreError, StoreUnavailable, check_fence,
+    KINDS, TARGET_STATES, AlreadyExists, ConnectorRecord, LeaseLost, MetadataStore, NameSnapshot, NotFound,
+    OffsetCommit, StoreError, StoreUnavailable, check_fence, fenced_apart,
 )
 from webapp.storage.relational import redact_url
 
@@ -361,16 +361,11 @@ class RedisMetadataStore(MetadataStore):
         """Each commit fenced (with its number against its task's start) and written by its own script, in
         commit order per partition as the relational stores keep it (``OffsetCommit.seq``): a late copy
         does not replace what a later commit of its task and generation wrote."""
-        outcomes: list[StoreError | None] = []
-        for c in commits:
-            try:
-                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq)
-            except FencedWrite as exc:
-                outcomes.append(exc)
-                continue
+        outcomes, passed = fenced_apart(commits, lambda c: self._check_fence(
+            c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq))
+        for c in passed:
             order = "" if c.seq is None else f"{int(c.generation)}:{int(c.seq)}"
             self._write_offsets(c.task_id.connector, [(o.partition, o.offset) for o in c.offsets], order)
-            outcomes.append(None)
         return outcomes
 
     def alter_offsets(self, name: str, offsets: list) -> None:

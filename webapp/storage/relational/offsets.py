@@ -30,7 +30,7 @@ from django.db import connections
 
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
-from ..base import FencedWrite, OffsetCommit, StoreError
+from ..base import OffsetCommit, StoreError, fenced_apart
 
 __all__ = ["Entry", "RelationalOffsets", "json_text", "key_hash", "late"]
 
@@ -284,16 +284,10 @@ class RelationalOffsets:
         start of a later instance of its task at its generation, gets its :class:`FencedWrite` and is
         not written); the others are written together, each row in commit order (module docstring).
         Errors: :class:`StoreUnavailable` for the whole call (none written)."""
-        outcomes: list[StoreError | None] = []
-        items: list[tuple[str, list]] = []
-        for c in commits:
-            try:
-                self._check_fence(c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq)
-            except FencedWrite as exc:
-                outcomes.append(exc)
-                continue
-            outcomes.append(None)
-            items.append((c.task_id.connector, [(o.partition, o.offset, c.generation, c.seq) for o in c.offsets]))
+        outcomes, passed = fenced_apart(commits, lambda c: self._check_fence(
+            c.task_id.connector, c.task_id.task, worker_id, c.generation, seq=c.seq))
+        items = [(c.task_id.connector, [(o.partition, o.offset, c.generation, c.seq) for o in c.offsets])
+                 for c in passed]
         if items:
             self._group.submit_many(items)
         return outcomes
