@@ -3,8 +3,9 @@
 
 Everything runs in this process against the real servers: a single-member Raft
 group, the node's ``StoreSet`` + ``StoreRouter`` + ``SwitchManager`` wired as
-``runnode`` wires them, at the node's GIL switch interval (``RAFT_SWITCH_INTERVAL_S``, 1 ms;
-until 2026-12-02 CPython's 5 ms default, at which MariaDB's per-call ratio measured ~0.1 lower) (``tests/storage/test_switch.py`` does the same). There is
+``runnode`` wires them (``tests/storage/test_switch.py`` does the same), at the
+node's GIL switch interval (``RAFT_SWITCH_INTERVAL_S``, 1 ms; until 2026-12-02
+CPython's 5 ms default, at which MariaDB's per-call ratio measured ~0.1 lower). There is
 no HTTP: a call to ``router.commit_offsets`` is what the internal REST endpoint
 calls on the leader after it decoded a worker's request.
 

@@ -85,8 +85,9 @@ class FencedWrite(StoreError):
     http_status = 409
 
 
-#: ``fence(connector, task, worker_id, generation)`` → reason to refuse the write, or ``None``: the check a
-#: store is given for worker writes (the leader's assignment, ``raftnode.state``'s ``check_fence``).
+#: ``fence(connector, task, worker_id, generation[, seq=])`` → reason to refuse the write, or ``None``: the
+#: check a store is given for worker writes (the leader's assignment and, with a commit's ``seq``, its
+#: task's start floor: ``raftnode.state``'s ``check_fence``).
 FenceCheck = Callable[..., "str | None"]
 
 
@@ -110,9 +111,10 @@ def check_fence(fence: FenceCheck | None, connector: str, task: int | None, work
 def fenced_apart(commits: "list[OffsetCommit]", check: Callable[["OffsetCommit"], None]) \
         -> "tuple[list[StoreError | None], list[OffsetCommit]]":
     """``(outcomes, passed)`` for :meth:`OffsetBackingStore.commit_offsets_many`: each commit through
-    ``check`` (which raises :class:`FencedWrite` to refuse it, e.g. a store's fence with the commit's
-    number); ``outcomes`` has one entry per commit in order (``None``, or the refusal), ``passed`` the
-    commits to write, in order. Other errors of ``check`` propagate."""
+    ``check`` (which raises :class:`FencedWrite` to refuse it: a store's fence with the commit's
+    number, or the default's whole :meth:`~OffsetBackingStore.commit_offsets`); ``outcomes`` has one
+    entry per commit in order (``None``, or the refusal), ``passed`` the commits it let through, in
+    order. Other errors of ``check`` propagate."""
     outcomes: list[StoreError | None] = []
     passed: list[OffsetCommit] = []
     for c in commits:
@@ -439,13 +441,8 @@ class OffsetBackingStore(ABC):
         atomic on its own. Errors: :class:`StoreUnavailable` for the whole call (commits before it
         may be written; writing one again is harmless, the last offset wins).
         """
-        outcomes: list[StoreError | None] = []
-        for c in commits:
-            try:
-                self.commit_offsets(c.task_id, c.offsets, worker_id=worker_id, generation=c.generation)
-                outcomes.append(None)
-            except FencedWrite as exc:
-                outcomes.append(exc)
+        outcomes, _ = fenced_apart(commits, lambda c: self.commit_offsets(
+            c.task_id, c.offsets, worker_id=worker_id, generation=c.generation))  # fenced and written
         return outcomes
 
     @abstractmethod

@@ -230,13 +230,16 @@ class RelationalOffsets:
 
         from ..models import Offset
 
+        def named(pairs) -> Q:  # the rows of these (connector, key hash) pairs
+            q = Q()
+            for c, h in pairs:
+                q |= Q(connector=c, key_hash=h)
+            return q
+
         rows = Offset.objects.using(self.alias)
         numbered = [r for r in kept if r[6] is not None]
         if numbered:
-            named = Q()
-            for c, h, *_ in numbered:
-                named |= Q(connector=c, key_hash=h)
-            held = rows.filter(named)
+            held = rows.filter(named((r[0], r[1]) for r in numbered))
             if self.upsert:  # concurrent flushes: the newer of two must not be overwritten in between
                 held = held.select_for_update()
             stored = {(c, h): (g, s) for c, h, g, s in held.values_list("connector", "key_hash", "generation", "seq")}
@@ -252,10 +255,7 @@ class RelationalOffsets:
         if kept and not self.upsert:
             # No INSERT ... ON CONFLICT in Django's backend (Oracle): replace the rows instead. Safe
             # because writers are serialized by the lease row there (FOR UPDATE).
-            replaced = Q()
-            for o in kept:
-                replaced |= Q(connector=o.connector, key_hash=o.key_hash)
-            rows.filter(replaced).delete()
+            rows.filter(named((o.connector, o.key_hash) for o in kept)).delete()
             rows.bulk_create(kept)
         elif kept:
             # MySQL's ON DUPLICATE KEY UPDATE takes no conflict target (the unique key is implied).
