@@ -32,14 +32,24 @@ def make_worker(tmp_path, client) -> Worker:
 
 
 def heartbeat_once(w: Worker, client: JoinClient) -> None:
-    """Run the heartbeat loop until its first answer, then stop it (the reconcile thread is not started:
-    applied views stay pending, where the test reads them)."""
+    """Run the heartbeat loop until its first answer was applied, then stop it (the reconcile thread is not
+    started: applied views stay pending, where the test reads them). Stopping once the client had only
+    seen the request raced the loop: a stopping worker drops the view it is handed."""
+    answered = threading.Event()
+
+    def apply_assignment(view, via="celery"):
+        Worker.apply_assignment(w, view, via=via)
+        if via == "heartbeat":
+            answered.set()
+
+    w.apply_assignment = apply_assignment
     thread = threading.Thread(target=w._heartbeat_loop, daemon=True)
     thread.start()
-    wait_for(lambda: client.members, 10, interval=0.01, what="a heartbeat")
+    wait_for(answered.is_set, 10, interval=0.01, what="a heartbeat's answer applied")
     w._stop.set()
     thread.join(10)
     w._stop.clear()
+    del w.apply_assignment
 
 
 def test_views_by_celery_wait_for_this_process_to_join(tmp_path):
