@@ -13,6 +13,9 @@
   base temp dir for the whole session: tests keep their files in ``tmp_path``,
   and nodes they start inherit the variable (their data dirs, also there, stay
   refused). Tests of the setting itself override it.
+* On a failing test, the report carries the log tails (node and agent) of each node
+  process (:class:`tools.launcher.NodeProcess`) started since the test's setup began: an
+  integration failure in CI is then readable without a rerun.
 * ``fresh_user_mirrors`` (autouse) — forgets the ``auth_user`` rows checked by
   ``accounts.mirror`` before each test: a test's rollback deletes rows without the
   signals that tell the cache.
@@ -58,6 +61,35 @@ def file_allowed_paths(tmp_path_factory):
         os.environ.pop(file_access.ENV, None)
     else:
         os.environ[file_access.ENV] = before
+
+
+_NODES_BEFORE = pytest.StashKey[int]()
+NODE_LOG_BYTES = 16_000
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Remember how many node processes had started before this test (see the report hook)."""
+    from tools.launcher import started_nodes
+
+    item.stash[_NODES_BEFORE] = started_nodes()[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failed setup or call, add a section per node process the test started: its log's last
+    ``NODE_LOG_BYTES`` (what the node saw is what a timeout in the test cannot say)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or report.when == "teardown" or _NODES_BEFORE not in item.stash:
+        return
+    from tools.launcher import started_nodes
+
+    for node in started_nodes(item.stash[_NODES_BEFORE])[1]:
+        for what, path in (("log", node.log_path), ("agent's log", node.agent_log_path)):
+            if os.path.exists(path):
+                report.sections.append((f"node {node.node_id} {what}, last {NODE_LOG_BYTES} bytes ({path})",
+                                        node.log_tail(NODE_LOG_BYTES, path)))
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,8 @@ user with curl would.
 """
 from __future__ import annotations
 
+import collections
+import itertools
 import os
 import signal
 import subprocess
@@ -20,9 +22,28 @@ import requests
 from webapp.kafka.embedded import free_port
 from webapp.states import State
 
-__all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT"]
+__all__ = ["NodeProcess", "LocalCluster", "ConnectClient", "ConnectHTTPError", "wait_for", "REPO_ROOT",
+           "started_nodes"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: The last NodeProcess objects started in this process as ``(serial, node)``, serials counting
+#: starts from 1 (a node started again gets a new serial); read through :func:`started_nodes`.
+#: Bounded: chaos campaigns start hundreds of nodes. The test suite's failure report attaches logs.
+_STARTED: "collections.deque[tuple[int, NodeProcess]]" = collections.deque(maxlen=64)
+_STARTS = itertools.count(1)
+
+
+def started_nodes(since: int = 0) -> tuple[int, list["NodeProcess"]]:
+    """``(last serial, nodes)``: the nodes started in this process with a serial above ``since``, each
+    once (by identity), in start order; only the last 64 starts are remembered. Pass the returned
+    serial next time to get only later starts."""
+    entries = list(_STARTED)
+    nodes: list[NodeProcess] = []
+    for serial, node in entries:
+        if serial > since and not any(node is n for n in nodes):
+            nodes.append(node)
+    return (entries[-1][0] if entries else since), nodes
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
@@ -234,6 +255,7 @@ class NodeProcess:
             cmd += ["--raft-address", f"{self.host}:{self.raft_port}"]
         if self.file_allowed_paths is not None:
             cmd += ["--file-allowed-paths", ",".join(os.path.abspath(p) for p in self.file_allowed_paths)]
+        _STARTED.append((next(_STARTS), self))
         log = open(self.log_path, "ab")
         # Own process group: signals reach the node and its agent together (SIGSTOP pauses both).
         self.proc = subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -260,10 +282,16 @@ class NodeProcess:
         except TimeoutError as exc:
             raise RuntimeError(f"{exc}\n{self.log_tail()}") from None
 
-    def log_tail(self, max_bytes: int = 4000) -> str:
-        """The last ``max_bytes`` of the node's log."""
+    @property
+    def agent_log_path(self) -> str:
+        """The log of the node's Celery agent (a worker role's child process)."""
+        return os.path.join(self.data_dir, "agent.log")
+
+    def log_tail(self, max_bytes: int = 4000, path: str | None = None) -> str:
+        """The last ``max_bytes`` of the node's log (or of ``path``, e.g. :attr:`agent_log_path`);
+        empty if there is none."""
         try:
-            with open(self.log_path, "rb") as fh:
+            with open(path or self.log_path, "rb") as fh:
                 fh.seek(0, 2)
                 fh.seek(max(0, fh.tell() - max_bytes))
                 return fh.read().decode(errors="replace")

@@ -63,6 +63,13 @@ def running(client, *names, tasks=2) -> bool:
     return all(client.all_running(name, tasks) for name in names)
 
 
+def committed(client, name) -> list:
+    """The connector's committed offsets (``GET .../offsets``); fails at once if any of it FAILED."""
+    failures = client.failures(name)
+    assert not failures, failures
+    return client.offsets(name)["offsets"]
+
+
 def wait_sink_total(client, name, total, timeout=240):
     def done():
         failures = client.failures(name)
@@ -166,7 +173,7 @@ def test_restart_keeps_configs_target_states_and_offsets(tmp_path, kafka, flight
     node = start_node(tmp_path, kafka)
     c = node.client()
     c.create_connector("src", source_cfg(flights_slice, "restart"))
-    wait_for(lambda: c.offsets("src")["offsets"], 120, what="first committed offsets")
+    wait_for(lambda: committed(c, "src"), 120, what="first committed offsets")
     c.pause("src")
     # tasks finish and commit their in-flight batch before they report PAUSED
     wait_for(lambda: _all_paused(c, "src"), 30, what="connector and tasks PAUSED")
