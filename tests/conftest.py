@@ -16,6 +16,8 @@
 * On a failing test, the report carries the log tails (node and agent) of each node
   process (:class:`tools.launcher.NodeProcess`) started since the test's setup began: an
   integration failure in CI is then readable without a rerun.
+* ``pooled_producers_end_with_the_module`` (autouse) — the process's pooled Kafka
+  producers are closed after each test module (its brokers are gone then).
 * ``fresh_user_mirrors`` (autouse) — forgets the ``auth_user`` rows checked by
   ``accounts.mirror`` before each test: a test's rollback deletes rows without the
   signals that tell the cache.
@@ -90,6 +92,16 @@ def pytest_runtest_makereport(item, call):
             if os.path.exists(path):
                 report.sections.append((f"node {node.node_id} {what}, last {NODE_LOG_BYTES} bytes ({path})",
                                         node.log_tail(NODE_LOG_BYTES, path)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pooled_producers_end_with_the_module():
+    """After each test module, close the producers its produce functions pooled in this process: the
+    module's brokers stop with it, and their producers would reconnect and log for the rest of the run."""
+    yield
+    from webapp.kafka.spark_io import drop_pooled_producers
+
+    drop_pooled_producers()
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 
 from tools.launcher import wait_for
 from webapp.kafka.clients import EndOffsetWatcher, ensure_topic_cached, partition_count_cached
-from webapp.kafka.spark_io import produce_function
+from webapp.kafka.spark_io import PRODUCER_POOL, drop_pooled_producers, produce_function
 from webapp.kafka.topics import ensure_topic
 
 
@@ -262,10 +262,8 @@ def test_the_producer_pool_evicts_the_least_recently_used_config(kafka_broker):
     topic = f"lru-{uuid.uuid4().hex[:8]}"
     ensure_topic(cfg, topic, 1)
     batch = pa.record_batch([pa.array([b"v"], pa.binary())], names=["value"])
-    pools = sys.__dict__.setdefault("_raftconnect_kafka_producers", {})
-    for old in list(pools):  # start from an empty pool (earlier tests of this process left theirs)
-        for e in pools.pop(old):
-            e["producer"].flush(1)
+    drop_pooled_producers()  # start from an empty pool (earlier tests of this process left theirs)
+    pools = sys.__dict__.setdefault(PRODUCER_POOL, {})
     configs = [{**cfg, "client.id": f"lru-{i}"} for i in range(5)]
     fns = [produce_function(topic, c) for c in configs]
     for fn in fns[:4]:
@@ -275,3 +273,24 @@ def test_the_producer_pool_evicts_the_least_recently_used_config(kafka_broker):
     assert [b.column(0)[0].as_py() for b in fns[4](iter([batch]))] == [1]  # a fifth config: one must go
     assert len(pools) == 4 and first_key in pools  # config 0 stayed; config 1 (least recently used) went
     assert not any("lru-1" in key for key in pools)
+
+
+def test_dropping_pooled_producers_closes_those_of_one_broker_or_all(kafka_broker):
+    """The pool after a broker is gone: its producers are closed, another broker's stay (then all go)."""
+    import sys
+
+    import pyarrow as pa
+
+    cfg = kafka_broker.client_config()
+    topic = f"drop-{uuid.uuid4().hex[:8]}"
+    ensure_topic(cfg, topic, 1)
+    batch = pa.record_batch([pa.array([b"v"], pa.binary())], names=["value"])
+    drop_pooled_producers()
+    pools = sys.__dict__.setdefault(PRODUCER_POOL, {})
+    assert list(produce_function(topic, {**cfg, "client.id": "drop-a"})(iter([batch])))
+    # a second config naming other servers: built only (a producer connects lazily), as a stopped broker's would be
+    gone = {**cfg, "bootstrap.servers": "127.0.0.1:1", "client.id": "drop-b"}
+    pools[repr(sorted(gone.items()))] = [{"producer": Producer(gone), "state": {}, "servers": "127.0.0.1:1"}]
+    assert drop_pooled_producers("127.0.0.1:1") == 1
+    assert [e["servers"] for idle in pools.values() for e in idle] == [cfg["bootstrap.servers"]]
+    assert drop_pooled_producers() == 1 and not pools

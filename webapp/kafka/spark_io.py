@@ -21,6 +21,8 @@ from typing import Any, Callable, Mapping, Sequence
 from webapp.kafka import client_overrides
 
 __all__ = [
+    "PRODUCER_POOL",
+    "drop_pooled_producers",
     "consumer_config",
     "producer_config",
     "produce_function",
@@ -146,6 +148,39 @@ def _unwrap_spark_error(e: BaseException) -> str:
 # --------------------------------------------------------------------------------------
 #: distinct topics after which a pooled producer is retired (its per-topic metadata is not kept forever)
 MAX_TOPICS_PER_PRODUCER = 200
+#: the ``sys.__dict__`` key of this process's idle producers, ``{config key: [entry, ...]}``: kept in ``sys``
+#: because Spark's Python workers unpickle the produce function's module afresh
+PRODUCER_POOL = "_raftconnect_kafka_producers"
+
+
+def drop_pooled_producers(bootstrap_servers: str | None = None) -> int:
+    """Close this process's idle pooled producers: all of them, or those whose ``bootstrap.servers`` is
+    ``bootstrap_servers``. Returns how many were closed.
+
+    For a broker that is gone for good (a stopped embedded broker): its producers would otherwise
+    keep reconnecting, and librdkafka logging each failure, until the pool's bound evicts them.
+    Records still queued in them are purged (an idle producer has none unless its task failed).
+    """
+    import sys
+
+    cache = sys.__dict__.get(PRODUCER_POOL)
+    if not cache:
+        return 0
+    closed = 0
+    for key in list(cache):
+        idle = cache.get(key) or []
+        keep = [e for e in idle if bootstrap_servers is not None and e.get("servers") != bootstrap_servers]
+        kept = {id(e) for e in keep}
+        for entry in idle:
+            if id(entry) not in kept:
+                entry["producer"].purge()
+                entry["producer"].flush(0)
+                closed += 1
+        if keep:
+            cache[key] = keep
+        else:
+            cache.pop(key, None)
+    return closed
 
 
 def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: str | None,
@@ -168,7 +203,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
         # a new idempotent producer spends ~0.5 s before its first delivery.
         # Idle producers are pooled per config: concurrent pieces (threads of one agent) each
         # take one, and give it back when their records are acknowledged.
-        cache = sys.__dict__.setdefault("_raftconnect_kafka_producers", {})
+        cache = sys.__dict__.setdefault(PRODUCER_POOL, {})
         idle = cache.setdefault(cache_key, [])
         try:
             entry = idle.pop()
@@ -198,7 +233,7 @@ def _make_produce_fn(topic: str, conf: dict[str, Any], value_col: str, key_col: 
 
             entry = {"producer": Producer({**conf, "delivery.report.only.error": True, "on_delivery": on_delivery,
                                            "error_cb": on_error}),
-                     "state": state}
+                     "state": state, "servers": conf.get("bootstrap.servers")}
         state, producer = entry["state"], entry["producer"]
         state["failed"], state["error"] = 0, None
         servers = conf.get("bootstrap.servers", "?")
