@@ -22,6 +22,18 @@ def test_the_node_broker_uses_the_atomic_transport(tmp_path):
         assert isinstance(conn.default_channel, Channel)
 
 
+def test_connecting_logs_no_warning(tmp_path, caplog):
+    """A folder has no host: no "No hostname was supplied" WARNING on each node's and agent's start."""
+    with caplog.at_level("WARNING", logger="kombu"), _connection(tmp_path) as conn:
+        conn.connect()
+        conn.default_channel._put("q", {"n": 1})
+        assert conn.default_channel._get("q") == {"n": 1}
+        with conn.clone() as other:  # what Celery's producer pool and the worker's consumer do
+            other.default_channel._put("q", {"n": 2})
+        assert conn.default_channel._get("q") == {"n": 2}
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("kombu")] == []
+
+
 def test_consumers_never_see_a_message_being_written(tmp_path):
     """A reader racing a writer gets every message whole (with kombu's own _put, ~5 % of these came back empty)."""
     with _connection(tmp_path) as conn:

@@ -50,3 +50,10 @@ class Transport(filesystem.Transport):
     """kombu's filesystem transport using :class:`Channel`."""
 
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict:
+        """No default host: a folder has none. kombu's virtual transports default to ``localhost``, and a
+        connection to a URL without one (``filesystem://``) then logged the WARNING "No hostname was
+        supplied" on every start of a node and its agent."""
+        return {"port": self.default_port}
