@@ -19,7 +19,7 @@ import pytest
 from tools.launcher import wait_for
 from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.kafka.embedded import free_port
-from webapp.storage.base import StoreUnavailable
+from webapp.storage.base import OffsetCommit, StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager, canonical, snapshot_digest
 
@@ -227,6 +227,29 @@ def test_metadata_holding_nul_survives_switches_through_every_backend(parts):
         assert canonical(router.active.export_name("nul")) == expected, target
     assert router.get_connector("nul").config == config
     assert router.get_statuses("nul")["tasks"]["0"]["trace"] == "bad byte \x00 in row"
+
+
+def test_a_late_copy_landing_after_a_switch_between_relational_stores_moves_nothing_back(parts):
+    """PostgreSQL -> MariaDB: the copied offset rows keep the numbers of the commits that wrote them, so a
+    late copy of an older commit of the task, landing in the new store after the switch, leaves them."""
+    router = parts.router
+    router.put_connector_config("late", {"connector.class": "FileStreamSource"})
+    router.put_task_configs("late", [{"task": "0"}], worker_id=None, generation=0)
+    assert parts.switch("pg")["phase"] == "completed"
+    generation = parts.assign(["late"])
+    task = ConnectorTaskId("late", 0)
+
+    def commit(seq: int, position: int):
+        return router.commit_offsets_many([OffsetCommit(task, [SourceOffset({"f": "a"}, {"pos": position})],
+                                                        generation, seq)], worker_id=WORKER)
+
+    assert commit(5, 1) == [None] and commit(6, 2) == [None]
+    assert parts.switch("maria")["phase"] == "completed"
+    commit(5, 1)  # the late copy
+    assert [o.offset for o in router.active.get_offsets("late")] == [{"pos": 2}]
+    assert commit(7, 3) == [None]
+    assert [o.offset for o in router.active.get_offsets("late")] == [{"pos": 3}]
+    assert parts.switch("raft")["phase"] == "completed"
 
 
 def test_a_switch_recorded_as_completed_does_not_block_the_next_one_while_its_thread_returns(parts, monkeypatch):

@@ -223,6 +223,13 @@ class NameSnapshot:
         offsets: committed offsets, in any order.
         topics: the connector's active topics (:meth:`StatusBackingStore.get_topics`); they
             travel with the ``statuses`` kind, as Connect keeps them in its status store.
+        offset_commits: ``{partition key: (generation, seq)}``: the numbered commit that wrote a
+            partition's offset (``OffsetCommit.generation`` / ``.seq``), for the partitions a store
+            knows it of; it travels with the ``offsets`` kind so that a store switch keeps a late
+            copy of an older commit from moving the copied offset back. A store that keeps commit
+            order per partition (the relational stores, the example Redis plugin) exports and
+            imports it; others leave it empty and ignore it (the Raft store keeps its order per
+            task, in the cluster state, which a switch does not touch).
     """
 
     name: str
@@ -230,6 +237,7 @@ class NameSnapshot:
     statuses: dict[str, Any]
     offsets: list[SourceOffset]
     topics: list[str] = field(default_factory=list)
+    offset_commits: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class ConfigBackingStore(ABC):

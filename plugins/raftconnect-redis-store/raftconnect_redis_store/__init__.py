@@ -111,7 +111,8 @@ return 'ok'
 
 # KEYS: lease, connectors, conn:<name>, st:<name>, off:<name>, offnames, ord:<name>
 # ARGV: term, name, do_config, config|'' (''=none), target_state, tasks, do_statuses, n statuses,
-#       (task, json)*, do_offsets, (key, json)*
+#       (task, json)*, do_offsets, (key, json, order)*: order 'generation:seq' of the commit that wrote
+#       the offset (NameSnapshot.offset_commits), '' when not known
 _IMPORT = _LEASE + """
 local i = 3
 if ARGV[3] == '1' then
@@ -130,7 +131,10 @@ for j = 0, n - 1 do redis.call('HSET', KEYS[4], ARGV[i + 2 + 2 * j], ARGV[i + 3 
 i = i + 2 + 2 * n
 if ARGV[i] == '1' then
   redis.call('DEL', KEYS[5], KEYS[7])
-  for j = i + 1, #ARGV, 2 do redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 1]) end
+  for j = i + 1, #ARGV, 3 do
+    redis.call('HSET', KEYS[5], ARGV[j], ARGV[j + 1])
+    if ARGV[j + 2] ~= '' then redis.call('HSET', KEYS[7], ARGV[j], ARGV[j + 2]) end
+  end
   if redis.call('HLEN', KEYS[5]) > 0 then redis.call('SADD', KEYS[6], ARGV[2])
   else redis.call('SREM', KEYS[6], ARGV[2]) end
 end
@@ -378,6 +382,16 @@ class RedisMetadataStore(MetadataStore):
                      [name, "0", "", "", "", "0", 0, "1"])
 
     # ------------------------------------------------------------ switch support
+    def export_name(self, name: str) -> NameSnapshot:
+        """The base export plus each offset's commit numbers (``ord:<name>``), which a switch carries along."""
+        snap = super().export_name(name)
+        held = self._run(lambda: self._client.hgetall(self._k("ord", name)))
+        for key, order in held.items():
+            key, order = (v.decode() if isinstance(v, bytes) else v for v in (key, order))
+            generation, _, seq = order.partition(":")
+            snap.offset_commits[key] = (int(generation), int(seq))
+        return snap
+
     def offset_names(self) -> list[str]:
         return sorted(self._run(lambda: self._client.smembers(self._k("offnames"))))
 
@@ -402,8 +416,11 @@ class RedisMetadataStore(MetadataStore):
             args += ["0", 0]
         if "offsets" in kinds:
             args.append("1")
+            order = snapshot.offset_commits or {}
             for o in snapshot.offsets:
-                args += [partition_key(o.partition), _dumps([dict(o.partition), dict(o.offset)])]
+                k = partition_key(o.partition)
+                g_s = order.get(k)
+                args += [k, _dumps([dict(o.partition), dict(o.offset)]), "" if g_s is None else f"{g_s[0]}:{g_s[1]}"]
         else:
             args.append("0")
         self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),

@@ -624,7 +624,10 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
             else:
                 out[row.connector].statuses["tasks"][str(row.task)] = _status_dict(row)
         for row in offs:
-            out[row.connector].offsets.append(SourceOffset(row.partition, row.offset))
+            snap = out[row.connector]
+            snap.offsets.append(SourceOffset(row.partition, row.offset))
+            if row.generation is not None and row.seq is not None:
+                snap.offset_commits[row.partition_key] = (row.generation, row.seq)
         for connector, topic in tops:
             out[connector].topics.append(topic)
         return [out[n] for n in names]
@@ -672,8 +675,11 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
                 rows = []
                 for s in snapshots:
                     last = {partition_key(o.partition): o for o in s.offsets}
+                    order = s.offset_commits or {}
                     rows += [Offset(connector=s.name, key_hash=key_hash(k), partition_key=k,
-                                    partition=dict(o.partition), offset=dict(o.offset)) for k, o in last.items()]
+                                    partition=dict(o.partition), offset=dict(o.offset),
+                                    generation=order.get(k, (None, None))[0], seq=order.get(k, (None, None))[1])
+                             for k, o in last.items()]
                 Offset.objects.using(db).bulk_create(rows)
 
         self._atomic_write(write, retry_integrity=True)
