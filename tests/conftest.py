@@ -13,8 +13,8 @@
   base temp dir for the whole session: tests keep their files in ``tmp_path``,
   and nodes they start inherit the variable (their data dirs, also there, stay
   refused). Tests of the setting itself override it.
-* On a failing test, the report carries the log tails (node and agent) of each node
-  process (:class:`tools.launcher.NodeProcess`) started since the test's setup began: an
+* On a failing test, the report carries the log tails of the embedded brokers it used
+  and (node and agent) of each node process (:class:`tools.launcher.NodeProcess`) started since the test's setup began: an
   integration failure in CI is then readable without a rerun.
 * ``pooled_producers_end_with_the_module`` (autouse) — the process's pooled Kafka
   producers are closed after each test module (its brokers are gone then).
@@ -92,6 +92,11 @@ def pytest_runtest_makereport(item, call):
             if os.path.exists(path):
                 report.sections.append((f"node {node.node_id} {what}, last {NODE_LOG_BYTES} bytes ({path})",
                                         node.log_tail(NODE_LOG_BYTES, path)))
+    for name in ("kafka", "kafka_broker"):  # the embedded brokers the test used
+        broker = (getattr(item, "funcargs", None) or {}).get(name)
+        if getattr(broker, "log_path", None) and os.path.exists(broker.log_path):
+            report.sections.append((f"{name} broker log, last {NODE_LOG_BYTES // 2} bytes ({broker.log_path})",
+                                    broker.log_tail(NODE_LOG_BYTES // 2)))
 
 
 @pytest.fixture(scope="module", autouse=True)
