@@ -14,7 +14,8 @@
   and nodes they start inherit the variable (their data dirs, also there, stay
   refused). Tests of the setting itself override it.
 * On a failing test, the report carries the log tails of the embedded brokers it used
-  and (node and agent) of each node process (:class:`tools.launcher.NodeProcess`) started since the test's setup began: an
+  and (node and agent) of each node process (:class:`tools.launcher.NodeProcess`) started
+  since the test's setup began or still running (a module fixture's): an
   integration failure in CI is then readable without a rerun.
 * ``pooled_producers_end_with_the_module`` (autouse) — the process's pooled Kafka
   producers are closed after each test module (its brokers are gone then).
@@ -67,6 +68,7 @@ def file_allowed_paths(tmp_path_factory):
 
 _NODES_BEFORE = pytest.StashKey[int]()
 NODE_LOG_BYTES = 16_000
+MAX_NODE_LOGS = 8
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -79,15 +81,19 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On a failed setup or call, add a section per node process the test started: its log's last
-    ``NODE_LOG_BYTES`` (what the node saw is what a timeout in the test cannot say)."""
+    """On a failed setup or call, add sections per node process the test started or that is still running
+    (a module fixture's; at most ``MAX_NODE_LOGS`` nodes): the last ``NODE_LOG_BYTES`` of its log and
+    its agent's (what the node saw is what a timeout in the test cannot say), and the broker's."""
     outcome = yield
     report = outcome.get_result()
     if not report.failed or report.when == "teardown" or _NODES_BEFORE not in item.stash:
         return
     from tools.launcher import started_nodes
 
-    for node in started_nodes(item.stash[_NODES_BEFORE])[1]:
+    _, recent = started_nodes(0)  # also those a module fixture started earlier and still running
+    new = started_nodes(item.stash[_NODES_BEFORE])[1]
+    nodes = new + [n for n in recent if n.proc is not None and n.proc.poll() is None and not any(n is m for m in new)]
+    for node in nodes[:MAX_NODE_LOGS]:
         for what, path in (("log", node.log_path), ("agent's log", node.agent_log_path)):
             if os.path.exists(path):
                 report.sections.append((f"node {node.node_id} {what}, last {NODE_LOG_BYTES} bytes ({path})",
