@@ -90,10 +90,9 @@ def pytest_runtest_makereport(item, call):
         return
     from tools.launcher import started_nodes
 
-    _, recent = started_nodes(0)  # also those a module fixture started earlier and still running
-    new = started_nodes(item.stash[_NODES_BEFORE])[1]
-    nodes = new + [n for n in recent if n.proc is not None and n.proc.poll() is None and not any(n is m for m in new)]
-    for node in nodes[:MAX_NODE_LOGS]:
+    # also those a module fixture started before the test and still running
+    _, nodes = started_nodes(item.stash[_NODES_BEFORE], or_running=True)
+    for node in nodes[-MAX_NODE_LOGS:]:  # the latest: the test's own come last
         for what, path in (("log", node.log_path), ("agent's log", node.agent_log_path)):
             if os.path.exists(path):
                 report.sections.append((f"node {node.node_id} {what}, last {NODE_LOG_BYTES} bytes ({path})",

@@ -34,14 +34,16 @@ _STARTED: "collections.deque[tuple[int, NodeProcess]]" = collections.deque(maxle
 _STARTS = itertools.count(1)
 
 
-def started_nodes(since: int = 0) -> tuple[int, list["NodeProcess"]]:
-    """``(last serial, nodes)``: the nodes started in this process with a serial above ``since``, each
-    once (by identity), in start order; only the last 64 starts are remembered. Pass the returned
-    serial next time to get only later starts."""
+def started_nodes(since: int = 0, *, or_running: bool = False) -> tuple[int, list["NodeProcess"]]:
+    """``(last serial, nodes)``: the nodes started in this process with a serial above ``since`` (with
+    ``or_running``, also earlier ones whose process still runs), each once (by identity), in start
+    order; only the last 64 starts are remembered. Pass the returned serial next time to get only
+    later starts."""
     entries = list(_STARTED)
     nodes: list[NodeProcess] = []
     for serial, node in entries:
-        if serial > since and not any(node is n for n in nodes):
+        alive = or_running and node.proc is not None and node.proc.poll() is None
+        if (serial > since or alive) and not any(node is n for n in nodes):
             nodes.append(node)
     return (entries[-1][0] if entries else since), nodes
 

@@ -55,25 +55,29 @@ def sink_cfg(path, topic, **extra):
             "tasks.max": "2", "batch.max.rows": str(BATCH), **extra}
 
 
-def running(client, *names, tasks=2) -> bool:
-    """All named connectors and their tasks RUNNING; fails at once if any FAILED."""
+def no_failures(client, *names) -> None:
+    """Fails at once (an AssertionError: ``wait_for`` stops polling) if any of the named connectors or
+    their tasks FAILED, naming the traces."""
     for name in names:
         failures = client.failures(name)
         assert not failures, failures
+
+
+def running(client, *names, tasks=2) -> bool:
+    """All named connectors and their tasks RUNNING; fails at once if any FAILED."""
+    no_failures(client, *names)
     return all(client.all_running(name, tasks) for name in names)
 
 
 def committed(client, name) -> list:
     """The connector's committed offsets (``GET .../offsets``); fails at once if any of it FAILED."""
-    failures = client.failures(name)
-    assert not failures, failures
+    no_failures(client, name)
     return client.offsets(name)["offsets"]
 
 
 def wait_sink_total(client, name, total, timeout=240):
     def done():
-        failures = client.failures(name)
-        assert not failures, failures
+        no_failures(client, name)
         return client.sink_offsets_total(name) >= total
     wait_for(done, timeout, interval=0.5, what=f"{name} to consume {total} records")
 

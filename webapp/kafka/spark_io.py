@@ -168,18 +168,18 @@ def drop_pooled_producers(bootstrap_servers: str | None = None) -> int:
         return 0
     closed = 0
     for key in list(cache):
-        idle = cache.get(key) or []
-        keep = [e for e in idle if bootstrap_servers is not None and e.get("servers") != bootstrap_servers]
-        kept = {id(e) for e in keep}
-        for entry in idle:
-            if id(entry) not in kept:
+        keep = []
+        for entry in cache[key]:
+            if bootstrap_servers is not None and entry.get("servers") != bootstrap_servers:
+                keep.append(entry)
+            else:
                 entry["producer"].purge()
                 entry["producer"].flush(0)
                 closed += 1
         if keep:
-            cache[key] = keep
+            cache[key] = keep  # in place: the pool's order is its least-recently-used order
         else:
-            cache.pop(key, None)
+            del cache[key]
     return closed
 
 
