@@ -154,6 +154,16 @@ def _task_key(connector: str, task: int) -> str:
     return f"{connector}-{task}"
 
 
+def late(generation: int | None, seq: int | None, held_generation: int | None, held_seq: int | None) -> bool:
+    """Whether a commit ``(generation, seq)`` is older than the one that wrote an offset ``(held_generation,
+    held_seq)``: same generation, both numbered, a lower number. The numbers of one generation come from
+    one agent process (a new one is granted anew, at a new generation), so only they compare. The rule of
+    every store that orders commits per partition (:attr:`ClusterStateMachine.offset_orders`, the
+    relational stores' offset rows)."""
+    return (seq is not None and held_seq is not None and generation is not None
+            and generation == held_generation and seq < held_seq)
+
+
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -244,6 +254,13 @@ class ClusterStateMachine(SyncObjConsumer):
         commit_floors: ``{"name-i": [generation, seq]}``: the highest commit sequence number applied
             or started from for the task at that generation (:meth:`_zzzzzzz_commit_offsets`,
             :meth:`_zzzzzzz_start_task`); dropped with the task's key from the assignment.
+        offset_orders: ``{name: {partition_key: [generation, seq]}}``: the numbered commit that wrote an
+            offset imported from another store (``NameSnapshot.offset_commits``, a switch from a
+            relational store), per partition, as that store kept it; a numbered commit older than it
+            at the same generation leaves that partition as it is (:meth:`_zzzzzzz_commit_offsets`).
+            A partition leaves it at its next write, after which the task's ``commit_floors`` entry
+            orders its commits, and with the name's offsets; so it holds at most one entry per
+            imported offset that no commit has written since.
         view_version: counts the applied commands that may change what a worker is told to run
             (members, the assignment, restart counters, connector configs, target states, task
             configs, imports, the active store) — not status reports, offset commits or topics,
@@ -299,12 +316,13 @@ class ClusterStateMachine(SyncObjConsumer):
         self.views_version = 0
         self.connector_versions: dict[str, int] = {}
         self.commit_floors: dict[str, list[int]] = {}
+        self.offset_orders: dict[str, dict[str, list[int]]] = {}
 
     def _deserialize(self, data: dict[str, Any]) -> None:
         """Load a snapshot; one written before users, tokens, store specs or view versions existed leaves them empty."""
         self.users, self.tokens, self.store_specs = {}, {}, {}
         self.view_version, self.views_version, self.connector_versions = 0, 0, {}
-        self.commit_floors = {}
+        self.commit_floors, self.offset_orders = {}, {}
         self._view_changes.forget()  # until the load is done, no version is known
         self._placement_changes.forget()
         self._forget_assignment_steps()
@@ -790,6 +808,12 @@ class ClusterStateMachine(SyncObjConsumer):
                 offs.pop(key, None)
             else:
                 offs[key] = [partition, offset]
+        orders = self.offset_orders.get(name)
+        if orders:  # a written partition's order is its task's floor's from now on (offset_orders)
+            for key, _partition, _offset in entries:
+                orders.pop(key, None)
+            if not orders:
+                del self.offset_orders[name]
         return {"ok": True, "committed": len(entries)}
 
     @replicated
@@ -815,6 +839,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if closed:
             return closed
         self.offsets.pop(name, None)
+        self.offset_orders.pop(name, None)
         return {"ok": True}
 
     # ---------------------------------------------------- replicated: store switch
@@ -906,6 +931,7 @@ class ClusterStateMachine(SyncObjConsumer):
         if closed or self.active_store == STORE_RAFT:
             return closed or Rejected("the active metadata store raft cannot be cleared", 409)
         self.connectors, self.statuses, self.offsets, self.topics = {}, {}, {}, {}
+        self.offset_orders = {}
         self._views_changed()
         return {"ok": True}
 
@@ -913,17 +939,18 @@ class ClusterStateMachine(SyncObjConsumer):
     def _import_names(self, items: list[list]) -> dict[str, Any]:
         """Replace kinds of names, unfenced (the switch's copy and mirror).
 
-        ``items``: ``[[name, kinds, record | None, statuses, offsets, topics?]]`` where
+        ``items``: ``[[name, kinds, record | None, statuses, offsets, topics?, orders?]]`` where
         ``kinds`` ⊆ ``config``/``statuses``/``offsets``, ``record`` is
-        ``{"config", "target_state", "tasks"}`` and ``offsets`` is
-        ``[[partition_key, partition, offset]]``.
+        ``{"config", "target_state", "tasks"}``, ``offsets`` is
+        ``[[partition_key, partition, offset]]`` and ``orders`` ``{partition_key: [generation, seq]}``,
+        the commits that wrote them (:attr:`offset_orders`; entries logged before it have none).
         """
         closed = self._raft_store_importable()
         if closed:
             return closed
         self._views_changed()
         for name, kinds, record, statuses, offsets, *rest in items:  # entries logged before topics had 5 fields
-            self._import_one(name, kinds, record, statuses, offsets)
+            self._import_one(name, kinds, record, statuses, offsets, rest[1] if len(rest) > 1 else None)
             if "statuses" in kinds:
                 if rest and rest[0]:
                     self.topics[name] = sorted(set(rest[0]))
@@ -933,7 +960,8 @@ class ClusterStateMachine(SyncObjConsumer):
         return {"ok": True, "imported": len(items)}
 
     def _import_one(self, name: str, kinds: list[str], record: dict[str, Any] | None,
-                    statuses: dict[str, Any] | None, offsets: list[list] | None) -> None:
+                    statuses: dict[str, Any] | None, offsets: list[list] | None,
+                    orders: dict[str, list[int]] | None = None) -> None:
         if "config" in kinds:
             if record is None:
                 self.connectors.pop(name, None)
@@ -954,6 +982,12 @@ class ClusterStateMachine(SyncObjConsumer):
                 self.offsets[name] = {key: [partition, offset] for key, partition, offset in offsets}
             else:
                 self.offsets.pop(name, None)
+            held = {key: [int(order[0]), int(order[1])] for key, order in (orders or {}).items()
+                    if key in self.offsets.get(name, ()) and order[0] is not None and order[1] is not None}
+            if held:
+                self.offset_orders[name] = held
+            else:
+                self.offset_orders.pop(name, None)
 
     # ------------------------------------------------------ replicated: users, tokens
     # Names sort after every LEGACY_COMMANDS entry (pysyncobj numbers commands by name order).
@@ -1221,7 +1255,8 @@ class ClusterStateMachine(SyncObjConsumer):
         :attr:`commit_floors` entry at its generation is refused (409) and writes nothing; the same
         number again (a retry of a commit that did land) is applied again, which changes nothing.
         Items without ``seq`` (agents from before it) are applied as by :meth:`_commit_offsets`.
-        Checks in order: store open, fencing, then the sequence.
+        Checks in order: store open, fencing, then the sequence. An item that passes them leaves out
+        each partition whose imported commit (:attr:`offset_orders`) it is late for (:func:`late`).
         """
         results: list[dict[str, Any]] = []
         for name, task, generation, seq, entries in items:
@@ -1233,6 +1268,10 @@ class ClusterStateMachine(SyncObjConsumer):
                 results.append(Rejected(f"commit {seq} of task {key} at generation {generation} is older than "
                                         f"commit {floor[1]}, already applied or started from: a late copy"))
                 continue
+            orders = self.offset_orders.get(name) if seq is not None else None
+            if orders:  # partitions imported with a newer commit of this generation keep their offsets
+                entries = [e for e in entries
+                           if not late(generation, seq, *orders.get(e[0], (None, None)))]
             result = self._commit_offsets(name, task, worker_id, generation, entries, _doApply=True)
             if seq is not None and key is not None and not isinstance(result, Rejected):
                 self._raise_floor(key, generation, seq)

@@ -91,3 +91,63 @@ def test_many_starts_in_one_entry_are_each_fenced_and_raise_only_their_own_floor
     assert sm.commit_floors == {"c-0": [2, 8], "c-1": [2, 3]}
     assert "older than commit 8" in commit(sm, 0, "w1", 2, 5, 150)["rejected"]
     assert commit(sm, 1, "w2", 2, 5, 150)["ok"]  # c-1's earlier instance was not fenced by a start that failed
+
+
+def _import(sm, offsets: dict[str, int], orders: dict[str, list] | None, *, legacy: bool = False):
+    """A switch's import of connector ``c``'s offsets (``{partition key: position}``) with the commit numbers
+    that wrote them; ``legacy``: an entry logged before numbers travelled (6 fields)."""
+    item = ["c", ["offsets"], None, {}, [[k, {"file": k}, {"pos": p}] for k, p in offsets.items()], []]
+    return apply(sm, "_import_names", [item if legacy else [*item, orders]])
+
+
+def commit_many(sm, generation: int, seq: int | None, positions: dict[str, int]):
+    [result] = apply(sm, "_zzzzzzz_commit_offsets", "w1",
+                     [["c", 0, generation, seq, [[k, {"file": k}, {"pos": p}] for k, p in positions.items()]]])
+    return result
+
+
+def positions(sm) -> dict[str, int]:
+    return {k: v[1]["pos"] for k, v in sm.connector_offsets("c").items()}
+
+
+def test_imported_commit_numbers_keep_a_late_copy_from_moving_an_imported_offset_back():
+    """A switch from a relational store brings each offset's commit numbers (``offset_orders``): a late copy
+    of an older commit the relational store took, landing after the switch, leaves that partition as it
+    is and writes the others, as the relational store would have; the partition's next write hands its
+    order to the task's floor and drops the entry (bounded), and a reset drops what is left."""
+    sm = assigned_machine()
+    assert _import(sm, {"a": 2, "b": 1}, {"a": [2, 6], "b": [2, 5]}) == {"ok": True, "imported": 1}
+    assert sm.offset_orders == {"c": {"a": [2, 6], "b": [2, 5]}}
+    assert commit_many(sm, 2, 5, {"a": 1, "b": 1, "n": 1})["ok"]  # late for a only
+    assert positions(sm) == {"a": 2, "b": 1, "n": 1}
+    assert sm.offset_orders == {"c": {"a": [2, 6]}}  # b was written: its order is the task's floor's now
+    assert commit_many(sm, 2, 7, {"a": 3})["ok"] and positions(sm)["a"] == 3
+    assert sm.offset_orders == {} and sm.commit_floors["c-0"] == [2, 7]
+    assert "older than commit 7" in commit_many(sm, 2, 6, {"a": 9})["rejected"]  # the task's floor orders it now
+    assert positions(sm)["a"] == 3
+
+    _import(sm, {"a": 2}, {"a": [2, 6]})
+    assert apply(sm, "_reset_offsets", "c") == {"ok": True} and sm.offset_orders == {}
+
+
+def test_imported_numbers_of_another_generation_or_an_unnumbered_write_order_nothing():
+    sm = assigned_machine()
+    _import(sm, {"a": 2, "b": 2}, {"a": [1, 6], "b": [2, 9], "gone": [2, 9]})
+    assert sm.offset_orders == {"c": {"a": [1, 6], "b": [2, 9]}}  # none for an offset the import does not hold
+    assert commit_many(sm, 2, 3, {"a": 5})["ok"] and positions(sm)["a"] == 5  # another generation's numbers
+    assert commit_many(sm, 2, None, {"b": 5})["ok"] and positions(sm)["b"] == 5  # an agent's from before numbers
+    assert sm.offset_orders == {}
+    assert _import(sm, {"a": 2}, None, legacy=True)["ok"] and sm.offset_orders == {}  # logged before numbers
+
+
+def test_imported_commit_numbers_survive_a_snapshot_and_an_older_snapshot_has_none():
+    sm = assigned_machine()
+    _import(sm, {"a": 2}, {"a": [2, 6]})
+    restored = ClusterStateMachine()
+    restored._deserialize(sm._serialize())
+    assert restored.offset_orders == {"c": {"a": [2, 6]}} and restored.digest() == sm.digest()
+    older = sm._serialize()
+    older.pop("offset_orders")
+    restored._deserialize(older)
+    assert restored.offset_orders == {}
+    assert commit_many(restored, 2, 5, {"a": 1})["ok"] and positions(restored)["a"] == 1

@@ -576,6 +576,31 @@ def test_a_late_copy_moves_nothing_back_after_the_offsets_were_exported_and_impo
     assert offsets_of(s, c)[key({"f": "a"})] == {"pos": 0}
 
 
+def test_imported_commit_numbers_order_the_first_commits_after_an_import(backend):
+    """Offsets imported with the numbers of the commits that wrote them (a switch from a store that keeps
+    them) order the commits that follow on every store: a late copy of an older commit leaves the
+    partition it is late for, and writes the others (on the Raft store too, whose own order is per task:
+    the imported numbers are kept per partition until its next write); the store exports the numbers of
+    offsets no commit wrote since."""
+    from webapp.storage.base import NameSnapshot
+
+    s = backend.store
+    c = unique("order")
+    s.put_connector_config(c, {"k": "v"})
+    gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
+    task = ConnectorTaskId(c, 0)
+    a, b = key({"f": "a"}), key({"f": "b"})
+    s.import_name(NameSnapshot(c, None, {}, [SourceOffset({"f": "a"}, {"pos": 2}), SourceOffset({"f": "b"}, {"pos": 1})],
+                               offset_commits={a: (gen, 6), b: (gen, 5)}), ("offsets",))
+    assert s.export_name(c).offset_commits == {a: (gen, 6), b: (gen, 5)}
+
+    assert s.commit_offsets_many([_numbered(task, gen, 5, a=1, b=1, n=1)], worker_id="w1") == [None]  # late for a
+    assert offsets_of(s, c) == {a: {"pos": 2}, b: {"pos": 1}, key({"f": "n"}): {"pos": 1}}
+    assert s.commit_offsets_many([_numbered(task, gen, 7, a=3)], worker_id="w1") == [None]
+    s.commit_offsets_many([_numbered(task, gen, 6, a=9)], worker_id="w1")  # late after the next commit too
+    assert offsets_of(s, c)[a] == {"pos": 3}
+
+
 def test_import_of_one_kind_leaves_the_others(backend):
     from webapp.storage.base import NameSnapshot
 

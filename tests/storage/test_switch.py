@@ -252,6 +252,29 @@ def test_a_late_copy_landing_after_a_switch_between_relational_stores_moves_noth
     assert parts.switch("raft")["phase"] == "completed"
 
 
+def test_a_late_copy_landing_after_a_switch_from_a_relational_store_to_raft_moves_nothing_back(parts):
+    """PostgreSQL -> Raft: the Raft store's task floors know nothing of the commits PostgreSQL took, so the
+    copied offsets keep those commits' numbers (``offset_orders``) and a late copy of an older one, landing
+    after the switch, leaves them; the task's next commit applies."""
+    router = parts.router
+    router.put_connector_config("late2raft", {"connector.class": "FileStreamSource"})
+    router.put_task_configs("late2raft", [{"task": "0"}], worker_id=None, generation=0)
+    assert parts.switch("pg")["phase"] == "completed"
+    generation = parts.assign(["late2raft"])
+    task = ConnectorTaskId("late2raft", 0)
+
+    def commit(seq: int, position: int):
+        return router.commit_offsets_many([OffsetCommit(task, [SourceOffset({"f": "a"}, {"pos": position})],
+                                                        generation, seq)], worker_id=WORKER)
+
+    assert commit(5, 1) == [None] and commit(6, 2) == [None]
+    assert parts.switch("raft")["phase"] == "completed"
+    commit(5, 1)  # the late copy
+    assert [o.offset for o in router.active.get_offsets("late2raft")] == [{"pos": 2}]
+    assert commit(7, 3) == [None]
+    assert [o.offset for o in router.active.get_offsets("late2raft")] == [{"pos": 3}]
+
+
 def test_a_switch_recorded_as_completed_does_not_block_the_next_one_while_its_thread_returns(parts, monkeypatch):
     """Between ``completed`` in Raft and the end of the switch's thread, a new switch is not refused (409)."""
     finish, returned = parts.manager._finish, threading.Event()

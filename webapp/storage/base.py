@@ -228,8 +228,9 @@ class NameSnapshot:
             knows it of; it travels with the ``offsets`` kind so that a store switch keeps a late
             copy of an older commit from moving the copied offset back. A store that keeps commit
             order per partition (the relational stores, the example Redis plugin) exports and
-            imports it; others leave it empty and ignore it (the Raft store keeps its order per
-            task, in the cluster state, which a switch does not touch).
+            imports it; others leave it empty and ignore it. The Raft store keeps its own commits'
+            order per task, in the cluster state, which a switch does not touch, and imported
+            numbers per partition until the partition's next write (``offset_orders``).
     """
 
     name: str

@@ -207,6 +207,14 @@ class RaftMetadataStore(MetadataStore):
     def offset_names(self) -> list[str]:
         return sorted(n for n, offs in list(self.raft.state.offsets.items()) if offs)
 
+    def export_name(self, name: str) -> NameSnapshot:
+        """As every store's, with ``offset_commits`` the numbers of the offsets imported from another store
+        that no commit has written since (``ClusterStateMachine.offset_orders``); the others' order is their
+        task's commit floor, in the cluster state."""
+        snap = super().export_name(name)
+        snap.offset_commits = {k: (v[0], v[1]) for k, v in dict(self.raft.state.offset_orders.get(name, {})).items()}
+        return snap
+
     def import_name(self, snapshot: NameSnapshot, kinds: tuple[str, ...] = KINDS) -> None:
         self.import_names([snapshot], kinds)
 
@@ -218,7 +226,8 @@ class RaftMetadataStore(MetadataStore):
             record = None if rec is None else {"config": dict(rec.config), "target_state": rec.target_state,
                                                "tasks": [dict(t) for t in rec.tasks]}
             offsets = _log_entries(snap.offsets)
-            items.append([snap.name, list(kinds), record, snap.statuses, offsets, sorted(set(snap.topics))])
+            orders = {k: [g, q] for k, (g, q) in snap.offset_commits.items()}
+            items.append([snap.name, list(kinds), record, snap.statuses, offsets, sorted(set(snap.topics)), orders])
         if items:
             self._commit(self.raft.commands.import_names, items=items)
 

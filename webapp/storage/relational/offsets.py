@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 from django.db import connections
 
+from raftnode.state import late  # the commit-order rule, shared with the Raft store
 from webapp.plugin import ConnectorTaskId, SourceOffset, partition_key
 
 from ..base import OffsetCommit, StoreError, fenced_apart
@@ -55,14 +56,6 @@ def json_text(value: Any) -> str:
     except orjson.JSONEncodeError:
         return json.dumps(value)
     return out.decode() if out.isascii() else json.dumps(value)
-
-
-def late(generation: int | None, seq: int | None, held_generation: int | None, held_seq: int | None) -> bool:
-    """Whether a commit ``(generation, seq)`` is older than the one that wrote a row ``(held_generation,
-    held_seq)``: same generation, both numbered, a lower number. The numbers of one generation come
-    from one agent process (a new one is granted anew, at a new generation), so only they compare."""
-    return (seq is not None and held_seq is not None and generation is not None
-            and generation == held_generation and seq < held_seq)
 
 
 def key_hash(key: str) -> str:
