@@ -643,6 +643,41 @@ def test_the_rest_after_a_rebalance_keeps_the_loop_to_a_quarter_of_the_time():
     assert rest_after(-1.0) == 0.0  # a clock that went back
 
 
+def test_the_rest_counts_the_views_the_heartbeats_made_again(cluster, monkeypatch):
+    """The work a generation causes is mostly the views its workers' heartbeats make again: with a cheap
+    rebalance, counting the loop's own thread alone shortened the rest while every generation still
+    cost ~0.5 s of views (benchmarks/scale). The CPU heartbeats spend on views goes into the rest after
+    the next generation, once."""
+    import threading
+
+    from webapp.coordinator import coordinator as module
+
+    raft, store, coordinator = cluster
+    clocks = threading.local()  # a CPU clock per thread, as time.thread_time is, moved by view builds alone
+    monkeypatch.setattr(coordinator, "cpu_clock", lambda: getattr(clocks, "s", 0.0))
+    real_view = coordinator._cached_view
+
+    def costly_view(worker_id):
+        clocks.s = getattr(clocks, "s", 0.0) + 0.25
+        return real_view(worker_id)
+
+    taken: list[float] = []
+    real_take = coordinator._take_view_cpu
+    rests: list[float] = []
+    real_rest = module.rest_after
+    monkeypatch.setattr(coordinator, "_cached_view", costly_view)
+    monkeypatch.setattr(coordinator, "_take_view_cpu", lambda: taken.append(real_take()) or taken[-1])
+    monkeypatch.setattr(module, "rest_after", lambda cpu_s: rests.append(cpu_s) or real_rest(cpu_s))
+    for _ in range(3):
+        coordinator.heartbeat("w1", MEMBER, {})  # the join, then two more
+    store.put_connector_config("v", {"connector.class": "X", "tasks.max": "1"})
+    coordinator.poke("v")
+    # the loop takes them, then computes the rest with them
+    wait_for(lambda: sum(rests) >= 0.75 - 1e-9, 10, interval=0.02, what="a rest computed with the heartbeats' views")
+    assert sum(taken) == pytest.approx(0.75)  # each heartbeat's view counted once
+    assert real_take() == 0.0
+
+
 def test_the_loop_rests_after_a_costly_rebalance_and_gathers_what_came_meanwhile(cluster, monkeypatch):
     """While 10,000 connectors were created, cheaper views let the loop start each generation as soon as
     the last was dispatched: generations came twice as often and the bring-up took longer
