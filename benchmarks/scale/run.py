@@ -28,7 +28,9 @@ goal where the issue sets one:
   writes/s, p50/p99 latency of ``POST /connectors``.
 * **full assignment** — from the first create until every connector and every task
   is assigned and RUNNING (checked through ``GET /connectors?expand=status`` on a
-  follower, so the check does not load the leader).
+  follower, so the check does not load the leader). This row and the create row also give
+  the leader's CPU seconds and the generations its coordinator committed over the same span
+  (:class:`LeaderWork`): the work, which moves far less between runs than the wall time.
 * **rebalance, 1 / 10 workers lost** — from the moment the workers stop until every
   task is assigned and RUNNING again; includes the session timeout (5 s) the
   coordinator waits before declaring a silent worker dead. Tasks moved against the
@@ -95,7 +97,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tools.settings")  # development mode, inherited by the nodes
 os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 
-from benchmarks._common import machine, quantile  # noqa: E402
+from benchmarks._common import cpu_ticks, machine, quantile  # noqa: E402
 from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
 from webapp.plugin import ConnectorTaskId, SourceOffset  # noqa: E402
 from webapp.runtime.client import (  # noqa: E402
@@ -463,6 +465,34 @@ def curl_get(url: str, auth: tuple[str, str] | None) -> tuple[float, int]:
     return float(out[0]), int(out[1])
 
 
+class LeaderWork:
+    """The leader's CPU and the generations its coordinator committed since :meth:`mark` (:meth:`since`).
+
+    Wall time of the bring-up moves by 3-4x between runs on a shared 2-core host (the same tree: 24 and
+    103 creates/s within the hour), so the work it took the leader is recorded beside it: CPU seconds
+    of the process (user + system, ``/proc``) and the ``coordinator: generation N`` lines of its log.
+    """
+
+    def __init__(self, node) -> None:
+        self.node = node
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self._cpu, self._generations = self._read()
+
+    def _read(self) -> tuple[int, int]:
+        user, system, _, _ = cpu_ticks(self.node.proc.pid)
+        with open(self.node.log_path, "rb") as fh:
+            generations = sum(1 for line in fh if b"coordinator: generation " in line)
+        return user + system, generations
+
+    def mark(self) -> None:
+        self._cpu, self._generations = self._read()
+
+    def since(self) -> str:
+        """``"leader CPU X s, G generations"`` since :meth:`mark` (or the start)."""
+        cpu, generations = self._read()
+        return f"leader CPU {(cpu - self._cpu) / self.ticks:,.1f} s, {generations - self._generations:,} generations"
+
+
 def fmt_ms(values: list[float]) -> str:
     """``"p50 x ms, p99 y ms"`` of latencies in seconds."""
     return f"p50 {quantile(values, 0.5) * 1000:.1f} ms, p99 {quantile(values, 0.99) * 1000:.1f} ms"
@@ -557,18 +587,19 @@ def main() -> int:
             lat.append(time.perf_counter() - t0)
 
         rss.phase = "create"
+        work = LeaderWork(leader_node)
         t_create = time.monotonic()
         with ThreadPoolExecutor(args.create_clients) as ex:
             list(ex.map(create, range(args.connectors)))
         created = time.monotonic() - t_create
         row(f"create {args.connectors:,} connectors via POST /connectors ({args.create_clients} clients)",
-            f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all")
+            f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all; {work.since()}")
 
         rss.phase = "full assignment"
         t_full = wait_all_running(follower, args, args.timeout, "every task RUNNING")
         row(f"full assignment: {args.connectors * args.tasks_per_connector:,} tasks over {args.workers} workers "
             f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create; "
-            f"{sum(w.starts for w in workers):,} task starts")
+            f"{sum(w.starts for w in workers):,} task starts; from the first create, {work.since()}")
 
         # ---------------------------------------------------------- rebalances
         alive = list(workers)
