@@ -110,12 +110,9 @@ class GroupCoordinator:
         self._owned_index: tuple[dict[str, Any], dict[str, Owned]] | None = None
         self._owned_lock = threading.Lock()  # one thread builds a new assignment's owner index, the others wait
         #: CPU seconds of the calling thread (injectable for tests): what the loop's rebalances cost
-        self.cpu_clock: Callable[[], float] = time.thread_time
+        # the whole process's CPU, not the loop thread's: see rest_after
+        self.cpu_clock: Callable[[], float] = time.process_time
         self._rest_until = 0.0  # time.monotonic() before which the loop computes no generation
-        # CPU seconds the heartbeats' threads spent making views (again) since the loop last read it: the
-        # work a generation causes beyond its rebalance and dispatch, which the loop's rest counts (_run)
-        self._view_cpu_s = 0.0
-        self._view_cpu_lock = threading.Lock()
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -197,12 +194,7 @@ class GroupCoordinator:
             log.info("coordinator: worker %s joined", worker_id)
             self._wake.set()
             self.rebalance()
-        spent = self.cpu_clock()
         view, digest = self._cached_view(worker_id)
-        spent = self.cpu_clock() - spent
-        if spent > 0.0:
-            with self._view_cpu_lock:
-                self._view_cpu_s += spent
         extra = {"report_full": True} if report_full else {}
         if not fresh and running.get("view_digest") == digest:
             # the worker runs from this very view: say so instead of sending thousands of task
@@ -685,19 +677,11 @@ class GroupCoordinator:
                         self.dispatch()
                         spent = self.cpu_clock() - spent
                         last_marker, last_full = marker, time.monotonic()
-                        self._rest_until = last_full + rest_after(spent + self._take_view_cpu())
+                        self._rest_until = last_full + rest_after(spent)
             except (RaftUnavailable, CommandRejected) as exc:
                 log.warning("coordinator: %s", exc)
             except Exception:
                 log.exception("coordinator loop error")
-
-    def _take_view_cpu(self) -> float:
-        """CPU seconds the heartbeats spent on views since the last call (and reset it): the views the
-        previous generation moved, made again as their workers asked, a measure of what the next
-        generation will cause on threads other than the loop's."""
-        with self._view_cpu_lock:
-            spent, self._view_cpu_s = self._view_cpu_s, 0.0
-        return spent
 
     def poke(self, name: str | None = None) -> None:
         """Ask the loop to re-evaluate now, after a change to connector ``name``'s config, target state or
@@ -716,22 +700,22 @@ REBALANCE_REST_MAX_S = 2.0
 
 def rest_after(cpu_s: float) -> float:
     """Seconds the coordinator's loop rests after a rebalance and dispatch, before it computes the next
-    generation, where ``cpu_s`` is the CPU its thread spent on them plus what the heartbeats spent making
-    views again since the generation before (``GroupCoordinator._take_view_cpu``): ``cpu_s * (1 /
-    REBALANCE_DUTY - 1)`` (3x), at most :data:`REBALANCE_REST_MAX_S`. What arrives meanwhile goes into
-    that next generation.
+    generation: ``cpu_s * (1 / REBALANCE_DUTY - 1)`` (3x), at most :data:`REBALANCE_REST_MAX_S`, where
+    ``cpu_s`` is the CPU the leader's process spent while they ran (``time.process_time``, every
+    thread). What arrives meanwhile goes into that next generation.
 
-    A rebalance is a walk of every connector and task (the desired items, the assignor, the changes)
-    under the leader's one GIL, ~0.1-0.2 s at 100,000 tasks, and every generation moves the views of
-    the workers it places instances on. While 10,000 connectors were created and their tasks placed,
-    the loop started the next generation as soon as the last one was dispatched: when views got
-    cheaper, generations came twice as often, each placing half as much, and the bring-up took 437 s
-    instead of 364 s (benchmarks/scale). Bounding the loop's share of the time keeps the generations
-    in proportion to their cost; a cluster of a few hundred tasks rebalances in a few ms and rests
-    as long (the 200 ms a burst is gathered for dominates). The views count because the work of a
-    generation is mostly theirs once the rebalance is cheap: counting the loop's thread alone, a
-    rebalance made 6x cheaper (``_changes_since_placed``) shortened the rest, generations came more
-    often and each made most of the 100 views again (~0.5 s of CPU at 100,000 tasks).
+    A rebalance is a walk of every connector and task under the leader's one GIL, and every generation
+    moves the views of the workers it places instances on, which their heartbeats then fetch whole and
+    act on (task configs, starts, status reports), all on the leader. While 10,000 connectors were
+    created and their tasks placed, the loop started the next generation as soon as the last one was
+    dispatched: when views got cheaper, generations came twice as often, each placing half as much, and
+    the bring-up took 437 s instead of 364 s (benchmarks/scale). Bounding the loop's share of the time
+    keeps the generations in proportion to their cost. The process's CPU, not the loop thread's: with
+    the rebalance made ~6x cheaper (``_changes_since_placed``), a rest of 3x the loop thread's CPU came
+    ~2x as often (704 generations against 370 for the bring-up, the leader's CPU the same), because what
+    a generation causes is mostly on other threads; the process's CPU over the same time also grows
+    with how busy the leader is, so a busy leader rests longer. A cluster of a few hundred tasks
+    rebalances in a few ms and rests as long (the 200 ms a burst is gathered for dominates).
     """
     return min(max(cpu_s, 0.0) * (1.0 / REBALANCE_DUTY - 1.0), REBALANCE_REST_MAX_S)
 
