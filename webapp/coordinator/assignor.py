@@ -137,43 +137,6 @@ class WeightedRoundRobinAssignor:
             tasks=self._assign_pool(dict.fromkeys(tasks), weights, prev.tasks, _task_sort_key),
         )
 
-    def place_added(self, *, workers: Mapping[str, float], leader_worker: str | None, sizes: tuple[int, int],
-                    added: tuple[Iterable[str], Iterable[str]], loads: tuple[Mapping[str, int], Mapping[str, int]],
-                    ) -> tuple[tuple[dict[str, str], dict[str, str]], tuple[dict[str, int], dict[str, int]]] | None:
-        """:meth:`assign`'s answer for the keys ``added`` to an assignment this assignor made for the
-        same ``workers`` and ``leader_worker``, in time proportional to what changed.
-
-        Args:
-            sizes: how many connectors and tasks are to be assigned now (kept and added).
-            added: the connector and task keys not in the previous assignment (any order).
-            loads: ``{worker: connectors | tasks it keeps}`` once the dropped keys are taken out.
-        Returns ``((connector placements, task placements), (loads after them))`` — ``{key:
-        worker}`` for the added keys only; every kept key stays where it is — or ``None`` when
-        some worker keeps more than its new quota, or a key is held by a worker not in
-        ``workers``: then only the whole :meth:`assign` gives the answer.
-
-        Equal to :meth:`assign` of the whole item lists with ``previous``, because with every
-        owner live and none above its quota step 3 keeps every key it had and step 4 places
-        the others in the same sorted order (``tests/coordinator/test_assignor.py``). At 100,000
-        tasks the whole walk (lists, the kept dict, the load count and the changes) was ~100 ms
-        of the leader's CPU at each generation (benchmarks/scale).
-        """
-        if not workers:
-            return None
-        weights = self.effective_weights(workers, leader_worker)
-        placed: list[dict[str, str]] = []
-        after: list[dict[str, int]] = []
-        for n, keys, held, sort_key in zip(sizes, added, loads, (None, _task_sort_key)):
-            if any(count and w not in weights for w, count in held.items()):
-                return None
-            quota = apportion(n, weights)
-            load = {w: held.get(w, 0) for w in weights}
-            if any(load[w] > quota[w] for w in weights):
-                return None
-            placed.append(_place_round_robin(sorted(keys, key=sort_key), quota, load, {}))
-            after.append(load)
-        return (placed[0], placed[1]), (after[0], after[1])
-
     @staticmethod
     def _assign_pool(items: dict[str, None], weights: dict[str, float], previous: Mapping[str, str],
                      sort_key: Callable[[str], Any] | None) -> dict[str, str]:

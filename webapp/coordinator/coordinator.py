@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Protocol
 
 from raftnode import CommandRejected, RaftNode, RaftUnavailable
 from raftnode.state import STORE_RAFT, VIEW_CHANGES_KEPT, ChangeLog
@@ -40,25 +39,6 @@ class Dispatcher(Protocol):
     """Sends a worker its assignment view (fast path; may lose messages)."""
 
     def send(self, worker_id: str, view: dict[str, Any]) -> None: ...
-
-
-class _Placed(NamedTuple):
-    """What the assignment of ``generation`` that this coordinator made (or found already right) was
-    made of: the inputs :meth:`GroupCoordinator.rebalance` compares the next one's with."""
-
-    generation: int
-    epoch: int
-    workers: tuple[tuple[str, float], ...]  # (worker, weight), sorted
-    leader_worker: str | None
-    desired: dict[str, int]  # connector -> tasks it runs
-    loads: tuple[dict[str, int], dict[str, int]]  # worker -> connectors / tasks it holds
-
-
-def _loads(owners: dict[str, str], workers: dict[str, float]) -> dict[str, int]:
-    """``{worker: how many keys of owners it holds}`` for every worker in ``workers`` (0 if none)."""
-    load = dict.fromkeys(workers, 0)
-    load.update(Counter(owners.values()))
-    return load
 
 
 class GroupCoordinator:
@@ -102,7 +82,6 @@ class GroupCoordinator:
         self.reported: dict[str, dict[str, Any]] = {}
         self._sent_views: dict[str, str] = {}
         self._inputs_sig: Any = None
-        self._placed: _Placed | None = None  # what the last assignment this coordinator made was made of
         # worker -> (marker, view, digest, the assignment and quick key it was checked under): _cached_view
         self._views: dict[str, tuple[Any, dict[str, Any], str, Any, tuple]] = {}
         self._pokes = ChangeLog(VIEW_CHANGES_KEPT)  # pokes and the connector each named, numbered
@@ -110,8 +89,7 @@ class GroupCoordinator:
         self._owned_index: tuple[dict[str, Any], dict[str, Owned]] | None = None
         self._owned_lock = threading.Lock()  # one thread builds a new assignment's owner index, the others wait
         #: CPU seconds of the calling thread (injectable for tests): what the loop's rebalances cost
-        # the whole process's CPU, not the loop thread's: see rest_after
-        self.cpu_clock: Callable[[], float] = time.process_time
+        self.cpu_clock: Callable[[], float] = time.thread_time
         self._rest_until = 0.0  # time.monotonic() before which the loop computes no generation
 
     # ------------------------------------------------------------- lifecycle
@@ -373,33 +351,30 @@ class GroupCoordinator:
                     if "worker" in members.get(w, {}).get("roles", ["worker"])}
 
     # ------------------------------------------------------------- assignment
-    def _desired(self) -> dict[str, int]:
-        """``{connector: how many of its tasks must run}`` (0 when STOPPED) of every connector, in name order.
+    def _desired_items(self) -> tuple[list[str], list[str]]:
+        """``(connector names, task keys "name-i")`` that must be assigned, in name and task order.
 
         Records come through :meth:`ViewBuilder.record`, the cache the views use, so a rebalance
         reads only the connectors that changed since the last one: at 10,000 connectors × 10 tasks
         it copied every record with its task configs out of the store, 0.3 s of the leader's CPU
         for each rebalance, one after every create (benchmarks/scale). Errors: the store's.
         """
-        desired: dict[str, int] = {}
+        connectors, tasks = [], []
         record = self.views.record
         for name in self.store.connector_names():
             rec = record(name)
-            if rec is not None:
-                desired[name] = len(rec.tasks) if rec.target_state != TargetState.STOPPED else 0
-        return desired
+            if rec is None:
+                continue
+            connectors.append(name)
+            if rec.target_state != TargetState.STOPPED:
+                tasks.extend(f"{name}-{i}" for i in range(len(rec.tasks)))
+        return connectors, tasks
 
     def rebalance(self) -> bool:
         """Compute and commit a new assignment if inputs changed; returns whether one was committed.
 
         Only the active coordinator does anything. Errors from Raft are logged and
         retried by the loop.
-
-        When the committed assignment is the last one this coordinator made (:class:`_Placed`)
-        and the live workers and the leader's worker are the same, only the connectors whose task
-        count changed since are looked at, and :meth:`WeightedRoundRobinAssignor.place_added`
-        places what they add (:meth:`_changes_since_placed`); otherwise, or when that cannot keep
-        every other key where it is, the whole assignment is made again.
         """
         if not self.active:
             return False
@@ -408,119 +383,32 @@ class GroupCoordinator:
             if epoch is None:
                 return False
             workers = self.live_workers()
-            leader_worker = self._leader_worker()
-            desired = self._desired()
+            connectors, tasks = self._desired_items()
             current = self.raft.state.assignment
-            members = tuple(sorted(workers.items()))
-            placed = self._placed
-            if (placed is not None and placed.generation == current["generation"]
-                    and placed.epoch == epoch == current["epoch"] and placed.workers == members
-                    and placed.leader_worker == leader_worker):
-                found = self._changes_since_placed(placed, desired, workers, current)
-                if found is not None:
-                    (connector_changes, task_changes), loads = found
-                    if not connector_changes and not task_changes:
-                        return False
-                    if not self._commit(epoch, current, connector_changes, task_changes):
-                        return False
-                    self._placed = _Placed(current["generation"] + 1, epoch, members, leader_worker, desired, loads)
-                    log.info("coordinator: generation %s: %d connectors, %d tasks over %d workers (moved 0)",
-                             current["generation"] + 1, len(desired), sum(desired.values()), len(workers))
-                    self.dispatch()
-                    return True
-            connectors = list(desired)
-            tasks = [f"{name}-{i}" for name, n in desired.items() for i in range(n)]
-            sig = (members, leader_worker, tuple(connectors), tuple(tasks), current["generation"], current["epoch"])
+            sig = (tuple(sorted(workers.items())), self._leader_worker(), tuple(connectors), tuple(tasks),
+                   current["generation"], current["epoch"])
             if sig == self._inputs_sig:
                 return False
             prev = Assignment(dict(current["connectors"]), dict(current["tasks"]))
-            new = self.assignor.assign(workers=workers, leader_worker=leader_worker,
+            new = self.assignor.assign(workers=workers, leader_worker=self._leader_worker(),
                                        connectors=connectors, tasks=tasks, previous=prev)
-            loads = (_loads(new.connectors, workers), _loads(new.tasks, workers))
             if new == prev and current["epoch"] == epoch:
                 self._inputs_sig = sig
-                self._placed = _Placed(current["generation"], epoch, members, leader_worker, desired, loads)
                 return False
-            connector_changes, task_changes = new.changes_from(prev)
-            if not self._commit(epoch, current, connector_changes, task_changes):
+            generation = current["generation"] + 1
+            try:
+                connector_changes, task_changes = new.changes_from(prev)
+                self.raft.commands.set_assignment(epoch=epoch, generation=generation, connectors=connector_changes,
+                                                  tasks=task_changes, base_generation=current["generation"])
+            except (RaftUnavailable, CommandRejected) as exc:
+                log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
                 return False
             self._inputs_sig = None  # recompute signature against the new generation next time
-            self._placed = _Placed(current["generation"] + 1, epoch, members, leader_worker, desired, loads)
             log.info("coordinator: generation %s: %d connectors, %d tasks over %d workers (moved %d)",
-                     current["generation"] + 1, len(new.connectors), len(new.tasks), len(workers),
+                     generation, len(new.connectors), len(new.tasks), len(workers),
                      Assignment.moved_in((connector_changes, task_changes), prev))
         self.dispatch()
         return True
-
-    def _commit(self, epoch: int, current: dict[str, Any], connectors: dict[str, str | None],
-                tasks: dict[str, str | None]) -> bool:
-        """Commit the changes to ``current`` as the next generation; ``False`` (logged) when Raft refused or failed."""
-        generation = current["generation"] + 1
-        try:
-            self.raft.commands.set_assignment(epoch=epoch, generation=generation, connectors=connectors,
-                                              tasks=tasks, base_generation=current["generation"])
-        except (RaftUnavailable, CommandRejected) as exc:
-            log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
-            return False
-        return True
-
-    def _changes_since_placed(self, placed: "_Placed", desired: dict[str, int], workers: dict[str, float],
-                              current: dict[str, Any]):
-        """``((connector changes, task changes), loads)`` turning ``current`` (the assignment ``placed``
-        describes) into the assignment of ``desired``, as :meth:`WeightedRoundRobinAssignor.place_added`
-        answers for the keys added (``{key: worker}``) plus ``{key: None}`` for the keys dropped;
-        ``None`` when the whole assignment must be made again.
-
-        A connector's tasks are ``name-0`` … ``name-(n-1)``, so a changed count adds or drops the keys
-        between the two counts. Walks the connectors (two dict passes), not the tasks.
-        """
-        before = placed.desired
-        connector_loads, task_loads = dict(placed.loads[0]), dict(placed.loads[1])
-        owners_c, owners_t = current["connectors"], current["tasks"]
-        dropped_c: dict[str, str | None] = {}
-        dropped_t: dict[str, str | None] = {}
-        added_c: list[str] = []
-        added_t: list[str] = []
-
-        def drop_tasks(name: str, start: int, end: int) -> bool:
-            for i in range(start, end):
-                key = f"{name}-{i}"
-                owner = owners_t.get(key)
-                if owner is None:
-                    return False
-                dropped_t[key] = None
-                task_loads[owner] -= 1
-            return True
-
-        for name, n in desired.items():
-            had = before.get(name)
-            if had == n:
-                continue
-            if had is None:
-                added_c.append(name)
-                had = 0
-            if n > had:
-                added_t.extend(f"{name}-{i}" for i in range(had, n))
-            elif not drop_tasks(name, n, had):
-                return None
-        if len(before) + len(added_c) != len(desired):  # some connector went away
-            for name, had in before.items():
-                if name in desired:
-                    continue
-                owner = owners_c.get(name)
-                if owner is None or not drop_tasks(name, 0, had):
-                    return None
-                dropped_c[name] = None
-                connector_loads[owner] -= 1
-        found = self.assignor.place_added(workers=workers, leader_worker=placed.leader_worker,
-                                          sizes=(len(desired), sum(desired.values())), added=(added_c, added_t),
-                                          loads=(connector_loads, task_loads))
-        if found is None:
-            return None
-        (placed_c, placed_t), loads = found
-        dropped_c.update(placed_c)
-        dropped_t.update(placed_t)
-        return (dropped_c, dropped_t), loads
 
     def _leader_worker(self) -> str | None:
         members = self.raft.state.members
@@ -624,7 +512,6 @@ class GroupCoordinator:
             if not self.views.still_valid(self.raft.state.active_store == STORE_RAFT):
                 self.views.clear()
             self._inputs_sig = None
-            self._placed = None
         log.info("coordinator: active for epoch %s", term)
 
     def expire_sessions(self) -> list[str]:
@@ -699,23 +586,18 @@ REBALANCE_REST_MAX_S = 2.0
 
 
 def rest_after(cpu_s: float) -> float:
-    """Seconds the coordinator's loop rests after a rebalance and dispatch, before it computes the next
-    generation: ``cpu_s * (1 / REBALANCE_DUTY - 1)`` (3x), at most :data:`REBALANCE_REST_MAX_S`, where
-    ``cpu_s`` is the CPU the leader's process spent while they ran (``time.process_time``, every
-    thread). What arrives meanwhile goes into that next generation.
+    """Seconds the coordinator's loop rests after a rebalance and dispatch that took ``cpu_s`` seconds of
+    its thread's CPU, before it computes the next generation: ``cpu_s * (1 / REBALANCE_DUTY - 1)`` (3x),
+    at most :data:`REBALANCE_REST_MAX_S`. What arrives meanwhile goes into that next generation.
 
-    A rebalance is a walk of every connector and task under the leader's one GIL, and every generation
-    moves the views of the workers it places instances on, which their heartbeats then fetch whole and
-    act on (task configs, starts, status reports), all on the leader. While 10,000 connectors were
-    created and their tasks placed, the loop started the next generation as soon as the last one was
-    dispatched: when views got cheaper, generations came twice as often, each placing half as much, and
-    the bring-up took 437 s instead of 364 s (benchmarks/scale). Bounding the loop's share of the time
-    keeps the generations in proportion to their cost. The process's CPU, not the loop thread's: with
-    the rebalance made ~6x cheaper (``_changes_since_placed``), a rest of 3x the loop thread's CPU came
-    ~2x as often (704 generations against 370 for the bring-up, the leader's CPU the same), because what
-    a generation causes is mostly on other threads; the process's CPU over the same time also grows
-    with how busy the leader is, so a busy leader rests longer. A cluster of a few hundred tasks
-    rebalances in a few ms and rests as long (the 200 ms a burst is gathered for dominates).
+    A rebalance is a walk of every connector and task (the desired items, the assignor, the changes)
+    under the leader's one GIL, ~0.1-0.2 s at 100,000 tasks, and every generation moves the views of
+    the workers it places instances on. While 10,000 connectors were created and their tasks placed,
+    the loop started the next generation as soon as the last one was dispatched: when views got
+    cheaper, generations came twice as often, each placing half as much, and the bring-up took 437 s
+    instead of 364 s (benchmarks/scale). Bounding the loop's share of the time keeps the generations
+    in proportion to their cost; a cluster of a few hundred tasks rebalances in a few ms and rests
+    as long (the 200 ms a burst is gathered for dominates).
     """
     return min(max(cpu_s, 0.0) * (1.0 / REBALANCE_DUTY - 1.0), REBALANCE_REST_MAX_S)
 
