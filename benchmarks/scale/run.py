@@ -466,7 +466,7 @@ def curl_get(url: str, auth: tuple[str, str] | None) -> tuple[float, int]:
 
 
 class LeaderWork:
-    """The leader's CPU and the generations its coordinator committed since :meth:`mark` (:meth:`since`).
+    """The leader's CPU and the generations its coordinator committed since this object was made (:meth:`since`).
 
     Wall time of the bring-up moves by 3-4x between runs on a shared 2-core host (the same tree: 24 and
     103 creates/s within the hour), so the work it took the leader is recorded beside it: CPU seconds
@@ -484,11 +484,8 @@ class LeaderWork:
             generations = sum(1 for line in fh if b"coordinator: generation " in line)
         return user + system, generations
 
-    def mark(self) -> None:
-        self._cpu, self._generations = self._read()
-
     def since(self) -> str:
-        """``"leader CPU X s, G generations"`` since :meth:`mark` (or the start)."""
+        """``"leader CPU X s, G generations"`` since this object was made."""
         cpu, generations = self._read()
         return f"leader CPU {(cpu - self._cpu) / self.ticks:,.1f} s, {generations - self._generations:,} generations"
 
