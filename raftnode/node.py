@@ -28,6 +28,7 @@ from .commands import ClusterCommands
 from .groupcommit import GroupCommitter
 from .osthreads import name_os_thread
 from .state import BATCH_COMMAND, ClusterStateMachine
+from .ticks import TickWatch
 
 __all__ = ["RaftNode", "RaftConfig", "RaftUnavailable", "CommandRejected", "SingleAttempt", "without_leader_wait"]
 
@@ -174,6 +175,9 @@ class RaftConfig:
             (:mod:`raftnode.groupcommit`); ``group_commit_max_batch`` commands at most
             per entry, ``group_commit_max_in_flight`` entries outstanding at once (1: one
             append-entries round of ours in flight, so acknowledgements arrive in order).
+        pause_seconds: returns the seconds this process has spent in stop-the-world pauses so
+            far (garbage collections: ``webapp.gcpolicy.pause_seconds``); only used to explain
+            long gaps between the Raft thread's ticks in the log (:mod:`raftnode.ticks`).
     """
 
     self_address: str
@@ -193,9 +197,10 @@ class RaftConfig:
     group_commit: bool = True
     group_commit_max_batch: int = 256
     group_commit_max_in_flight: int = 1
+    pause_seconds: Callable[[], float] | None = None
 
 
-def _keep_next_index_monotonic(syncobj: SyncObj) -> None:
+def _keep_next_index_monotonic(syncobj: SyncObj, heard: Callable[[], None] | None = None) -> None:
     """A follower's acknowledgement never moves the leader's next index for it backwards.
 
     pysyncobj 0.3.17's leader, on a successful ``next_node_idx`` answer, sets the
@@ -215,14 +220,23 @@ def _keep_next_index_monotonic(syncobj: SyncObj) -> None:
     previous index and term of every append-entries), and a follower that lacks entries
     still answers with ``reset``, which sets the index as before (the way etcd's
     replication handles its optimistic next index).
+
+    The same wrapper calls ``heard`` for every append-entries of the current term or later (a
+    leader's), before pysyncobj handles it: :meth:`TickWatch.leader_heard`, one wrapper for both.
     """
     transport = syncobj._SyncObj__transport
     handle = syncobj._SyncObj__onMessageReceived
     next_index = syncobj._SyncObj__raftNextIndex
 
     def on_message(node, message):
-        if isinstance(message, dict) and message.get("type") == "next_node_idx" and message.get("success") \
-                and not message.get("reset"):
+        if not isinstance(message, dict):
+            handle(node, message)
+            return
+        kind = message.get("type")
+        if kind == "append_entries":
+            if heard is not None and message.get("term", -1) >= syncobj.raftCurrentTerm:
+                heard()
+        elif kind == "next_node_idx" and message.get("success") and not message.get("reset"):
             before = next_index.get(node)
             handle(node, message)
             if before is not None and next_index.get(node, before) < before:
@@ -256,13 +270,39 @@ class _SyncObj(SyncObj):
     are read moves.
 
     A subclass, not an attribute set on the instance: pysyncobj's snapshot pickles every
-    attribute added to the instance after its ``__init__``.
+    attribute added to the instance after its ``__init__`` (``tick_watch`` is set before it).
+
+    Each tick also feeds ``tick_watch`` (:class:`~raftnode.ticks.TickWatch`): the gaps between
+    ticks, and why this member starts an election or steps down, go to the log.
     """
 
+    def __init__(self, *args: Any, tick_watch: TickWatch, **kwargs: Any) -> None:
+        self._tick_watch = tick_watch  # before SyncObj.__init__, which lists the attributes its snapshots leave out
+        super().__init__(*args, **kwargs)
+        self.addOnTickCallback(tick_watch.poll_started)  # on-tick callbacks run just before the tick's poll
+
     def _onTick(self, timeToWait: float = 0.0) -> None:
+        watch = self._tick_watch
+        state, term = self._SyncObj__raftState, self._SyncObj__raftCurrentTerm
+        watch.tick_started(self._SyncObj__raftLastApplied, _RAFT_STATES.get(state, str(state)), term)
         if self._SyncObj__transport.ready and self._timeout_due(time.monotonic()):
             self._poller.poll(0)
+        heard, leader = watch.heard_leader, self._SyncObj__raftLeader  # as the election check will find them
         super()._onTick(timeToWait)
+        watch.tick_ended(self._SyncObj__raftLastApplied)
+        new_state, new_term = self._SyncObj__raftState, self._SyncObj__raftCurrentTerm
+        if new_term > term and new_state != _RAFT_STATE.FOLLOWER:
+            # a higher term heard from others makes a member a follower; a candidate (or, votes read in the
+            # same tick, a leader) of a higher term started the election itself
+            conf = self._SyncObj__conf
+            watch.election_started(new_term, getattr(leader, "address", None), heard,
+                                   (conf.raftMinTimeout, conf.raftMaxTimeout))
+        elif state == _RAFT_STATE.LEADER and new_state == _RAFT_STATE.FOLLOWER and new_term == term:
+            conf, now = self._SyncObj__conf, time.monotonic()
+            answered = {getattr(n, "address", str(n)): now - t for n, t in self._SyncObj__lastResponseTime.items()}
+            if sum(ago < conf.leaderFallbackTimeout for ago in answered.values()) + 1 \
+                    <= (len(answered) + 1) / 2:  # pysyncobj's step-down rule (another cause logs itself)
+                watch.stepped_down(term, answered, conf.leaderFallbackTimeout)
 
     def _timeout_due(self, now: float) -> bool:
         """Whether this tick may act on a timeout: a follower's election deadline passed, or a
@@ -334,7 +374,10 @@ class RaftNode:
             autoTickPeriod=config.tick_period,
             onStateChanged=self._state_changed,
         )
-        self.syncobj = _SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state])
+        #: the timing of the Raft thread's ticks, and why this member elects or steps down (:mod:`raftnode.ticks`)
+        self.ticks = TickWatch(warn_after_s=conf.raftMinTimeout / 2, pauses=config.pause_seconds)
+        self.syncobj = _SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state],
+                                tick_watch=self.ticks)
         if not had_snapshot:
             # the journal is the whole log: never the snapshot a previous process's writer renames in late
             durability.skip_initial_snapshot_load(self.syncobj, snapshot_file)
@@ -345,7 +388,7 @@ class RaftNode:
             max_in_flight=config.group_commit_max_in_flight,
             on_proposed=self._proposed if config.append_entries_immediately else None,
         ) if config.group_commit else None
-        _keep_next_index_monotonic(self.syncobj)
+        _keep_next_index_monotonic(self.syncobj, heard=self.ticks.leader_heard)
         self._raft_thread_named = False
         self.syncobj.addOnTickCallback(self._name_raft_thread)
         self._send_wanted = False
@@ -425,7 +468,9 @@ class RaftNode:
 
     def status(self) -> dict[str, Any]:
         """Raft status: ``{"state", "term", "leader", "commit_index", "applied_index", "log_size", "has_quorum",
-        "ready", "journal"}`` (``journal``: :func:`durability.journal_health`, ``None`` in memory).
+        "ready", "journal", "ticks"}`` (``journal``: :func:`durability.journal_health`, ``None`` in memory;
+        ``ticks``: :meth:`TickWatch.figures`, the Raft thread's longest gap between ticks and the
+        elections and step-downs this member started).
 
         ``state`` is LEADER only together with the term this member leads.
         pysyncobj's ``getStatus`` runs on the caller's thread and reads the state
@@ -451,6 +496,7 @@ class RaftNode:
             "ready": bool(self.syncobj.isReady()),
             # write failures of the journal (full disk, I/O errors): raftnode/durability.py
             "journal": durability.journal_health(self.syncobj),
+            "ticks": self.ticks.figures(),
         }
 
     def peer_connections(self) -> dict[str, bool]:

@@ -27,6 +27,7 @@ def test_a_real_full_collection_is_counted_and_timed():
     assert mon.collections[2] >= 1 and mon.collections[0] >= 1
     assert mon.last_full_pause_s is not None and mon.last_full_pause_s > 0
     assert mon.max_pause_s[2] >= mon.last_full_pause_s
+    assert mon.total_pause_s >= mon.last_full_pause_s + mon.max_pause_s[0]  # every pause summed
     assert _observed(2) > before
     gc.collect(2)  # after stop: no longer counted
     assert mon.figures()["collections"][2] == mon.collections[2]
@@ -56,6 +57,7 @@ def test_long_pauses_warn_once_per_interval_with_the_count_held_back(caplog):
     assert mon.collections == [1, 1, 3]
     assert mon.figures()["max_pause_s"] == [0.001, 0.6, 1.2]
     assert mon.figures()["last_full_pause_s"] == 0.7
+    assert mon.total_pause_s == pytest.approx(0.001 + 0.8 + 1.2 + 0.6 + 0.7)  # what raftnode.ticks subtracts
 
 
 def test_a_stop_without_its_start_is_ignored():

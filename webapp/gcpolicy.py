@@ -31,7 +31,7 @@ from typing import Any, Callable
 from prometheus_client import Histogram
 
 __all__ = ["GC_PAUSE_SECONDS", "THRESHOLDS_ENV", "GcPauseMonitor", "LongLivedFreeze", "freeze_long_lived", "install",
-           "status", "thresholds_from_env"]
+           "pause_seconds", "status", "thresholds_from_env"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ class GcPauseMonitor:
         self.collections = [0, 0, 0]
         self.max_pause_s = [0.0, 0.0, 0.0]
         self.last_full_pause_s: float | None = None
+        #: seconds of every collection's pause since :meth:`start`, summed (``raftnode.ticks`` explains gaps by it)
+        self.total_pause_s = 0.0
         self._last_warning = float("-inf")
         self._held_back = 0
         self._installed = False
@@ -101,6 +103,7 @@ class GcPauseMonitor:
         pause = self._clock() - started
         generation = info.get("generation", 2)
         self.collections[generation] += 1
+        self.total_pause_s += pause
         if pause > self.max_pause_s[generation]:
             self.max_pause_s[generation] = pause
         if generation == 2:
@@ -273,6 +276,13 @@ def freeze_long_lived(may_pause: Callable[[], bool], **options: Any) -> LongLive
         if _policy is None:
             _policy = LongLivedFreeze(may_pause, **options).start()
         return _policy
+
+
+def pause_seconds() -> float:
+    """Seconds this process has spent in garbage collections since the monitor started (0 before
+    :func:`install`): ``RaftConfig.pause_seconds`` of a node's Raft member."""
+    monitor = _monitor
+    return monitor.total_pause_s if monitor is not None else 0.0
 
 
 def status() -> dict[str, Any] | None:

@@ -127,6 +127,21 @@ class NodeCollector(Collector):
                                            "that failed since the member started")
             failures.add_metric([], journal["failures"])
             yield failures
+        ticks = st.get("ticks")
+        if ticks is not None:  # raftnode.ticks: a starved Raft thread is what turns a busy member into an election
+            yield gauge("raftconnect_raft_longest_tick_gap_seconds", "Longest gap between two ticks of this "
+                        "member's Raft thread since it started (a leader sends nothing meanwhile)",
+                        ticks["longest_gap_s"])
+            for name, doc, value in (
+                    ("raftconnect_raft_held_up_ticks", "Gaps between two ticks of this member's Raft thread of at "
+                     "least half the election timeout, each logged with its parts", ticks["held_up"]),
+                    ("raftconnect_raft_elections_started", "Elections this member started (its election timeout "
+                     "passed with nothing from a leader), each logged with why", ticks["elections_started"]),
+                    ("raftconnect_raft_step_downs", "Times this member stopped leading because no majority answered "
+                     "within the leader fallback timeout, each logged with why", ticks["step_downs"])):
+                counter = CounterMetricFamily(name, doc)
+                counter.add_metric([], value)
+                yield counter
         yield gauge("raftconnect_raft_commit_lag", "Commit index minus applied index on this member",
                     max(0, st["commit_index"] - st["applied_index"]))
         committer = node.raft.group_commit

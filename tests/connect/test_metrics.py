@@ -13,6 +13,13 @@ def test_metrics_report_raft_assignment_and_store_latency(api, node, client):
     assert value(m["raftconnect_raft_term"]) == node.raft.term
     assert value(m["raftconnect_raft_is_leader"]) == 1.0
     assert value(m["raftconnect_raft_role"], role="leader") == 1.0
+    ticks = node.raft.ticks.figures()  # raftnode.ticks: why this member elected, stepped down or went quiet
+    assert value(m["raftconnect_raft_elections_started"]) == ticks["elections_started"]
+    assert value(m["raftconnect_raft_step_downs"]) == ticks["step_downs"] == 0
+    assert value(m["raftconnect_raft_held_up_ticks"]) <= node.raft.ticks.held_up
+    # the member ticks every few ms (its poll's timeout): the longest gap is at least one tick period
+    assert node.raft.config.tick_period <= value(m["raftconnect_raft_longest_tick_gap_seconds"]) \
+        <= node.raft.ticks.longest_gap_s + 1e-4  # figures() rounds to 0.1 ms
     assert value(m["raftconnect_assignment_generation"]) == node.raft.state.assignment["generation"]
     assert value(m["raftconnect_metadata_store_active"], store="raft") == 1.0
     assert value(m["raftconnect_members"], role="raft") >= 1

@@ -32,7 +32,7 @@ from raftnode import RaftConfig, RaftNode, RaftUnavailable
 from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.runtime.file_access import default_root
 from webapp.coordinator.coordinator import GroupCoordinator
-from webapp import environment
+from webapp import environment, gcpolicy
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
 from webapp.storage.raft import RaftMetadataStore
@@ -183,7 +183,8 @@ class ConnectNode:
             raise ValueError(_unknown_store_message(wanted, urls))
         self.raft = RaftNode(
             RaftConfig(self_address=o.raft_address, peers=list(o.raft_peers),
-                       data_dir=os.path.join(o.data_dir, "raft"), password=self.secret),
+                       data_dir=os.path.join(o.data_dir, "raft"), password=self.secret,
+                       pause_seconds=gcpolicy.pause_seconds),
             on_leader_change=self._on_leader_change,
         )
         self.stores = StoreSet(RaftMetadataStore(self.raft), urls, fence=self.raft.state.check_fence,
