@@ -449,6 +449,36 @@ def full_collections(node) -> str:
             f"{figures['max_pause_s'][2]:.2f} s")
 
 
+def tick_figures(node) -> str:
+    """``"longest gap G s, H held-up ticks, E elections started, S step-downs"`` since the member started, from
+    the ``ticks`` of its ``GET /raftconnect/v1/raft`` (``raftnode.ticks``); ``"-"`` when it does not answer."""
+    try:
+        t = node.client().request("GET", "/raftconnect/v1/raft").get("ticks")
+    except Exception:  # noqa: BLE001 - a busy or stopped member
+        return "-"
+    if not t:
+        return "not timed"
+    return (f"longest gap {t['longest_gap_s']:.2f} s, {t['held_up']} held-up ticks, {t['elections_started']} "
+            f"elections started, {t['step_downs']} step-downs")
+
+
+def why_elections(node, limit: int = 3) -> list[str]:
+    """The first ``limit`` lines of ``node``'s log in which it said why it elected (a first election at start
+    left out) or stepped down, or gave a long gap between its ticks (``raftnode.ticks``)."""
+    wanted = (b"this member starts an election", b"stepping down as leader", b"between two ticks")
+    out: list[str] = []
+    try:
+        with open(node.log_path, "rb") as fh:
+            for line in fh:
+                if any(w in line for w in wanted) and b"since it started" not in line:  # not a first election
+                    out.append(line.decode("utf-8", "replace").strip())
+                    if len(out) >= limit:
+                        break
+    except OSError:
+        pass
+    return out
+
+
 def curl_get(url: str, auth: tuple[str, str] | None) -> tuple[float, int]:
     """``GET url`` with curl, a process of its own: ``(seconds from the request to the body's last byte,
     body bytes)``, as curl's ``time_total`` counts them (its own start-up left out).
@@ -712,6 +742,12 @@ def main() -> int:
 
         row("Raft elections under the load (term after the load - term at start; 0 = one leader throughout)",
             str(max(raft_term(n) for n in cluster.nodes) - term_start))
+        row("Raft thread per member since it started: gaps between ticks, and elections or step-downs it started "
+            "(raftnode.ticks)", "; ".join(f"{n.node_id} {tick_figures(n)}" for n in cluster.nodes),
+            "a leader's gap past 1-2 s gets it voted out")
+        for n in cluster.nodes:  # why the term moved, as each member said it (not in the table: long lines)
+            for line in why_elections(n):
+                print(f"  {n.node_id}: {line}", flush=True)
         row("garbage collection per Raft member since it started (full collections, the longest pause)",
             "; ".join(f"{n.node_id} {full_collections(n)}" for n in cluster.nodes),
             "a leader paused for 1-2 s is voted out")
