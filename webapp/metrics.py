@@ -109,6 +109,12 @@ class NodeCollector(Collector):
             g.add_metric(list((labels or {}).values()), value)
             return g
 
+        def counters(*families: tuple[str, str, float]) -> Iterator[CounterMetricFamily]:
+            for name, doc, value in families:  # (name without _total, help, value)
+                c = CounterMetricFamily(name, doc)
+                c.add_metric([], value)
+                yield c
+
         yield gauge("raftconnect_raft_term", "Current Raft term", st["term"])
         yield gauge("raftconnect_raft_is_leader", "1 on the Raft leader", 1.0 if st["state"] == "LEADER" else 0.0)
         role = GaugeMetricFamily("raftconnect_raft_role", "Raft role of this member (1 for the current one)",
@@ -122,42 +128,34 @@ class NodeCollector(Collector):
         if journal is not None:
             yield gauge("raftconnect_raft_journal_ok", "1 while this member's Raft journal can be written "
                         "(0: full disk or I/O errors; it acknowledges nothing new)", 1.0 if journal["ok"] else 0.0)
-            failures = CounterMetricFamily("raftconnect_raft_journal_write_failures",
-                                           "Writes of the Raft journal (entries, term and vote, commit index) "
-                                           "that failed since the member started")
-            failures.add_metric([], journal["failures"])
-            yield failures
+            yield from counters(("raftconnect_raft_journal_write_failures", "Writes of the Raft journal (entries, "
+                                 "term and vote, commit index) that failed since the member started",
+                                 journal["failures"]))
         ticks = st.get("ticks")
         if ticks is not None:  # raftnode.ticks: a starved Raft thread is what turns a busy member into an election
             yield gauge("raftconnect_raft_longest_tick_gap_seconds", "Longest gap between two ticks of this "
                         "member's Raft thread since it started (a leader sends nothing meanwhile)",
                         ticks["longest_gap_s"])
-            for name, doc, value in (
-                    ("raftconnect_raft_held_up_ticks", "Gaps between two ticks of this member's Raft thread of at "
-                     "least half the election timeout, each logged with its parts", ticks["held_up"]),
-                    ("raftconnect_raft_elections_started", "Elections this member started (its election timeout "
-                     "passed with nothing from a leader), each logged with why", ticks["elections_started"]),
-                    ("raftconnect_raft_step_downs", "Times this member stopped leading because no majority answered "
-                     "within the leader fallback timeout, each logged with why", ticks["step_downs"])):
-                counter = CounterMetricFamily(name, doc)
-                counter.add_metric([], value)
-                yield counter
+            yield from counters(
+                ("raftconnect_raft_held_up_ticks", "Gaps between two ticks of this member's Raft thread of at "
+                 "least half the election timeout, each logged with its parts", ticks["held_up"]),
+                ("raftconnect_raft_elections_started", "Elections this member started (its election timeout "
+                 "passed with nothing from a leader), each logged with why", ticks["elections_started"]),
+                ("raftconnect_raft_step_downs", "Times this member stopped leading because no majority answered "
+                 "within the leader fallback timeout, each logged with why", ticks["step_downs"]))
         yield gauge("raftconnect_raft_commit_lag", "Commit index minus applied index on this member",
                     max(0, st["commit_index"] - st["applied_index"]))
         committer = node.raft.group_commit
         if committer is not None:  # the leader's group commit: commands / entries is how well writes batch
             gc = committer.stats()
-            for name, doc, value in (
-                    ("raftconnect_raft_proposals", "Raft log entries this member proposed as leader (group "
-                     "commit) since it started", gc["proposals"]),
-                    ("raftconnect_raft_proposed_commands", "Commands (config writes, statuses, offset commits) "
-                     "those entries carried", gc["commands"]),
-                    ("raftconnect_raft_proposal_seconds", "Seconds those entries took from proposal to apply, "
-                     "summed (over raftconnect_raft_proposals: the mean commit round, which a queued write "
-                     "waits up to twice)", gc["seconds"])):
-                family = CounterMetricFamily(name, doc)
-                family.add_metric([], value)
-                yield family
+            yield from counters(
+                ("raftconnect_raft_proposals", "Raft log entries this member proposed as leader (group "
+                 "commit) since it started", gc["proposals"]),
+                ("raftconnect_raft_proposed_commands", "Commands (config writes, statuses, offset commits) "
+                 "those entries carried", gc["commands"]),
+                ("raftconnect_raft_proposal_seconds", "Seconds those entries took from proposal to apply, "
+                 "summed (over raftconnect_raft_proposals: the mean commit round, which a queued write "
+                 "waits up to twice)", gc["seconds"]))
         state = node.raft.state
         a = state.assignment
         yield gauge("raftconnect_assignment_generation", "Generation of the committed assignment", a["generation"])

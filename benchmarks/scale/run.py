@@ -434,16 +434,22 @@ def raft_term(node) -> int:
         return 0
 
 
-def full_collections(node) -> str:
-    """``"N full collections (T thaws), longest P s"`` since the member started, from the ``gc`` of its
-    ``GET /raftconnect/v1/raft`` (the histogram of ``/metrics`` has buckets, not the longest pause);
-    ``"-"`` when it does not answer."""
+def raft_figures(node, part: str) -> dict | str:
+    """The ``part`` of the member's ``GET /raftconnect/v1/raft`` (``gc``, ``ticks``), ``"-"`` when it does not
+    answer, ``"not timed"`` when it has no such figures."""
     try:
-        figures = node.client().request("GET", "/raftconnect/v1/raft").get("gc")
+        figures = node.client().request("GET", "/raftconnect/v1/raft").get(part)
     except Exception:  # noqa: BLE001 - a busy or stopped member
         return "-"
-    if not figures:
-        return "not timed"
+    return figures or "not timed"
+
+
+def full_collections(node) -> str:
+    """``"N full collections (T thaws), longest P s"`` since the member started, from its ``gc`` figures
+    (the histogram of ``/metrics`` has buckets, not the longest pause), or what :func:`raft_figures` says."""
+    figures = raft_figures(node, "gc")
+    if isinstance(figures, str):
+        return figures
     freeze = figures.get("freeze") or {}
     return (f"{figures['collections'][2]:,} full collections ({freeze.get('thaws', 0)} thaws), longest "
             f"{figures['max_pause_s'][2]:.2f} s")
@@ -451,13 +457,10 @@ def full_collections(node) -> str:
 
 def tick_figures(node) -> str:
     """``"longest gap G s, H held-up ticks, E elections started, S step-downs"`` since the member started, from
-    the ``ticks`` of its ``GET /raftconnect/v1/raft`` (``raftnode.ticks``); ``"-"`` when it does not answer."""
-    try:
-        t = node.client().request("GET", "/raftconnect/v1/raft").get("ticks")
-    except Exception:  # noqa: BLE001 - a busy or stopped member
-        return "-"
-    if not t:
-        return "not timed"
+    its ``ticks`` figures (``raftnode.ticks``), or what :func:`raft_figures` says."""
+    t = raft_figures(node, "ticks")
+    if isinstance(t, str):
+        return t
     return (f"longest gap {t['longest_gap_s']:.2f} s, {t['held_up']} held-up ticks, {t['elections_started']} "
             f"elections started, {t['step_downs']} step-downs")
 
