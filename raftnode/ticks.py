@@ -53,17 +53,22 @@ class TickWatch:
         warn_interval_s: at most one gap warning per this many seconds; the ones held back are
             counted in the next.
         clock: ``time.monotonic`` (seconds), replaceable in tests.
+        cpu_clock: the calling (Raft) thread's CPU seconds, ``time.thread_time``: what of a slow tick was its
+            own work and what was waiting for the interpreter lock or the CPU.
 
     Attributes (all since the watch was made): ``longest_gap_s``, ``held_up`` (gaps of at least
     ``warn_after_s``), ``elections_started``, ``step_downs``.
     """
 
     def __init__(self, warn_after_s: float, pauses: Callable[[], float] | None = None,
-                 warn_interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 warn_interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 cpu_clock: Callable[[], float] = time.thread_time) -> None:
         self.warn_after_s = warn_after_s
         self.warn_interval_s = warn_interval_s
         self._pauses = pauses or (lambda: 0.0)
         self._clock = clock
+        self._cpu = cpu_clock
+        self._cpu_at = (0.0, 0.0, 0.0)  # the calling thread's CPU seconds at the last tick's start, poll, end
         self.longest_gap_s = 0.0
         self.held_up = 0
         self.elections_started = 0
@@ -87,26 +92,27 @@ class TickWatch:
         now = self._clock()
         paused = self._pauses()
         begin, self._begin = self._begin, now
-        if begin is None:
-            self._paused_at_begin, self._applied_at_begin = paused, applied
-            return
-        gap = now - begin
-        if gap > self.longest_gap_s:
-            self.longest_gap_s = gap
-        if gap >= KEEP_GAP_S:
-            self._recent.append((now, gap))
-            if gap >= self.warn_after_s:
-                self.held_up += 1
-                self._warn_gap(now, begin, gap, paused - self._paused_at_begin, role, term)
+        if begin is not None:
+            gap = now - begin
+            if gap > self.longest_gap_s:
+                self.longest_gap_s = gap
+            if gap >= KEEP_GAP_S:
+                self._recent.append((now, gap))
+                if gap >= self.warn_after_s:
+                    self.held_up += 1
+                    self._warn_gap(now, begin, gap, paused - self._paused_at_begin, role, term)
         self._paused_at_begin, self._applied_at_begin = paused, applied
+        self._cpu_at = (self._cpu(), 0.0, 0.0)
 
     def poll_started(self) -> None:
         """Just before the tick's poll (the last on-tick callback)."""
         self._polling = self._clock()
+        self._cpu_at = (self._cpu_at[0], self._cpu(), 0.0)
 
     def tick_ended(self, applied: int) -> None:
         """At the end of a tick (``applied``: the member's last applied index now)."""
         self._end = self._clock()
+        self._cpu_at = (self._cpu_at[0], self._cpu_at[1], self._cpu())
         self._applied_in_tick = applied - self._applied_at_begin
 
     def leader_heard(self) -> None:
@@ -170,10 +176,11 @@ class TickWatch:
         polling = self._polling if self._polling is not None and self._polling >= begin else None
         end = self._end if self._end is not None and self._end >= begin else None
         if polling is not None and end is not None:
+            cpu_begin, cpu_polling, cpu_end = self._cpu_at
             parts = (f"{polling - begin:.2f} s in the tick before its poll ({self._applied_in_tick} entries "
-                     f"applied), "
-                     f"{end - polling:.2f} s in the poll (reading and handling messages), "
-                     f"{now - end:.2f} s waiting to run again")
+                     f"applied; {cpu_polling - cpu_begin:.2f} s of it on the CPU), "
+                     f"{end - polling:.2f} s in the poll (reading and handling messages; {cpu_end - cpu_polling:.2f} s "
+                     f"on the CPU), {now - end:.2f} s waiting to run again")
         else:  # the tick did not reach its end (an exception inside pysyncobj): only the whole is known
             parts = "the tick did not finish normally"
         log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d): %s; "

@@ -201,3 +201,15 @@ def test_bad_thresholds_are_refused_by_name(monkeypatch, raw):
     with pytest.raises(ValueError, match=THRESHOLDS_ENV):
         thresholds_from_env()
 
+
+
+def test_a_collection_still_running_counts_in_the_pause_so_far():
+    """A Raft tick that reads the pauses while another thread's collection (or its callback) runs sees it."""
+    now = [10.0]
+    mon = GcPauseMonitor(clock=lambda: now[0])
+    mon._callback("start", {"generation": 2})
+    now[0] += 0.3
+    assert mon.paused_so_far() == pytest.approx(0.3) and mon.total_pause_s == 0.0
+    mon._callback("stop", {"generation": 2, "collected": 0, "uncollectable": 0})
+    now[0] += 5.0
+    assert mon.paused_so_far() == pytest.approx(0.3) == mon.total_pause_s

@@ -68,8 +68,10 @@ class GcPauseMonitor:
         self.collections = [0, 0, 0]
         self.max_pause_s = [0.0, 0.0, 0.0]
         self.last_full_pause_s: float | None = None
-        #: seconds of every collection's pause since :meth:`start`, summed (``raftnode.ticks`` explains gaps by it)
-        self.total_pause_s = 0.0
+        #: ``(seconds of every finished collection's pause since start, clock of the running one's start or None)``,
+        #: replaced in one assignment so that a thread reading it between the callbacks (CPython may switch
+        #: threads inside a callback) never sees a pause half-counted: :meth:`paused_so_far`
+        self._pauses: tuple[float, float | None] = (0.0, None)
         self._last_warning = float("-inf")
         self._held_back = 0
         self._installed = False
@@ -87,6 +89,17 @@ class GcPauseMonitor:
             gc.callbacks.remove(self._callback)
             self._installed = False
 
+    @property
+    def total_pause_s(self) -> float:
+        """Seconds of every finished collection's pause since :meth:`start`, summed."""
+        return self._pauses[0]
+
+    def paused_so_far(self) -> float:
+        """Seconds spent in collections since :meth:`start`, the one running now (or whose callback has not
+        finished) included: what ``raftnode.ticks`` subtracts from a gap between Raft ticks."""
+        total, running = self._pauses
+        return total + (self._clock() - running if running is not None else 0.0)
+
     def figures(self) -> dict[str, Any]:
         """``{"collections": [n0, n1, n2], "max_pause_s": [s0, s1, s2], "last_full_pause_s": s | None}``."""
         return {"collections": list(self.collections), "max_pause_s": [round(s, 4) for s in self.max_pause_s],
@@ -96,14 +109,15 @@ class GcPauseMonitor:
         # Runs inside the collector: no allocation-heavy work, never raises.
         if phase == "start":
             self._started = self._clock()
+            self._pauses = (self._pauses[0], self._started)
             return
         started, self._started = self._started, None
         if started is None:
             return
         pause = self._clock() - started
+        self._pauses = (self._pauses[0] + pause, None)
         generation = info.get("generation", 2)
         self.collections[generation] += 1
-        self.total_pause_s += pause
         if pause > self.max_pause_s[generation]:
             self.max_pause_s[generation] = pause
         if generation == 2:
@@ -282,7 +296,7 @@ def pause_seconds() -> float:
     """Seconds this process has spent in garbage collections since the monitor started (0 before
     :func:`install`): ``RaftConfig.pause_seconds`` of a node's Raft member."""
     monitor = _monitor
-    return monitor.total_pause_s if monitor is not None else 0.0
+    return monitor.paused_so_far() if monitor is not None else 0.0
 
 
 def status() -> dict[str, Any] | None:

@@ -23,19 +23,24 @@ from .members import MessageTap, destroy, raft_members, ready_leader
 class _Clock:
     def __init__(self) -> None:
         self.now = 100.0
+        self.cpu = 3.0  # the Raft thread's CPU seconds
 
     def __call__(self) -> float:
         return self.now
 
+    def thread_time(self) -> float:
+        return self.cpu
+
 
 def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: float, wait: float,
-           pause=None) -> None:
-    """One tick of ``work`` seconds before its poll, ``poll`` seconds in it, then ``wait`` seconds before the next;
-    ``pause()`` is called inside it (a collection during the tick)."""
+           pause=None, work_cpu: float = 0.0) -> None:
+    """One tick of ``work`` seconds (``work_cpu`` of them on the CPU) before its poll, ``poll`` seconds in it, then
+    ``wait`` seconds before the next; ``pause()`` is called inside it (a collection during the tick)."""
     watch.tick_started(applied, "LEADER", 7)
     if pause is not None:
         pause()
     clock.now += work
+    clock.cpu += work_cpu
     watch.poll_started()
     clock.now += poll
     watch.tick_ended(applied + 3)
@@ -44,18 +49,19 @@ def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: 
 
 def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     clock, paused = _Clock(), [0.0]
-    watch = TickWatch(warn_after_s=0.5, pauses=lambda: paused[0], clock=clock)
+    watch = TickWatch(warn_after_s=0.5, pauses=lambda: paused[0], clock=clock, cpu_clock=clock.thread_time)
     caplog.set_level(logging.WARNING, logger="raftnode.ticks")
     _ticks(watch, clock, 10, work=0.001, poll=0.004, wait=0.0)
     _ticks(watch, clock, 13, work=0.001, poll=0.004, wait=0.0)  # normal ticks: nothing said
     assert not caplog.records and watch.held_up == 0
-    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, pause=lambda: paused.__setitem__(0, 0.4))
+    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, pause=lambda: paused.__setitem__(0, 0.4), work_cpu=0.15)
     watch.tick_started(19, "LEADER", 7)  # the gap ends here: 0.9 s
     (record,) = caplog.records
     text = record.getMessage()
     assert "0.90 s between two ticks" in text and "leader, term 7" in text
-    assert "0.60 s in the tick before its poll (3 entries applied)" in text
-    assert "0.20 s in the poll" in text and "0.10 s waiting to run again" in text
+    assert "0.60 s in the tick before its poll (3 entries applied; 0.15 s of it on the CPU)" in text
+    assert "0.20 s in the poll (reading and handling messages; 0.00 s on the CPU)" in text
+    assert "0.10 s waiting to run again" in text
     assert "(garbage collection) 0.40 s of it" in text
     assert watch.figures() == {"longest_gap_s": 0.9, "held_up": 1, "elections_started": 0, "step_downs": 0}
 
@@ -73,7 +79,7 @@ def test_gap_warnings_are_rate_limited_and_count_what_they_held_back(caplog):
     assert len(messages) == 2, messages
     # gaps end at each tick start: 1 s (warned), 1 s, 1 s (held back), 11 s (warned, 10 s later), 1 s (held back)
     assert "11.00 s between two ticks" in messages[1] and "2 more such gaps since the last warning" in messages[1]
-    assert "(3 entries applied)" in messages[1]
+    assert "(3 entries applied; " in messages[1]
     assert watch.held_up == 5
 
 
