@@ -288,8 +288,15 @@ class _SyncObj(SyncObj):
         if self._SyncObj__transport.ready and self._timeout_due(time.monotonic()):
             self._poller.poll(0)
         heard, leader = watch.heard_leader, self._SyncObj__raftLeader  # as the election check will find them
+        serializer = self._SyncObj__serializer
+        writer, snapshot = serializer._Serializer__pid, self._SyncObj__lastSerializedEntry
         super()._onTick(timeToWait)
-        watch.tick_ended(self._SyncObj__raftLastApplied)
+        events = None
+        if serializer._Serializer__pid != writer and not writer:
+            events = ["a log compaction started (its snapshot writer forked)"]
+        if self._SyncObj__lastSerializedEntry != snapshot:  # a snapshot was written: the journal was trimmed to it
+            events = (events or []) + ["a log compaction ended (the journal trimmed to the new snapshot)"]
+        watch.tick_ended(self._SyncObj__raftLastApplied, events)
         new_state, new_term = self._SyncObj__raftState, self._SyncObj__raftCurrentTerm
         if new_term > term and new_state != _RAFT_STATE.FOLLOWER:
             # a higher term heard from others makes a member a follower; a candidate (or, votes read in the

@@ -69,6 +69,7 @@ class TickWatch:
         self._clock = clock
         self._cpu = cpu_clock
         self._cpu_at = (0.0, 0.0, 0.0)  # the calling thread's CPU seconds at the last tick's start, poll, end
+        self._events: list[str] | None = None  # what the last finished tick did besides its usual work
         self.longest_gap_s = 0.0
         self.held_up = 0
         self.elections_started = 0
@@ -98,9 +99,9 @@ class TickWatch:
                 self.longest_gap_s = gap
             if gap >= KEEP_GAP_S:
                 self._recent.append((now, gap))
-                if gap >= self.warn_after_s:
-                    self.held_up += 1
-                    self._warn_gap(now, begin, gap, paused - self._paused_at_begin, role, term)
+            if gap >= self.warn_after_s:
+                self.held_up += 1
+                self._warn_gap(now, begin, gap, paused - self._paused_at_begin, role, term)
         self._paused_at_begin, self._applied_at_begin = paused, applied
         self._cpu_at = (self._cpu(), 0.0, 0.0)
 
@@ -109,11 +110,13 @@ class TickWatch:
         self._polling = self._clock()
         self._cpu_at = (self._cpu_at[0], self._cpu(), 0.0)
 
-    def tick_ended(self, applied: int) -> None:
-        """At the end of a tick (``applied``: the member's last applied index now)."""
+    def tick_ended(self, applied: int, events: list[str] | None = None) -> None:
+        """At the end of a tick (``applied``: the member's last applied index now; ``events``: what else the
+        tick did that takes time, e.g. a log compaction's fork or journal trim, for the warning)."""
         self._end = self._clock()
         self._cpu_at = (self._cpu_at[0], self._cpu_at[1], self._cpu())
         self._applied_in_tick = applied - self._applied_at_begin
+        self._events = events
 
     def leader_heard(self) -> None:
         """An append-entries from the leader was read."""
@@ -181,6 +184,8 @@ class TickWatch:
                      f"applied; {cpu_polling - cpu_begin:.2f} s of it on the CPU), "
                      f"{end - polling:.2f} s in the poll (reading and handling messages; {cpu_end - cpu_polling:.2f} s "
                      f"on the CPU), {now - end:.2f} s waiting to run again")
+            if self._events:
+                parts += f"; in that tick {' and '.join(self._events)}"
         else:  # the tick did not reach its end (an exception inside pysyncobj): only the whole is known
             parts = "the tick did not finish normally"
         log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d): %s; "

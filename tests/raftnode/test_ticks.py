@@ -33,7 +33,7 @@ class _Clock:
 
 
 def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: float, wait: float,
-           pause=None, work_cpu: float = 0.0) -> None:
+           pause=None, work_cpu: float = 0.0, events: list[str] | None = None) -> None:
     """One tick of ``work`` seconds (``work_cpu`` of them on the CPU) before its poll, ``poll`` seconds in it, then
     ``wait`` seconds before the next; ``pause()`` is called inside it (a collection during the tick)."""
     watch.tick_started(applied, "LEADER", 7)
@@ -43,7 +43,7 @@ def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: 
     clock.cpu += work_cpu
     watch.poll_started()
     clock.now += poll
-    watch.tick_ended(applied + 3)
+    watch.tick_ended(applied + 3, events)
     clock.now += wait
 
 
@@ -54,14 +54,15 @@ def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     _ticks(watch, clock, 10, work=0.001, poll=0.004, wait=0.0)
     _ticks(watch, clock, 13, work=0.001, poll=0.004, wait=0.0)  # normal ticks: nothing said
     assert not caplog.records and watch.held_up == 0
-    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, pause=lambda: paused.__setitem__(0, 0.4), work_cpu=0.15)
+    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, pause=lambda: paused.__setitem__(0, 0.4), work_cpu=0.15,
+           events=["a log compaction started (its snapshot writer forked)"])
     watch.tick_started(19, "LEADER", 7)  # the gap ends here: 0.9 s
     (record,) = caplog.records
     text = record.getMessage()
     assert "0.90 s between two ticks" in text and "leader, term 7" in text
     assert "0.60 s in the tick before its poll (3 entries applied; 0.15 s of it on the CPU)" in text
     assert "0.20 s in the poll (reading and handling messages; 0.00 s on the CPU)" in text
-    assert "0.10 s waiting to run again" in text
+    assert "0.10 s waiting to run again; in that tick a log compaction started (its snapshot writer forked)" in text
     assert "(garbage collection) 0.40 s of it" in text
     assert watch.figures() == {"longest_gap_s": 0.9, "held_up": 1, "elections_started": 0, "step_downs": 0}
 
@@ -153,5 +154,27 @@ def test_a_leader_that_steps_down_names_its_followers_last_answers(tmp_path, cap
         assert f"leader of term {term}: no answer from a majority within 2 s" in message
         answers = message.split("(last answers: ")[1].split(")")[0].split(", ")
         assert len(answers) == 2 and all(float(a.split()[1]) >= 2.0 for a in answers), message
+    finally:
+        destroy(nodes)
+
+
+def test_a_log_compaction_is_named_in_the_gap_of_the_tick_that_made_it(tmp_path, caplog):
+    """The member tells its own ticks' compaction events to the watch (pysyncobj's serializer, read in
+    ``_SyncObj._onTick``): every gap is logged here, and a forced compaction must appear in them."""
+    caplog.set_level(logging.WARNING, logger="raftnode.ticks")
+    _, nodes = raft_members(tmp_path)
+    try:
+        leader = ready_leader(nodes)
+        for i in range(5):
+            leader.commands.register_member(node_id=f"m{i}", info={"roles": ["worker"]}, timeout=15)
+        leader.ticks.warn_after_s, leader.ticks.warn_interval_s = 0.0, 0.0  # every gap said, none held back
+        leader.syncobj.forceLogCompaction()
+
+        def said(what: str) -> bool:
+            return any(what in r.getMessage() for r in caplog.records)
+
+        wait_for(lambda: said("a log compaction started (its snapshot writer forked)")
+                 and said("a log compaction ended (the journal trimmed to the new snapshot)"), 30, interval=0.05,
+                 what="the compaction's fork and trim in the leader's tick gaps")
     finally:
         destroy(nodes)
