@@ -617,19 +617,19 @@ def main() -> int:
             lat.append(time.perf_counter() - t0)
 
         rss.phase = "create"
-        work = LeaderWork(leader_node)
+        leader_work = LeaderWork(leader_node)
         t_create = time.monotonic()
         with ThreadPoolExecutor(args.create_clients) as ex:
             list(ex.map(create, range(args.connectors)))
         created = time.monotonic() - t_create
         row(f"create {args.connectors:,} connectors via POST /connectors ({args.create_clients} clients)",
-            f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all; {work.since()}")
+            f"{args.connectors / created:,.0f} writes/s, {fmt_ms(lat)}; {created:.1f} s in all; {leader_work.since()}")
 
         rss.phase = "full assignment"
         t_full = wait_all_running(follower, args, args.timeout, "every task RUNNING")
         row(f"full assignment: {args.connectors * args.tasks_per_connector:,} tasks over {args.workers} workers "
             f"assigned and RUNNING", f"{took(t_full, t_create, args.timeout)} from the first create; "
-            f"{sum(w.starts for w in workers):,} task starts; from the first create, {work.since()}")
+            f"{sum(w.starts for w in workers):,} task starts; from the first create, {leader_work.since()}")
 
         # ---------------------------------------------------------- rebalances
         alive = list(workers)
