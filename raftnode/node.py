@@ -385,6 +385,9 @@ class RaftNode:
         self.ticks = TickWatch(warn_after_s=conf.raftMinTimeout / 2, pauses=config.pause_seconds)
         self.syncobj = _SyncObj(config.self_address, list(config.peers), conf=conf, consumers=[self.state],
                                 tick_watch=self.ticks)
+        journal = self.syncobj._SyncObj__raftLog
+        if hasattr(journal, "write_seconds"):  # a journal on disk (durability.ChecksummedFileJournal)
+            self.ticks.set_journal_writes(lambda: journal.write_seconds)
         if not had_snapshot:
             # the journal is the whole log: never the snapshot a previous process's writer renames in late
             durability.skip_initial_snapshot_load(self.syncobj, snapshot_file)

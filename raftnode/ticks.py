@@ -55,6 +55,8 @@ class TickWatch:
         clock: ``time.monotonic`` (seconds), replaceable in tests.
         cpu_clock: the calling (Raft) thread's CPU seconds, ``time.thread_time``: what of a slow tick was its
             own work and what was waiting for the interpreter lock or the CPU.
+        journal_writes: returns the wall seconds the Raft thread has spent writing its journal so far
+            (``ChecksummedFileJournal.write_seconds``): what of a slow tick was waiting for the disk.
 
     Attributes (all since the watch was made): ``longest_gap_s``, ``held_up`` (gaps of at least
     ``warn_after_s``), ``elections_started``, ``step_downs``.
@@ -62,10 +64,13 @@ class TickWatch:
 
     def __init__(self, warn_after_s: float, pauses: Callable[[], float] | None = None,
                  warn_interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
-                 cpu_clock: Callable[[], float] = time.thread_time) -> None:
+                 cpu_clock: Callable[[], float] = time.thread_time,
+                 journal_writes: Callable[[], float] | None = None) -> None:
         self.warn_after_s = warn_after_s
         self.warn_interval_s = warn_interval_s
         self._pauses = pauses or (lambda: 0.0)
+        self._writes = journal_writes or (lambda: 0.0)
+        self._writes_at_begin = 0.0
         self._clock = clock
         self._cpu = cpu_clock
         self._cpu_at = (0.0, 0.0, 0.0)  # the calling thread's CPU seconds at the last tick's start, poll, end
@@ -86,12 +91,17 @@ class TickWatch:
         #: monotonic time of the last append-entries read from a leader (``None`` before the first)
         self.heard_leader: float | None = None
 
+    def set_journal_writes(self, journal_writes: Callable[[], float]) -> None:
+        """Name the member's journal once it exists (``journal_writes`` as in the constructor)."""
+        self._writes = journal_writes
+        self._writes_at_begin = journal_writes()
+
     # ----------------------------------------------------------- Raft thread
     def tick_started(self, applied: int, role: str, term: int) -> None:
         """At the start of a tick: measure the gap since the previous tick started (``applied``: the
         member's last applied index now; ``role``/``term``: for the warning)."""
         now = self._clock()
-        paused = self._pauses()
+        paused, written = self._pauses(), self._writes()
         begin, self._begin = self._begin, now
         if begin is not None:
             gap = now - begin
@@ -101,8 +111,9 @@ class TickWatch:
                 self._recent.append((now, gap))
             if gap >= self.warn_after_s:
                 self.held_up += 1
-                self._warn_gap(now, begin, gap, paused - self._paused_at_begin, role, term)
-        self._paused_at_begin, self._applied_at_begin = paused, applied
+                self._warn_gap(now, begin, gap, paused - self._paused_at_begin, written - self._writes_at_begin,
+                               role, term)
+        self._paused_at_begin, self._applied_at_begin, self._writes_at_begin = paused, applied, written
         self._cpu_at = (self._cpu(), 0.0, 0.0)
 
     def poll_started(self) -> None:
@@ -170,7 +181,8 @@ class TickWatch:
             return f"this member's own ticks ran on time (no gap of {KEEP_GAP_S:g} s in the last {RECENT_S:g} s)"
         return f"the longest gap between this member's own ticks in the last {RECENT_S:g} s was {longest:.2f} s"
 
-    def _warn_gap(self, now: float, begin: float, gap: float, paused: float, role: str, term: int) -> None:
+    def _warn_gap(self, now: float, begin: float, gap: float, paused: float, written: float, role: str,
+                  term: int) -> None:
         """Log one long gap with its parts (rate-limited by ``warn_interval_s``)."""
         if now - self._last_warning < self.warn_interval_s:
             self._held_back += 1
@@ -189,7 +201,8 @@ class TickWatch:
         else:  # the tick did not reach its end (an exception inside pysyncobj): only the whole is known
             parts = "the tick did not finish normally"
         log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d): %s; "
-                    "stop-the-world pauses (garbage collection) %.2f s of it. A leader sends nothing "
+                    "journal writes %.2f s of it (waiting for the disk, and for the interpreter lock after it), "
+                    "stop-the-world pauses (garbage collection) %.2f s. A leader sends nothing "
                     "meanwhile (its followers elect after their timeout); a follower hears nothing%s",
-                    gap, role.lower(), term, parts, paused,
+                    gap, role.lower(), term, parts, written, paused,
                     f"; {held} more such gaps since the last warning" if held else "")

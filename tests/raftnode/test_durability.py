@@ -77,7 +77,7 @@ def test_a_journal_that_outgrows_its_map_many_times_reads_back_whole(tmp_path):
         journal.add(*entry)
         assert journal._FileJournal__journalFile.mapped == os.path.getsize(path)
     assert os.path.getsize(path) > 1_000_000
-    journal.deleteEntriesTo(300)
+    journal.trim_now(300)
     after = [(b"after the trim %d" % i * 50, 401 + i, 2) for i in range(200)]
     for entry in after:
         journal.add(*entry)
@@ -195,7 +195,7 @@ def test_a_trim_cut_short_at_any_step_leaves_a_whole_journal(tmp_path, monkeypat
         patched.setattr(os, "fsync", dying(os.fsync))
         patched.setattr(os, "replace", dying(os.replace))
         try:
-            journal.deleteEntriesTo(20)
+            journal.trim_now(20)
         except _Died:
             died = True
     if not died:  # the trim went through: what is appended after it is kept too
@@ -232,12 +232,12 @@ def test_a_trim_that_cannot_be_written_keeps_the_whole_journal_and_says_so(tmp_p
 
     with monkeypatch.context() as patched:
         patched.setattr(os, failing, no_space)
-        journal.deleteEntriesTo(20)
+        journal.trim_now(20)
     assert [journal[i] for i in range(len(journal))] == entries
     assert not os.path.exists(path + ".trim")
     report = journal.disk.report()
     assert not report["ok"] and "the trimmed journal (10 entries kept)" in report["error"]
-    journal.deleteEntriesTo(20)
+    journal.trim_now(20)
     assert journal.disk.report()["ok"] and [journal[i] for i in range(len(journal))] == entries[20:]
     journal._destroy()
     again = ChecksummedFileJournal(path)
@@ -245,6 +245,129 @@ def test_a_trim_that_cannot_be_written_keeps_the_whole_journal_and_says_so(tmp_p
         assert [again[i] for i in range(len(again))] == entries[20:]
     finally:
         again._destroy()
+
+
+def _journal_of(tmp_path, n: int = 30):
+    """A checksummed journal at ``tmp_path / raft.journal`` holding ``n`` entries, and the entries."""
+    from raftnode.durability import ChecksummedFileJournal
+
+    journal = ChecksummedFileJournal(str(tmp_path / "raft.journal"))
+    entries = [(f"command {i}".encode(), i + 1, 1) for i in range(n)]
+    for entry in entries:
+        journal.add(*entry)
+    return journal, entries
+
+
+def _held(path) -> list:
+    """The entries a member starting now would read from the journal at ``path``."""
+    from raftnode.durability import ChecksummedFileJournal
+
+    again = ChecksummedFileJournal(str(path))
+    try:
+        return [again[i] for i in range(len(again))]
+    finally:
+        again._destroy()
+
+
+def _held_up_trim(monkeypatch):
+    """Hold every background trim's write until the returned event is set."""
+    import threading
+
+    from raftnode import durability
+
+    release, real = threading.Event(), durability._write_records
+
+    def held(*args):
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(durability, "_write_records", held)
+    return release
+
+
+@pytest.mark.parametrize("stop_before_swap", [False, True])
+def test_a_compaction_trims_the_file_in_the_background_and_keeps_what_came_meanwhile(tmp_path, monkeypatch,
+                                                                                      stop_before_swap):
+    """The Raft thread trims its log in memory at once and swaps the rewritten file in later (the rewrite's
+    fsync took a leader's tick ~0.9 s at scale); appends in between are in the file after the swap, and a
+    stop before it leaves the whole journal."""
+    release = _held_up_trim(monkeypatch)
+    journal, entries = _journal_of(tmp_path)
+    path = tmp_path / "raft.journal"
+    journal.deleteEntriesTo(20)
+    assert [journal[i] for i in range(len(journal))] == entries[20:]  # in memory at once
+    added = [(f"meanwhile {i}".encode(), 31 + i, 2) for i in range(5)]
+    for entry in added:
+        journal.add(*entry)
+    assert not journal.finish_trim()  # still being written: nothing swapped
+    release.set()
+    if stop_before_swap:
+        journal._destroy()
+        assert _held(path) == entries + added  # whole: a start trims it to its snapshot (prepare)
+    else:
+        assert journal.finish_trim(wait=True)
+        journal.add(b"after the swap", 36, 2)
+        assert [journal[i] for i in range(len(journal))] == entries[20:] + added + [(b"after the swap", 36, 2)]
+        journal._destroy()
+        assert _held(path) == entries[20:] + added + [(b"after the swap", 36, 2)]
+    assert not os.path.exists(str(path) + ".trim")
+
+
+@pytest.mark.parametrize("change", ["truncate", "clear"])
+def test_a_truncation_while_the_trim_is_written_abandons_it(tmp_path, monkeypatch, change):
+    """A follower's conflicting entries removed from the log's end (deleteEntriesFrom), or its log emptied for
+    the leader's snapshot (clear), while the trim's file, which holds entries no longer in the log, is
+    written: that file is dropped, the journal on disk stays what the log is."""
+    release = _held_up_trim(monkeypatch)
+    journal, entries = _journal_of(tmp_path)
+    journal.deleteEntriesTo(20)
+    if change == "truncate":
+        journal.deleteEntriesFrom(8)  # positions in the log as it is now: entries[28:] go
+        kept, on_disk = entries[20:28], entries[:28]
+    else:
+        journal.clear()
+        journal.add(b"the snapshot's entry", 50, 3)
+        kept = on_disk = [(b"the snapshot's entry", 50, 3)]
+    release.set()
+    assert journal.finish_trim(wait=True)
+    assert [journal[i] for i in range(len(journal))] == kept
+    journal._destroy()
+    assert _held(tmp_path / "raft.journal") == on_disk
+    assert not os.path.exists(str(tmp_path / "raft.journal.trim"))
+
+
+def test_a_second_compaction_while_the_first_trim_is_written_keeps_the_log_whole(tmp_path, monkeypatch):
+    release = _held_up_trim(monkeypatch)
+    journal, entries = _journal_of(tmp_path)
+    journal.deleteEntriesTo(20)
+    added = [(f"meanwhile {i}".encode(), 31 + i, 2) for i in range(10)]
+    for entry in added:
+        journal.add(*entry)
+    journal.deleteEntriesTo(5)  # the next compaction: the log now starts at entries[25]
+    release.set()
+    assert journal.finish_trim(wait=True)
+    assert [journal[i] for i in range(len(journal))] == entries[25:] + added
+    journal._destroy()
+    assert _held(tmp_path / "raft.journal") == entries[20:] + added  # the first trim's; the next drops 5 more
+
+
+def test_a_background_trim_that_cannot_be_written_keeps_the_journal_whole_and_says_so(tmp_path, monkeypatch):
+    import errno
+
+    journal, entries = _journal_of(tmp_path)
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    journal.deleteEntriesTo(20)
+    assert journal.finish_trim(wait=True)
+    monkeypatch.undo()
+    report = journal.disk.report()
+    assert not report["ok"] and "the trimmed journal (10 entries kept)" in report["error"]
+    journal._destroy()
+    assert _held(tmp_path / "raft.journal") == entries
+    assert not os.path.exists(str(tmp_path / "raft.journal.trim"))
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
@@ -288,21 +411,10 @@ def _interrupt_every_compaction(patched) -> None:
     a later patch (seen under CPU load: a compaction right after the member took the leadership) made
     the journal start past the older snapshot this test puts back, which no real run can produce.
     """
-    import types
-
     from raftnode.durability import ChecksummedFileJournal
 
-    real_trim, real_complete = ChecksummedFileJournal.deleteEntriesTo, ChecksummedFileJournal.complete_compaction
-
-    def complete_compaction(journal, boundary):
-        journal.deleteEntriesTo = types.MethodType(real_trim, journal)
-        try:
-            return real_complete(journal, boundary)
-        finally:
-            del journal.deleteEntriesTo
-
+    # the start's completion of an interrupted compaction is trim_now, left as it is
     patched.setattr(ChecksummedFileJournal, "deleteEntriesTo", lambda journal, entry_to: None)
-    patched.setattr(ChecksummedFileJournal, "complete_compaction", complete_compaction)
 
 
 @pytest.mark.parametrize("before", ["none", "older"])

@@ -48,13 +48,15 @@ def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: 
 
 
 def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
-    clock, paused = _Clock(), [0.0]
-    watch = TickWatch(warn_after_s=0.5, pauses=lambda: paused[0], clock=clock, cpu_clock=clock.thread_time)
+    clock, paused, written = _Clock(), [0.0], [2.0]
+    watch = TickWatch(warn_after_s=0.5, pauses=lambda: paused[0], clock=clock, cpu_clock=clock.thread_time,
+                      journal_writes=lambda: written[0])
     caplog.set_level(logging.WARNING, logger="raftnode.ticks")
     _ticks(watch, clock, 10, work=0.001, poll=0.004, wait=0.0)
     _ticks(watch, clock, 13, work=0.001, poll=0.004, wait=0.0)  # normal ticks: nothing said
     assert not caplog.records and watch.held_up == 0
-    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, pause=lambda: paused.__setitem__(0, 0.4), work_cpu=0.15,
+    _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, work_cpu=0.15,
+           pause=lambda: (paused.__setitem__(0, 0.4), written.__setitem__(0, 2.25)),
            events=["a log compaction started (its snapshot writer forked)"])
     watch.tick_started(19, "LEADER", 7)  # the gap ends here: 0.9 s
     (record,) = caplog.records
@@ -63,7 +65,8 @@ def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     assert "0.60 s in the tick before its poll (3 entries applied; 0.15 s of it on the CPU)" in text
     assert "0.20 s in the poll (reading and handling messages; 0.00 s on the CPU)" in text
     assert "0.10 s waiting to run again; in that tick a log compaction started (its snapshot writer forked)" in text
-    assert "(garbage collection) 0.40 s of it" in text
+    assert "journal writes 0.25 s of it (waiting for the disk" in text
+    assert "(garbage collection) 0.40 s." in text
     assert watch.figures() == {"longest_gap_s": 0.9, "held_up": 1, "elections_started": 0, "step_downs": 0}
 
 
@@ -124,15 +127,20 @@ def test_a_held_up_leader_and_the_election_it_causes_say_why_in_the_log(tmp_path
                  what="a leader of a later term")
         wait_for(lambda: leader.ticks.held_up >= 1, 15, interval=0.02, what="the leader to count its held-up tick")
         assert leader.ticks.longest_gap_s >= hold
+        assert leader.syncobj._SyncObj__raftLog.write_seconds > 0  # the journal's writes are timed for the watch
         electors = [f for f in followers if f.ticks.elections_started]
         assert electors, "no follower counted the election it started"
         assert sum(n.status()["ticks"]["elections_started"] for n in nodes) >= 1
-        messages = [r.getMessage() for r in caplog.records]
-        gaps = [m for m in messages if "between two ticks of this member's Raft thread (leader" in m]
-        assert gaps and f"term {term})" in gaps[0], messages
-        elections = [m for m in messages if "this member starts an election for term" in m
-                     and f"heard nothing from the leader ({leader.config.self_address}) for" in m]
-        assert elections, messages
+
+        def said(*parts: str) -> list[str]:  # counted before logged: wait for the lines themselves
+            return [m for m in (r.getMessage() for r in list(caplog.records)) if all(p in m for p in parts)]
+
+        gaps = wait_for(lambda: said("between two ticks of this member's Raft thread (leader"), 15, interval=0.02,
+                        what="the leader's gap in the log")
+        assert f"term {term})" in gaps[0], gaps
+        elections = wait_for(lambda: said("this member starts an election for term",
+                                          f"heard nothing from the leader ({leader.config.self_address}) for"),
+                             15, interval=0.02, what="a follower's election in the log")
         silent = float(elections[0].split(") for ")[1].split(" s")[0])
         assert silent >= leader.config.raft_min_timeout  # it waited out its election timeout
     finally:
@@ -150,7 +158,9 @@ def test_a_leader_that_steps_down_names_its_followers_last_answers(tmp_path, cap
                 n.destroy()  # nobody answers any more
         wait_for(lambda: leader.ticks.step_downs >= 1, 30, interval=0.02, what="the leader to step down")
         assert not leader.is_leader
-        (message,) = [r.getMessage() for r in caplog.records if "stepping down as leader" in r.getMessage()]
+        (message,) = wait_for(lambda: [r.getMessage() for r in list(caplog.records)
+                                       if "stepping down as leader" in r.getMessage()], 15, interval=0.02,
+                              what="the step-down in the log")  # counted before logged
         assert f"leader of term {term}: no answer from a majority within 2 s" in message
         answers = message.split("(last answers: ")[1].split(")")[0].split(", ")
         assert len(answers) == 2 and all(float(a.split()[1]) >= 2.0 for a in answers), message
