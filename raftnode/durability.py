@@ -348,6 +348,13 @@ class _MappedFile(_journal.ResizableFile):
         else:
             self._ResizableFile__mm[offset:end] = values
 
+    def discard(self) -> None:
+        """Unmap and close the file without writing its dirty pages first (pysyncobj's ``_destroy`` syncs the
+        whole map, ``msync``): for a file already renamed over, whose pages nobody reads again. The sync
+        held a leader's Raft thread 0.59 s at scale (``raftnode.ticks``: journal writes)."""
+        self._ResizableFile__mm.close()
+        self._ResizableFile__f.close()
+
     def cover(self, end: int) -> None:
         """Grow the map (and the file, sparse: no space taken) to at least ``end`` bytes, doubling as
         pysyncobj's write does. Errors: ``OSError`` of the resize."""
@@ -627,7 +634,7 @@ class ChecksummedFileJournal(_journal.FileJournal):
     def _map(self, renamed: str, end: int, sync: bool) -> None:
         """Map the journal file renamed in from ``renamed`` (records up to ``end``) in place of the old one."""
         path = self.disk.path
-        self._FileJournal__journalFile._destroy()
+        self._FileJournal__journalFile.discard()  # replaced: its dirty pages need no writing first
         if self._fd is not None:  # the reserving descriptor points at the old file
             os.close(self._fd)
             self._fd = None
