@@ -57,6 +57,9 @@ class TickWatch:
             own work and what was waiting for the interpreter lock or the CPU.
         journal_writes: returns the wall seconds the Raft thread has spent writing its journal so far
             (``ChecksummedFileJournal.write_seconds``): what of a slow tick was waiting for the disk.
+        process_cpu: the process's CPU seconds, all threads (``time.process_time``): the other threads'
+            share of a gap tells a thread holding the interpreter lock (their CPU near the gap) from a
+            machine without CPU to give (near zero).
 
     Attributes (all since the watch was made): ``longest_gap_s``, ``held_up`` (gaps of at least
     ``warn_after_s``), ``elections_started``, ``step_downs``.
@@ -65,12 +68,15 @@ class TickWatch:
     def __init__(self, warn_after_s: float, pauses: Callable[[], float] | None = None,
                  warn_interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  cpu_clock: Callable[[], float] = time.thread_time,
-                 journal_writes: Callable[[], float] | None = None) -> None:
+                 journal_writes: Callable[[], float] | None = None,
+                 process_cpu: Callable[[], float] = time.process_time) -> None:
         self.warn_after_s = warn_after_s
         self.warn_interval_s = warn_interval_s
         self._pauses = pauses or (lambda: 0.0)
         self._writes = journal_writes or (lambda: 0.0)
         self._writes_at_begin = 0.0
+        self._process_cpu = process_cpu
+        self._process_at_begin = 0.0
         self._clock = clock
         self._cpu = cpu_clock
         self._cpu_at = (0.0, 0.0, 0.0)  # the calling thread's CPU seconds at the last tick's start, poll, end
@@ -101,7 +107,8 @@ class TickWatch:
         """At the start of a tick: measure the gap since the previous tick started (``applied``: the
         member's last applied index now; ``role``/``term``: for the warning)."""
         now = self._clock()
-        paused, written = self._pauses(), self._writes()
+        paused, written, process = self._pauses(), self._writes(), self._process_cpu()
+        cpu = self._cpu()
         begin, self._begin = self._begin, now
         if begin is not None:
             gap = now - begin
@@ -111,10 +118,12 @@ class TickWatch:
                 self._recent.append((now, gap))
             if gap >= self.warn_after_s:
                 self.held_up += 1
+                others = (process - self._process_at_begin) - (cpu - self._cpu_at[0])
                 self._warn_gap(now, begin, gap, paused - self._paused_at_begin, written - self._writes_at_begin,
-                               role, term)
+                               others, role, term)
         self._paused_at_begin, self._applied_at_begin, self._writes_at_begin = paused, applied, written
-        self._cpu_at = (self._cpu(), 0.0, 0.0)
+        self._process_at_begin = process
+        self._cpu_at = (cpu, 0.0, 0.0)
 
     def poll_started(self) -> None:
         """Just before the tick's poll (the last on-tick callback)."""
@@ -181,8 +190,8 @@ class TickWatch:
             return f"this member's own ticks ran on time (no gap of {KEEP_GAP_S:g} s in the last {RECENT_S:g} s)"
         return f"the longest gap between this member's own ticks in the last {RECENT_S:g} s was {longest:.2f} s"
 
-    def _warn_gap(self, now: float, begin: float, gap: float, paused: float, written: float, role: str,
-                  term: int) -> None:
+    def _warn_gap(self, now: float, begin: float, gap: float, paused: float, written: float, others: float,
+                  role: str, term: int) -> None:
         """Log one long gap with its parts (rate-limited by ``warn_interval_s``)."""
         if now - self._last_warning < self.warn_interval_s:
             self._held_back += 1
@@ -202,7 +211,9 @@ class TickWatch:
             parts = "the tick did not finish normally"
         log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d): %s; "
                     "journal writes %.2f s of it (waiting for the disk, and for the interpreter lock after it), "
-                    "stop-the-world pauses (garbage collection) %.2f s. A leader sends nothing "
-                    "meanwhile (its followers elect after their timeout); a follower hears nothing%s",
-                    gap, role.lower(), term, parts, written, paused,
+                    "stop-the-world pauses (garbage collection) %.2f s; the process's other threads used %.2f s of "
+                    "CPU meanwhile (near the gap: they held the interpreter lock; near 0: the machine had no CPU "
+                    "to give or the disk held it). A leader sends nothing meanwhile (its followers elect after "
+                    "their timeout); a follower hears nothing%s",
+                    gap, role.lower(), term, parts, written, paused, max(0.0, others),
                     f"; {held} more such gaps since the last warning" if held else "")

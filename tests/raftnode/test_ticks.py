@@ -24,6 +24,7 @@ class _Clock:
     def __init__(self) -> None:
         self.now = 100.0
         self.cpu = 3.0  # the Raft thread's CPU seconds
+        self.others = 10.0  # the process's other threads' CPU seconds
 
     def __call__(self) -> float:
         return self.now
@@ -50,13 +51,14 @@ def _ticks(watch: TickWatch, clock: _Clock, applied: int, *, work: float, poll: 
 def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     clock, paused, written = _Clock(), [0.0], [2.0]
     watch = TickWatch(warn_after_s=0.5, pauses=lambda: paused[0], clock=clock, cpu_clock=clock.thread_time,
-                      journal_writes=lambda: written[0])
+                      journal_writes=lambda: written[0], process_cpu=lambda: clock.cpu + clock.others)
     caplog.set_level(logging.WARNING, logger="raftnode.ticks")
     _ticks(watch, clock, 10, work=0.001, poll=0.004, wait=0.0)
     _ticks(watch, clock, 13, work=0.001, poll=0.004, wait=0.0)  # normal ticks: nothing said
     assert not caplog.records and watch.held_up == 0
     _ticks(watch, clock, 16, work=0.6, poll=0.2, wait=0.1, work_cpu=0.15,
-           pause=lambda: (paused.__setitem__(0, 0.4), written.__setitem__(0, 2.25)),
+           pause=lambda: (paused.__setitem__(0, 0.4), written.__setitem__(0, 2.25),
+                          setattr(clock, "others", clock.others + 0.7)),
            events=["a log compaction started (its snapshot writer forked)"])
     watch.tick_started(19, "LEADER", 7)  # the gap ends here: 0.9 s
     (record,) = caplog.records
@@ -66,7 +68,7 @@ def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     assert "0.20 s in the poll (reading and handling messages; 0.00 s on the CPU)" in text
     assert "0.10 s waiting to run again; in that tick a log compaction started (its snapshot writer forked)" in text
     assert "journal writes 0.25 s of it (waiting for the disk" in text
-    assert "(garbage collection) 0.40 s." in text
+    assert "(garbage collection) 0.40 s; the process's other threads used 0.70 s of CPU meanwhile" in text
     assert watch.figures() == {"longest_gap_s": 0.9, "held_up": 1, "elections_started": 0, "step_downs": 0}
 
 
