@@ -286,6 +286,24 @@ def _write_records(path: str, header: bytes, entries: list) -> int:
     return end
 
 
+#: a trim's swap on the Raft thread taking this many seconds or more is logged with its steps
+SLOW_SWAP_S = 0.1
+
+
+class _Steps:
+    """Seconds of consecutive steps into ``steps`` (``None``: not timed)."""
+
+    def __init__(self, steps: dict[str, float] | None) -> None:
+        self.steps = steps
+        self.at = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        if self.steps is not None:
+            now = time.perf_counter()
+            self.steps[name] = self.steps.get(name, 0.0) + now - self.at
+            self.at = now
+
+
 class _Trim(threading.Thread):
     """The background half of a log compaction's trim: the kept entries written to ``<journal>.trim`` and
     synced (:meth:`ChecksummedFileJournal.deleteEntriesTo`); the Raft thread swaps it in.
@@ -586,13 +604,18 @@ class ChecksummedFileJournal(_journal.FileJournal):
             _unlink(trim.path)  # the log moved past the file's end, or changed: the next trim starts afresh
             return True
         tail = log_now[pos + 1:]
+        steps: dict[str, float] = {}
         try:
-            end = self._finish_file(trim.path, tail, trim.end)
+            end = self._finish_file(trim.path, tail, trim.end, steps)
         except OSError as exc:
             self.disk.failed(f"the trimmed journal ({len(trim.entries) + len(tail)} entries kept)", exc)
             _unlink(trim.path)
             return True
-        self._map(trim.path, end, sync=False)
+        self._map(trim.path, end, sync=False, steps=steps)
+        if sum(steps.values()) >= SLOW_SWAP_S:  # on the Raft thread: a leader sends nothing meanwhile
+            log.warning("Raft journal %s: swapping in the trimmed journal took %.2f s on the Raft thread (%s)",
+                        self.disk.path, sum(steps.values()),
+                        ", ".join(f"{name} {seconds:.2f} s" for name, seconds in steps.items()))
         threading.Thread(target=_sync_directory, args=(self.disk.path,), name="raft-journal-dirsync",
                          daemon=True).start()
         return True
@@ -616,9 +639,11 @@ class ChecksummedFileJournal(_journal.FileJournal):
         self._FileJournal__journal = keep
         self._map(path, end, sync=True)
 
-    def _finish_file(self, trimmed: str, tail: list, end: int) -> int:
+    def _finish_file(self, trimmed: str, tail: list, end: int, steps: dict[str, float] | None = None) -> int:
         """Append ``tail`` (stored entries) to ``trimmed``, whose records end at ``end``, set its header's end
-        offset, and rename it over the journal. Returns the new end. Errors: ``OSError``."""
+        offset, and rename it over the journal. Returns the new end. ``steps`` collects each step's
+        seconds. Errors: ``OSError``."""
+        clock = _Steps(steps)
         with open(trimmed, "r+b") as fh:
             if tail:
                 fh.seek(end)
@@ -628,19 +653,25 @@ class ChecksummedFileJournal(_journal.FileJournal):
             fh.seek(_journal.LAST_RECORD_OFFSET_OFFSET)
             fh.write(_SIZE.pack(end))
             fh.flush()
+        clock.lap("the entries since")
         os.replace(trimmed, self.disk.path)  # the old file stays mapped until closed in _map
+        clock.lap("rename")
         return end
 
-    def _map(self, renamed: str, end: int, sync: bool) -> None:
-        """Map the journal file renamed in from ``renamed`` (records up to ``end``) in place of the old one."""
+    def _map(self, renamed: str, end: int, sync: bool, steps: dict[str, float] | None = None) -> None:
+        """Map the journal file renamed in from ``renamed`` (records up to ``end``) in place of the old one;
+        ``steps`` collects each step's seconds."""
         path = self.disk.path
+        clock = _Steps(steps)
         self._FileJournal__journalFile.discard()  # replaced: its dirty pages need no writing first
         if self._fd is not None:  # the reserving descriptor points at the old file
             os.close(self._fd)
             self._fd = None
+        clock.lap("closing the old file")
         if sync:
             _sync_directory(path)
         self._FileJournal__journalFile = _MappedFile(path)
+        clock.lap("mapping the new one")
         self._FileJournal__currentOffset = end
         self.disk.succeeded()
 
