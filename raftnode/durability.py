@@ -286,6 +286,18 @@ def _write_records(path: str, header: bytes, entries: list) -> int:
     return end
 
 
+def _release(old: "_MappedFile", fd: int | None, path: str) -> None:
+    """Close a journal file that was renamed over (its map and the reserving descriptor ``fd``), then sync the
+    directory holding ``path`` so the rename is on disk. The last close frees the old file's blocks."""
+    old.discard()  # replaced: its dirty pages need no writing first
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _sync_directory(path)
+
+
 #: a trim's swap on the Raft thread taking this many seconds or more is logged with its steps
 SLOW_SWAP_S = 0.1
 
@@ -616,8 +628,6 @@ class ChecksummedFileJournal(_journal.FileJournal):
             log.warning("Raft journal %s: swapping in the trimmed journal took %.2f s on the Raft thread (%s)",
                         self.disk.path, sum(steps.values()),
                         ", ".join(f"{name} {seconds:.2f} s" for name, seconds in steps.items()))
-        threading.Thread(target=_sync_directory, args=(self.disk.path,), name="raft-journal-dirsync",
-                         daemon=True).start()
         return True
 
     def trim_now(self, entryTo: int) -> None:
@@ -663,16 +673,17 @@ class ChecksummedFileJournal(_journal.FileJournal):
         ``steps`` collects each step's seconds."""
         path = self.disk.path
         clock = _Steps(steps)
-        self._FileJournal__journalFile.discard()  # replaced: its dirty pages need no writing first
-        if self._fd is not None:  # the reserving descriptor points at the old file
-            os.close(self._fd)
-            self._fd = None
-        clock.lap("closing the old file")
-        if sync:
-            _sync_directory(path)
+        old, fd = self._FileJournal__journalFile, self._fd  # the reserving descriptor points at the old file too
+        self._fd = None
         self._FileJournal__journalFile = _MappedFile(path)
-        clock.lap("mapping the new one")
         self._FileJournal__currentOffset = end
+        clock.lap("mapping the new one")
+        if sync:
+            _release(old, fd, path)
+        else:  # the last references to the renamed-over file: closing them frees its blocks, 0.13-0.94 s of the
+            # Raft thread at scale (a filesystem mounted with discard), so another thread does it
+            threading.Thread(target=_release, args=(old, fd, path), name="raft-journal-release", daemon=True).start()
+        clock.lap("handing the old file over")
         self.disk.succeeded()
 
     def complete_compaction(self, boundary: tuple[Any, int, int]) -> int:
