@@ -463,6 +463,9 @@ def test_a_snapshot_renamed_in_after_start_does_not_replace_the_journal(tmp_path
                 wait_for(lambda: member.is_leader, 15, interval=0.05, what="the single member to lead")
                 for i in range(first, last):
                     member.propose("_put_connector_config", f"c{i}", {"v": str(i)}, None, False)
+                # a stop kills a snapshot writer still at work (seen under load: no snapshot at all)
+                wait_for(lambda: snapshot.exists() and (older is None or snapshot.read_bytes() != older), 30,
+                         interval=0.05, what="this run's snapshot")
             finally:
                 member.destroy()
         if older is None:
