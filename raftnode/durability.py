@@ -321,8 +321,9 @@ class _Trim(threading.Thread):
     synced (:meth:`ChecksummedFileJournal.deleteEntriesTo`); the Raft thread swaps it in.
 
     Attributes: ``entries`` (stored entries written), ``path``, ``end`` (where their records end),
-    ``done`` (set when written or failed), ``error`` (the ``OSError``, or ``None``), ``abandoned`` (set
-    by the Raft thread when the log's end was truncated meanwhile).
+    ``done`` (set when written or failed), ``error`` (what the write raised, an ``OSError`` for a full or
+    failing disk, or ``None``), ``abandoned`` (set on the Raft thread when the log's end was truncated or
+    the log emptied for a snapshot meanwhile, or the journal stopped).
     """
 
     def __init__(self, journal: "ChecksummedFileJournal", entries: list) -> None:
