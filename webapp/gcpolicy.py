@@ -63,14 +63,14 @@ class GcPauseMonitor:
         self.warn_after_s = warn_after_s
         self.warn_interval_s = warn_interval_s
         self._clock = clock
-        self._started: float | None = None
         self._children = [GC_PAUSE_SECONDS.labels(generation=str(g)) for g in range(3)]
         self.collections = [0, 0, 0]
         self.max_pause_s = [0.0, 0.0, 0.0]
         self.last_full_pause_s: float | None = None
         #: ``(seconds of every finished collection's pause since start, clock of the running one's start or None)``,
         #: replaced in one assignment so that a thread reading it between the callbacks (CPython may switch
-        #: threads inside a callback) never sees a pause half-counted: :meth:`paused_so_far`
+        #: threads inside a callback) never sees a pause half-counted (:meth:`paused_so_far`); the stop callback
+        #: takes the running collection's start from it
         self._pauses: tuple[float, float | None] = (0.0, None)
         self._last_warning = float("-inf")
         self._held_back = 0
@@ -107,15 +107,14 @@ class GcPauseMonitor:
 
     def _callback(self, phase: str, info: dict[str, int]) -> None:
         # Runs inside the collector: no allocation-heavy work, never raises.
+        total, started = self._pauses
         if phase == "start":
-            self._started = self._clock()
-            self._pauses = (self._pauses[0], self._started)
+            self._pauses = (total, self._clock())
             return
-        started, self._started = self._started, None
         if started is None:
             return
         pause = self._clock() - started
-        self._pauses = (self._pauses[0] + pause, None)
+        self._pauses = (total + pause, None)
         generation = info.get("generation", 2)
         self.collections[generation] += 1
         if pause > self.max_pause_s[generation]:
