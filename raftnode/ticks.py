@@ -91,6 +91,7 @@ class TickWatch:
         self._paused_at_begin = 0.0
         self._applied_at_begin = 0  # last applied index when the current (or last) tick started
         self._applied_in_tick = 0  # entries the last finished tick applied
+        self._role_at_begin: tuple[str, int] | None = None  # (role, term) when the current (or last) tick started
         self._recent: deque[tuple[float, float]] = deque(maxlen=64)  # (tick start, gap before it), gaps >= KEEP_GAP_S
         self._last_warning = float("-inf")
         self._held_back = 0
@@ -105,7 +106,9 @@ class TickWatch:
     # ----------------------------------------------------------- Raft thread
     def tick_started(self, applied: int, role: str, term: int) -> None:
         """At the start of a tick: measure the gap since the previous tick started (``applied``: the
-        member's last applied index now; ``role``/``term``: for the warning)."""
+        member's last applied index now; ``role``/``term``: now, for the warning, which names the role the
+        gap began in: a leader held up learns of the new term in the gap's own poll, and is a follower by
+        its end)."""
         now = self._clock()
         paused, written, process = self._pauses(), self._writes(), self._process_cpu()
         cpu = self._cpu()
@@ -120,7 +123,8 @@ class TickWatch:
                 self.held_up += 1
                 others = (process - self._process_at_begin) - (cpu - self._cpu_at[0])
                 self._warn_gap(now, begin, gap, paused - self._paused_at_begin, written - self._writes_at_begin,
-                               others, role, term)
+                               others, self._role_at_begin or (role, term), (role, term))
+        self._role_at_begin = (role, term)
         self._paused_at_begin, self._applied_at_begin, self._writes_at_begin = paused, applied, written
         self._process_at_begin = process
         self._cpu_at = (cpu, 0.0, 0.0)
@@ -191,8 +195,9 @@ class TickWatch:
         return f"the longest gap between this member's own ticks in the last {RECENT_S:g} s was {longest:.2f} s"
 
     def _warn_gap(self, now: float, begin: float, gap: float, paused: float, written: float, others: float,
-                  role: str, term: int) -> None:
-        """Log one long gap with its parts (rate-limited by ``warn_interval_s``)."""
+                  began: tuple[str, int], ended: tuple[str, int]) -> None:
+        """Log one long gap with its parts (rate-limited by ``warn_interval_s``); ``began``/``ended``: the
+        member's ``(role, term)`` at the gap's start and end."""
         if now - self._last_warning < self.warn_interval_s:
             self._held_back += 1
             return
@@ -209,11 +214,13 @@ class TickWatch:
                 parts += f"; in that tick {' and '.join(self._events)}"
         else:  # the tick did not reach its end (an exception inside pysyncobj): only the whole is known
             parts = "the tick did not finish normally"
-        log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d): %s; "
+        role, term = began
+        became = "" if ended == began else f"; {ended[0].lower()} of term {ended[1]} by its end"
+        log.warning("raft: %.2f s between two ticks of this member's Raft thread (%s, term %d%s): %s; "
                     "journal writes %.2f s of it (waiting for the disk, and for the interpreter lock after it), "
                     "stop-the-world pauses (garbage collection) %.2f s; the process's other threads used %.2f s of "
                     "CPU meanwhile (near the gap: they held the interpreter lock; near 0: the machine had no CPU "
                     "to give or the disk held it). A leader sends nothing meanwhile (its followers elect after "
                     "their timeout); a follower hears nothing%s",
-                    gap, role.lower(), term, parts, written, paused, max(0.0, others),
+                    gap, role.lower(), term, became, parts, written, paused, max(0.0, others),
                     f"; {held} more such gaps since the last warning" if held else "")

@@ -72,6 +72,17 @@ def test_a_long_gap_is_logged_with_its_parts_and_garbage_collection(caplog):
     assert watch.figures() == {"longest_gap_s": 0.9, "held_up": 1, "elections_started": 0, "step_downs": 0}
 
 
+def test_a_gap_is_named_by_the_role_it_began_in_when_the_member_stepped_down_during_it(caplog):
+    # a held-up leader reads the new term in the gap's own poll: by the next tick it is a follower
+    clock = _Clock()
+    watch = TickWatch(warn_after_s=0.5, clock=clock)
+    caplog.set_level(logging.WARNING, logger="raftnode.ticks")
+    _ticks(watch, clock, 0, work=0.001, poll=3.0, wait=0.0)  # starts as leader of term 7 (see _ticks)
+    watch.tick_started(0, "FOLLOWER", 8)
+    (record,) = caplog.records
+    assert "(leader, term 7; follower of term 8 by its end)" in record.getMessage()
+
+
 def test_gap_warnings_are_rate_limited_and_count_what_they_held_back(caplog):
     clock = _Clock()
     watch = TickWatch(warn_after_s=0.5, warn_interval_s=10.0, clock=clock)
