@@ -69,7 +69,8 @@ goal where the issue sets one:
 The issue's full scale is 10,000 connectors, 100,000 tasks, 100 workers (the
 defaults); on a small machine run it smaller (``--connectors 500 --workers 10``)
 and read the table's scale line. ``--py-spy FILE`` records the leader with py-spy
-(raw format) from the first create to the end of the rebalances.
+(raw format) from the first create to the end of the rebalances; with ``--py-spy-gil`` only its
+samples that hold the interpreter lock (where the leader's Python CPU goes, not where its threads wait).
 
 Usage: ``python benchmarks/scale/run.py [--connectors 10000] [--workers 100]
 [--tasks-per-connector 10] [--no-record] [--keep]``; results are appended to ``RESULTS.md``
@@ -551,6 +552,8 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=10, help="requests per expand=status / expand=info figure")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each phase may take")
     parser.add_argument("--py-spy", metavar="FILE", help="record the leader with py-spy (raw) during the load")
+    parser.add_argument("--py-spy-gil", action="store_true",
+                        help="with --py-spy: only samples holding the interpreter lock (py-spy --gil)")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (each member's node.log and Raft data) and print its path")
@@ -592,7 +595,8 @@ def main() -> int:
         leader.timeout = 300.0
         if args.py_spy:
             spy = subprocess.Popen(["py-spy", "record", "--pid", str(leader_node.proc.pid), "--format", "raw",
-                                    "-o", args.py_spy, "--rate", "20", "--nonblocking"],
+                                    "-o", args.py_spy, "--rate", "20", "--nonblocking"]
+                                   + (["--gil"] if args.py_spy_gil else []),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for i in range(args.workers):
             w = SimWorker(f"sim-{i:03d}", addresses, pool, args.commit_interval, args.task_threads)
