@@ -7,7 +7,8 @@ simulated worker is a pair of threads in this process that speaks the real
 internal protocol through the real client (``webapp.runtime.client.ControlPlaneClient``,
 HMAC-signed with the cluster secret): it heartbeats every second (the first
 heartbeat joins; reports are deltas after the first acknowledged one, and it sends
-the digest of the view it runs, as a real agent does), and on every new view it
+the digest of the view it runs and is answered with what changed since that view,
+``webapp.coordinator.viewdelta``, as a real agent does), and on every new view it
 "starts" what it was given — posts ``tasks.max`` task configs for each connector it
 owns whose configs are missing, reports the connector RUNNING, starts each new task
 (the start committed through Raft, then the offsets read) in the requests an agent's
@@ -100,6 +101,7 @@ os.environ.setdefault("RAFTCONNECT_DEVELOPMENT", "1")
 
 from benchmarks._common import cpu_ticks, machine, quantile  # noqa: E402
 from tools.launcher import ConnectClient, LocalCluster, wait_for  # noqa: E402
+from webapp.coordinator.viewdelta import DELTA_FROM, apply_view_delta  # noqa: E402
 from webapp.plugin import ConnectorTaskId, SourceOffset  # noqa: E402
 from webapp.runtime.client import (  # noqa: E402
     OFFSETS_PATH, STARTS_PATH, ControlPlaneClient, ControlPlaneUnavailable, Fenced,
@@ -172,6 +174,7 @@ class SimWorker:
                                        "connectors": sorted(self.connectors_reported), "tasks": tasks}
         if self.digest:
             running["view_digest"] = self.digest
+        running["view_deltas"] = True  # as the agent: answered with what changed since the view named
         return running
 
     def _heartbeat_loop(self) -> None:
@@ -189,6 +192,11 @@ class SimWorker:
                 continue
             self.last_ok = time.monotonic()
             self.acked = None if answer.get("report_full") else running["tasks"]
+            if answer.get(DELTA_FROM) is not None:
+                answer = apply_view_delta(self.view, answer)  # None: from another view; the next is whole
+                if answer is None:
+                    self._stop.wait(1.0)
+                    continue
             if not answer.get("unchanged"):
                 with self._lock:
                     self.view, self.digest = answer, answer.get("digest")

@@ -25,6 +25,7 @@ from webapp.storage.base import MetadataStore
 
 from .assignor import Assignment, WeightedRoundRobinAssignor
 from .views import NOTHING_OWNED, Owned, ViewBuilder
+from .viewdelta import DELTA_FROM, delta_answer
 
 __all__ = ["GroupCoordinator", "Dispatcher", "NotCoordinator", "REBALANCE_DUTY", "REBALANCE_REST_MAX_S", "rest_after"]
 
@@ -84,6 +85,8 @@ class GroupCoordinator:
         self._inputs_sig: Any = None
         # worker -> (marker, view, digest, the assignment and quick key it was checked under): _cached_view
         self._views: dict[str, tuple[Any, dict[str, Any], str, Any, tuple]] = {}
+        #: worker -> (digest, view) of the last view its heartbeat was answered with: what a delta starts from
+        self._answered: dict[str, tuple[str, dict[str, Any]]] = {}
         self._pokes = ChangeLog(VIEW_CHANGES_KEPT)  # pokes and the connector each named, numbered
         self.views = ViewBuilder(lambda: self.raft.state, store)
         self._owned_index: tuple[dict[str, Any], dict[str, Owned]] | None = None
@@ -140,6 +143,11 @@ class GroupCoordinator:
         ``task_keys`` every task it runs; it is merged into the previous report.
         When there is none to merge into (a new coordinator, a missing entry) the
         answer carries ``"report_full": true`` and the worker sends everything next.
+
+        The answer may be a delta too: a report with ``"view_deltas": true`` whose ``view_digest``
+        names the view this worker's last heartbeat was answered with gets only the entries that
+        changed since, ``delta_from`` naming that view (:mod:`webapp.coordinator.viewdelta`); the
+        first heartbeat of a join, and a worker naming any other view, get the whole view.
         """
         if not self.active:
             raise NotCoordinator("this node is not the active group coordinator")
@@ -174,12 +182,20 @@ class GroupCoordinator:
             self.rebalance()
         view, digest = self._cached_view(worker_id)
         extra = {"report_full": True} if report_full else {}
-        if not fresh and running.get("view_digest") == digest:
+        held = running.get("view_digest")
+        if not fresh and held == digest:
             # the worker runs from this very view: say so instead of sending thousands of task
             # configs every second (the worker re-applies the view it has)
             return {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
                     "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000),
                     **extra}
+        base = self._answered.get(worker_id)
+        self._answered[worker_id] = (digest, view)
+        if not fresh and running.get("view_deltas") and base is not None and base[0] == held:
+            # the worker holds the view it was last answered with: send what changed (viewdelta)
+            return delta_answer(base[1], view, {
+                "worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
+                "digest": digest, DELTA_FROM: held, "session_timeout_ms": int(self.session_timeout * 1000), **extra})
         return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
 
     def _rejoin(self, worker_id: str, info: dict[str, Any]) -> None:
@@ -319,6 +335,7 @@ class GroupCoordinator:
     def _forget_view(self, worker_id: str) -> None:
         """Drop ``worker_id``'s cached view and its fragments (it left or its session expired)."""
         self._views.pop(worker_id, None)
+        self._answered.pop(worker_id, None)
         self.views.forget(worker_id)
 
     def touch(self, worker_id: str) -> None:
@@ -509,6 +526,7 @@ class GroupCoordinator:
                               if "worker" in m.get("roles", []) and w in owners}
             self._sent_views.clear()
             self._views.clear()  # each marker names the epoch: views are reassembled from fragments
+            self._answered.clear()
             if not self.views.still_valid(self.raft.state.active_store == STORE_RAFT):
                 self.views.clear()
             self._inputs_sig = None

@@ -19,6 +19,7 @@ import uuid
 from typing import Any, Callable
 
 from webapp import environment
+from webapp.coordinator.viewdelta import DELTA_FROM, apply_view_delta
 from webapp.kafka.clients import EndOffsetWatcher
 from webapp.plugin import ConnectorTaskId
 from webapp.runtime import registry
@@ -252,6 +253,7 @@ class Worker:
                 running = self.running()
                 if self._last_view is not None:
                     running["view_digest"] = self._last_view.get("digest")
+                running["view_deltas"] = True  # answer with what changed since the view named (viewdelta)
                 if self.tasks_file.due():
                     self._record_tasks(running)
                 report = self._report(running)
@@ -269,7 +271,15 @@ class Worker:
                 if view.get("unchanged") and self._last_view is not None \
                         and view.get("digest") == self._last_view.get("digest"):
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
-                self.apply_assignment(view, via="heartbeat")
+                if view.get(DELTA_FROM) is not None:
+                    whole = apply_view_delta(self._last_view, view)
+                    if whole is None:  # not from the view held now (one came by Celery meanwhile): the next
+                        # heartbeat names the view held, and is answered in full
+                        log.info("view delta of generation %s is from another view than the one held: "
+                                 "the next heartbeat asks for the whole view", view.get("generation"))
+                    view = whole
+                if view is not None:
+                    self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
                 silent = time.monotonic() - self._last_contact
                 if silent > self.session_timeout and (self.tasks or self.connectors):

@@ -1,0 +1,82 @@
+"""Heartbeat answers as view deltas (``webapp.coordinator.viewdelta``): a delta applied to the view the
+worker holds is exactly the whole view, and one that does not fit the view held is refused."""
+from __future__ import annotations
+
+import copy
+
+from webapp.coordinator.viewdelta import DELTA_FROM, apply_view_delta, delta_answer
+
+from .test_coordinator import MEMBER, _setup, cluster  # noqa: F401 - the fixture
+
+
+def _view(digest, generation, connectors, tasks):
+    return {"worker_id": "w1", "generation": generation, "epoch": 3, "digest": digest,
+            "connectors": connectors, "tasks": tasks}
+
+
+def test_a_delta_applied_to_the_view_it_is_from_gives_the_whole_view_and_holds_only_what_changed():
+    shared = {"connector": "b", "task": 0, "config": {"k": "v"}, "generation": 4}
+    before = _view("d1", 7, {"a": {"config": {"x": "1"}}, "gone": {"config": {}}},
+                   {"a-0": {"connector": "a", "task": 0, "generation": 5}, "b-0": shared,
+                    "gone-0": {"connector": "gone", "task": 0, "generation": 5}})
+    after = _view("d2", 9, {"a": {"config": {"x": "2"}}, "new": {"config": {"y": "1"}}},
+                  {"a-0": {"connector": "a", "task": 0, "generation": 5},  # equal, another object
+                   "b-0": shared, "new-0": {"connector": "new", "task": 0, "generation": 9},
+                   "new-1": {"connector": "new", "task": 1, "generation": 9}})
+    held = copy.deepcopy(before)
+    answer = delta_answer(before, after, {"worker_id": "w1", "generation": 9, "epoch": 3, "digest": "d2",
+                                          DELTA_FROM: "d1", "session_timeout_ms": 5000})
+    assert answer["connectors"] == {"a": {"config": {"x": "2"}}, "new": {"config": {"y": "1"}}}
+    assert sorted(answer["tasks"]) == ["new-0", "new-1"]  # a-0 is equal, b-0 the same object
+    assert answer["removed_connectors"] == ["gone"] and answer["removed_tasks"] == ["gone-0"]
+
+    whole = apply_view_delta(held, answer)
+    assert whole == {**after, "session_timeout_ms": 5000}
+    assert held == before  # the view held is not changed
+
+
+def test_a_delta_is_refused_by_any_view_but_the_one_it_is_from():
+    answer = {"worker_id": "w1", "generation": 9, "epoch": 3, "digest": "d2", DELTA_FROM: "d1",
+              "connectors": {}, "tasks": {}, "removed_connectors": [], "removed_tasks": []}
+    assert apply_view_delta(None, answer) is None
+    assert apply_view_delta(_view("d0", 6, {}, {}), answer) is None
+    assert apply_view_delta(_view("d1", 7, {}, {}), answer)["generation"] == 9
+
+
+def test_the_coordinator_answers_a_worker_that_asks_with_deltas_that_rebuild_its_whole_view(cluster):  # noqa: F811
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2"], {"a": 2, "b": 1})
+    held = coordinator.heartbeat("w1", MEMBER, {"view_deltas": True})  # the join: a whole view
+    assert DELTA_FROM not in held and held["tasks"]
+    assert coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": held["digest"]})["unchanged"]
+
+    for step in range(3):  # new connectors: each generation moves w1's view a little
+        name = f"c{step}"
+        store.put_connector_config(name, {"connector.class": "X", "tasks.max": "2"})
+        coordinator.rebalance()
+        a = raft.state.assignment
+        store.put_task_configs(name, [{"task.index": "0"}, {"task.index": "1"}], worker_id=a["connectors"][name],
+                               generation=a["assigned_at"][name])
+        coordinator.rebalance()
+        answer = coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": held["digest"]})
+        assert answer[DELTA_FROM] == held["digest"] and answer["digest"] != held["digest"]
+        view, digest = coordinator._cached_view("w1")
+        assert len(answer["tasks"]) < len(view["tasks"]) or len(view["tasks"]) <= 2  # only what changed
+        held = apply_view_delta(held, answer)
+        assert held == {**view, "digest": digest, "session_timeout_ms": answer["session_timeout_ms"]}
+
+    # a worker naming a view it was not last answered with, or not asking, gets the whole view
+    store.put_connector_config("late", {"connector.class": "X", "tasks.max": "1"})
+    coordinator.rebalance()
+    stale = coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": "not-a-view-it-was-given"})
+    assert DELTA_FROM not in stale and stale["tasks"] == coordinator._cached_view("w1")[0]["tasks"]
+    # an agent that does not ask (an older one) gets whole views, as before
+    key = next(iter(stale["tasks"]))
+    name = stale["tasks"][key]["connector"]
+    a = raft.state.assignment
+    count = len(store.get_connector(name).tasks)
+    store.put_task_configs(name, [{"task.index": str(i), "v": "2"} for i in range(count)],
+                           worker_id=a["connectors"][name], generation=a["assigned_at"][name])
+    old_agent = coordinator.heartbeat("w1", MEMBER, {"view_digest": stale["digest"]})
+    assert DELTA_FROM not in old_agent and "removed_tasks" not in old_agent
+    assert old_agent["tasks"][key]["config"]["v"] == "2" and len(old_agent["tasks"]) == len(stale["tasks"])
