@@ -16,6 +16,7 @@ import pytest
 
 from raftnode.state import ClusterStateMachine
 from webapp.coordinator.coordinator import GroupCoordinator
+from webapp.coordinator.viewdelta import DELTA_FROM, apply_view_delta, delta_answer
 from webapp.storage.raft import RaftMetadataStore
 
 WORKERS = ["w1", "w2", "w3", "w4"]
@@ -156,6 +157,42 @@ def test_a_cached_view_equals_a_new_coordinators_after_any_changes(seed):
             assert coordinator._cached_view(w) == expected, (seed, step, change, w)
             compared += 1
     assert compared > 250
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_view_kept_by_deltas_equals_the_coordinators_after_any_changes(seed):
+    """A worker answered with deltas (``webapp.coordinator.viewdelta``, as ``GroupCoordinator.heartbeat``
+    makes them from the view it last answered) holds, after each, exactly the coordinator's view."""
+    rng = random.Random(1000 + seed)
+    world = World(rng)
+    replica = Replica(world.state)
+    coordinator = GroupCoordinator(raft=replica, store=RaftMetadataStore(replica), node_id="n1")
+    coordinator.epoch = world.assignment()["epoch"]
+    held: dict[str, dict] = {}
+    for w in WORKERS:
+        view, digest = coordinator._cached_view(w)
+        held[w] = {**view, "digest": digest}
+    deltas = 0
+    for step in range(250):
+        change = rng.choice(CHANGES)
+        if change == "poke":
+            coordinator.poke(rng.choice(world.names()))
+        elif change == "poke_all":
+            coordinator.poke()
+        else:
+            getattr(world, change)()
+        for w in WORKERS:
+            if rng.random() < 0.6:  # some workers miss heartbeats: their deltas span several changes
+                continue
+            view, digest = coordinator._cached_view(w)
+            answer = delta_answer(held[w], view, {"worker_id": w, "generation": view["generation"],
+                                                   "epoch": view["epoch"], "digest": digest,
+                                                   DELTA_FROM: held[w]["digest"]})
+            held[w] = apply_view_delta(held[w], answer)
+            assert held[w] == {**view, "digest": digest}, (seed, step, change, w)
+            deltas += bool(answer["tasks"] or answer["connectors"] or answer["removed_tasks"]
+                           or answer["removed_connectors"])
+    assert deltas > 50
 
 
 def _as_sets(index: dict) -> dict:
