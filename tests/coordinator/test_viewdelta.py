@@ -3,6 +3,7 @@ worker holds is exactly the whole view, and one that does not fit the view held 
 from __future__ import annotations
 
 import copy
+import threading
 
 from webapp.coordinator.viewdelta import DELTA_FROM, apply_view_delta, delta_answer
 
@@ -80,3 +81,49 @@ def test_the_coordinator_answers_a_worker_that_asks_with_deltas_that_rebuild_its
     old_agent = coordinator.heartbeat("w1", MEMBER, {"view_digest": stale["digest"]})
     assert DELTA_FROM not in old_agent and "removed_tasks" not in old_agent
     assert old_agent["tasks"][key]["config"]["v"] == "2" and len(old_agent["tasks"]) == len(stale["tasks"])
+
+
+class Recorder:
+    """A dispatcher that keeps what it sends, in order; ``reachable``: the workers a message can reach."""
+
+    def __init__(self, reachable: set[str]):
+        self.reachable = reachable
+        self.sent: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+
+    def reaches(self, worker_id: str) -> bool:
+        return worker_id in self.reachable
+
+    def send(self, worker_id: str, view: dict) -> None:
+        if worker_id in self.reachable:
+            with self._lock:
+                self.sent.append((worker_id, view))
+
+
+def test_dispatched_views_are_deltas_from_the_last_view_given_and_rebuild_the_whole_view(cluster):  # noqa: F811
+    raft, store, coordinator = cluster
+    _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 2, "b": 1})
+    recorder = Recorder({"w1", "w2"})
+    coordinator.dispatcher = recorder
+    held = {"w1": coordinator.heartbeat("w1", MEMBER, {"view_deltas": True}),  # asks for deltas
+            "w2": coordinator.heartbeat("w2", MEMBER, {})}  # an agent that does not
+    coordinator.heartbeat("w3", MEMBER, {"view_deltas": True})  # not reachable by the dispatcher
+    for step in range(4):
+        name = f"c{step}"
+        store.put_connector_config(name, {"connector.class": "X", "tasks.max": "3"})
+        coordinator.rebalance()
+        a = raft.state.assignment
+        store.put_task_configs(name, [{"task.index": str(i)} for i in range(3)], worker_id=a["connectors"][name],
+                               generation=a["assigned_at"][name])
+        coordinator.rebalance()
+    with recorder._lock:
+        sent = list(recorder.sent)
+    deltas = [v for w, v in sent if w == "w1" and DELTA_FROM in v]
+    assert deltas and all(DELTA_FROM not in v for w, v in sent if w == "w2")
+    assert all(w != "w3" for w, _ in sent)
+    for w, message in sent:  # delivered in order, as a worker's queue does
+        held[w] = apply_view_delta(held[w], message) if DELTA_FROM in message else message
+        assert held[w] is not None, "a delta not from the view the worker held"
+    for w in ("w1", "w2"):
+        view, digest = coordinator._cached_view(w)
+        assert {k: held[w][k] for k in view} == view and held[w]["digest"] == digest

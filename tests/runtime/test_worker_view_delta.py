@@ -70,3 +70,16 @@ def test_the_agent_asks_for_deltas_rebuilds_its_view_from_them_and_drops_one_fro
     _heartbeat_unanswered(w, client)
     assert client.reports[2]["view_digest"] == "d2"
     assert w._last_view is held and w._pending is held  # the delta from d9 changed nothing
+
+
+def test_a_delta_by_celery_is_made_whole_dropped_when_held_already_or_from_another_view(tmp_path):
+    client = ScriptedClient([_whole("d1", 2, {"a-0": TASK})])
+    w = make_worker(tmp_path, client)
+    heartbeat_once(w, client)  # joined, holding d1
+    w.apply_assignment(_delta("d1", "d2", 3, {"a-1": {**TASK, "task": 1}}), via="celery")
+    held = w._last_view
+    assert held["digest"] == "d2" and sorted(held["tasks"]) == ["a-0", "a-1"] and w._pending is held
+    w.apply_assignment(_delta("d1", "d2", 3, {"a-1": {**TASK, "task": 1}}), via="heartbeat")  # the same view again
+    assert w._last_view is held and w._pending is held
+    w.apply_assignment(_delta("d5", "d6", 4, {}), via="celery")  # one before it was lost on the way
+    assert w._last_view is held and w._pending is held

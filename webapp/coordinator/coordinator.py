@@ -31,15 +31,23 @@ __all__ = ["GroupCoordinator", "Dispatcher", "NotCoordinator", "REBALANCE_DUTY",
 
 log = logging.getLogger(__name__)
 
+#: views remembered per worker as the start of a delta (:meth:`GroupCoordinator._note_given`): the last
+#: heartbeat answer and the dispatches since, a few generations apart at most
+GIVEN_KEPT = 4
+
 
 class NotCoordinator(Exception):
     """This node is not (yet) the active coordinator; ask the leader."""
 
 
 class Dispatcher(Protocol):
-    """Sends a worker its assignment view (fast path; may lose messages)."""
+    """Sends a worker its assignment view (fast path; may lose messages, delivers a worker's in order)."""
 
-    def send(self, worker_id: str, view: dict[str, Any]) -> None: ...
+    def reaches(self, worker_id: str) -> bool:
+        """Whether a view sent to ``worker_id`` can arrive (``send`` drops the others)."""
+
+    def send(self, worker_id: str, view: dict[str, Any]) -> None:
+        """Send ``view`` (a whole view or a delta, see :mod:`webapp.coordinator.viewdelta`) to ``worker_id``."""
 
 
 class GroupCoordinator:
@@ -85,8 +93,9 @@ class GroupCoordinator:
         self._inputs_sig: Any = None
         # worker -> (marker, view, digest, the assignment and quick key it was checked under): _cached_view
         self._views: dict[str, tuple[Any, dict[str, Any], str, Any, tuple]] = {}
-        #: worker -> (digest, view) of the last view its heartbeat was answered with: what a delta starts from
-        self._answered: dict[str, tuple[str, dict[str, Any]]] = {}
+        #: worker -> {digest: view} of the last views it was given (heartbeat answers and dispatches, newest
+        #: last, at most GIVEN_KEPT): what a delta starts from
+        self._given: dict[str, dict[str, dict[str, Any]]] = {}
         self._pokes = ChangeLog(VIEW_CHANGES_KEPT)  # pokes and the connector each named, numbered
         self.views = ViewBuilder(lambda: self.raft.state, store)
         self._owned_index: tuple[dict[str, Any], dict[str, Owned]] | None = None
@@ -189,14 +198,27 @@ class GroupCoordinator:
             return {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
                     "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000),
                     **extra}
-        base = self._answered.get(worker_id)
-        self._answered[worker_id] = (digest, view)
-        if not fresh and running.get("view_deltas") and base is not None and base[0] == held:
-            # the worker holds the view it was last answered with: send what changed (viewdelta)
-            return delta_answer(base[1], view, {
-                "worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
-                "digest": digest, DELTA_FROM: held, "session_timeout_ms": int(self.session_timeout * 1000), **extra})
-        return {**view, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000), **extra}
+        header = {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"], "digest": digest,
+                  "session_timeout_ms": int(self.session_timeout * 1000), **extra}
+        base = None if fresh or not running.get("view_deltas") else self._given_view(worker_id, held)
+        self._note_given(worker_id, digest, view)
+        if base is not None:  # the worker holds a view it was given: send what changed (viewdelta)
+            return delta_answer(base, view, {**header, DELTA_FROM: held})
+        return {**view, **header}
+
+    def _given_view(self, worker_id: str, digest: Any) -> dict[str, Any] | None:
+        """The view with ``digest`` among the last ones ``worker_id`` was given, or ``None``."""
+        return (self._given.get(worker_id) or {}).get(digest) if isinstance(digest, str) else None
+
+    def _note_given(self, worker_id: str, digest: str, view: dict[str, Any]) -> None:
+        """Remember that ``worker_id`` was given ``view`` (a delta may start from it later); keeps the
+        newest :data:`GIVEN_KEPT` per worker. The dict is replaced, never changed in place: heartbeats
+        and the loop's dispatch read it from other threads."""
+        given = {d: v for d, v in (self._given.get(worker_id) or {}).items() if d != digest}
+        given[digest] = view
+        if len(given) > GIVEN_KEPT:
+            given = dict(list(given.items())[-GIVEN_KEPT:])
+        self._given[worker_id] = given
 
     def _rejoin(self, worker_id: str, info: dict[str, Any]) -> None:
         """Worker ``worker_id`` heartbeats as a new process (its ``incarnation`` changed): commit its new
@@ -335,7 +357,7 @@ class GroupCoordinator:
     def _forget_view(self, worker_id: str) -> None:
         """Drop ``worker_id``'s cached view and its fragments (it left or its session expired)."""
         self._views.pop(worker_id, None)
-        self._answered.pop(worker_id, None)
+        self._given.pop(worker_id, None)
         self.views.forget(worker_id)
 
     def touch(self, worker_id: str) -> None:
@@ -497,9 +519,21 @@ class GroupCoordinator:
         for worker_id in list(self.live_workers()):
             view, digest = self._cached_view(worker_id)
             if force or self._sent_views.get(worker_id) != digest:
+                header = {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
+                          "digest": digest}
+                message = {**view, **header}
+                given = self._given.get(worker_id)
+                reaches = self.dispatcher.reaches(worker_id)
+                if reaches and not force and given and (self.reported.get(worker_id) or {}).get("view_deltas"):
+                    # from the newest view it was given, which a FIFO queue delivers before this one; an agent
+                    # holding another drops it, and its next heartbeat is answered from the view it names
+                    since, base = next(reversed(given.items()))
+                    message = delta_answer(base, view, {**header, DELTA_FROM: since})
                 try:
-                    self.dispatcher.send(worker_id, {**view, "digest": digest})
+                    self.dispatcher.send(worker_id, message)
                     self._sent_views[worker_id] = digest
+                    if reaches:
+                        self._note_given(worker_id, digest, view)
                 except Exception:
                     log.exception("coordinator: could not send assignment to %s", worker_id)
 
@@ -526,7 +560,7 @@ class GroupCoordinator:
                               if "worker" in m.get("roles", []) and w in owners}
             self._sent_views.clear()
             self._views.clear()  # each marker names the epoch: views are reassembled from fragments
-            self._answered.clear()
+            self._given.clear()
             if not self.views.still_valid(self.raft.state.active_store == STORE_RAFT):
                 self.views.clear()
             self._inputs_sig = None

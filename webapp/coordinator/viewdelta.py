@@ -16,7 +16,10 @@ with the entries that differ::
 Both digests are of the views' whole content (``webapp.coordinator.views._digest``), so a delta
 applies to exactly one view: :func:`apply_view_delta` refuses any other, and the worker then reports
 the view it does hold and is answered in full. The same pattern as the report going the other way
-(``tasks_delta``). Workers that do not ask get whole views, as before.
+(``tasks_delta``). Workers that do not ask get whole views, as before. The Celery fast path
+(``GroupCoordinator.dispatch``) sends deltas from the newest view the worker was given by either
+path: a whole view at that scale is ~760 KB of Celery's JSON, ~4.4 ms of the leader's CPU to encode,
+per worker per generation.
 
 Must not import Django, Raft or the store: the agent (``webapp.runtime.worker``) imports it.
 """

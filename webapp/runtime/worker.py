@@ -271,15 +271,7 @@ class Worker:
                 if view.get("unchanged") and self._last_view is not None \
                         and view.get("digest") == self._last_view.get("digest"):
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
-                if view.get(DELTA_FROM) is not None:
-                    whole = apply_view_delta(self._last_view, view)
-                    if whole is None:  # not from the view held now (one came by Celery meanwhile): the next
-                        # heartbeat names the view held, and is answered in full
-                        log.info("view delta of generation %s is from another view than the one held: "
-                                 "the next heartbeat asks for the whole view", view.get("generation"))
-                    view = whole
-                if view is not None:
-                    self.apply_assignment(view, via="heartbeat")
+                self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
                 silent = time.monotonic() - self._last_contact
                 if silent > self.session_timeout and (self.tasks or self.connectors):
@@ -326,10 +318,23 @@ class Worker:
         generation is counted in :attr:`first_delivered_by`. Until a heartbeat of
         this process is answered (at start and after :meth:`fence_all`), views by
         any other path are dropped: they may have been sent before the coordinator
-        granted this process's instances anew.
+        granted this process's instances anew. ``view`` may be a delta
+        (:mod:`webapp.coordinator.viewdelta`): it is made whole from the view held, or dropped when it
+        is not from that view (the next heartbeat names the view held and is answered from it).
         """
         if self._stop.is_set() or view.get("unchanged"):
             return
+        if view.get(DELTA_FROM) is not None:  # what changed since a view this worker was given (viewdelta)
+            held = self._last_view
+            if held is not None and held.get("digest") == view.get("digest"):
+                return  # that view is held already (the other path brought it first)
+            whole = apply_view_delta(held, view)
+            if whole is None:  # from another view than the one held (lost or overtaken on the way): the next
+                # heartbeat names the view held, and its answer starts from that one
+                log.info("view delta of generation %s by %s is not from the view held: dropped",
+                         view.get("generation"), via)
+                return
+            view = whole
         if via != "heartbeat" and not self._joined:
             # sent before this process joined: to an earlier process of this worker (its queue outlives
             # it) or before this one was fenced; its generations may predate the grant that fences them
