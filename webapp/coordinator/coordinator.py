@@ -154,9 +154,10 @@ class GroupCoordinator:
         answer carries ``"report_full": true`` and the worker sends everything next.
 
         The answer may be a delta too: a report with ``"view_deltas": true`` whose ``view_digest``
-        names the view this worker's last heartbeat was answered with gets only the entries that
-        changed since, ``delta_from`` naming that view (:mod:`webapp.coordinator.viewdelta`); the
-        first heartbeat of a join, and a worker naming any other view, get the whole view.
+        names one of the last :data:`GIVEN_KEPT` views this worker was given (heartbeat answers and
+        dispatches) gets only the entries that changed since, ``delta_from`` naming that view
+        (:mod:`webapp.coordinator.viewdelta`); the first heartbeat of a join, and a worker naming any
+        other view, get the whole view.
         """
         if not self.active:
             raise NotCoordinator("this node is not the active group coordinator")
@@ -505,7 +506,9 @@ class GroupCoordinator:
         return index
 
     def dispatch(self, force: bool = False) -> None:
-        """Send each live worker its view if it changed since last sent (or ``force``).
+        """Send each live worker its view if it changed since last sent (or ``force``): as a delta from the
+        newest view it was given (:meth:`_note_given`) when its last report asked for deltas and the
+        dispatcher reaches it, else whole.
 
         Every worker's view is built here, also those the dispatcher cannot reach (their heartbeat
         replies then find it built). Building only the reachable ones, and the others on their
