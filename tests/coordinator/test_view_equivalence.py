@@ -133,22 +133,34 @@ CHANGES = ("create", "move", "move", "drop", "config", "task_configs", "target",
            "grant_anew", "everything", "whole", "poke", "poke_all")
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_a_cached_view_equals_a_new_coordinators_after_any_changes(seed):
+def _start(seed: int) -> tuple[random.Random, World, Replica, GroupCoordinator]:
+    """A world of ``seed`` and a coordinator over it."""
     rng = random.Random(seed)
     world = World(rng)
     replica = Replica(world.state)
     coordinator = GroupCoordinator(raft=replica, store=RaftMetadataStore(replica), node_id="n1")
     coordinator.epoch = world.assignment()["epoch"]
+    return rng, world, replica, coordinator
+
+
+def _change(rng: random.Random, world: World, coordinator: GroupCoordinator) -> str:
+    """Make one random change of :data:`CHANGES` (a poke goes to the coordinator); returns its name."""
+    change = rng.choice(CHANGES)
+    if change == "poke":
+        coordinator.poke(rng.choice(world.names()))
+    elif change == "poke_all":
+        coordinator.poke()
+    else:
+        getattr(world, change)()
+    return change
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_cached_view_equals_a_new_coordinators_after_any_changes(seed):
+    rng, world, replica, coordinator = _start(seed)
     compared = 0
     for step in range(250):
-        change = rng.choice(CHANGES)
-        if change == "poke":
-            coordinator.poke(rng.choice(world.names()))
-        elif change == "poke_all":
-            coordinator.poke()
-        else:
-            getattr(world, change)()
+        change = _change(rng, world, coordinator)
         for w in WORKERS:
             if rng.random() < 0.6:  # some workers miss heartbeats: their cached views age over several changes
                 continue
@@ -163,24 +175,14 @@ def test_a_cached_view_equals_a_new_coordinators_after_any_changes(seed):
 def test_a_view_kept_by_deltas_equals_the_coordinators_after_any_changes(seed):
     """A worker answered with deltas (``webapp.coordinator.viewdelta``, as ``GroupCoordinator.heartbeat``
     makes them from the view it last answered) holds, after each, exactly the coordinator's view."""
-    rng = random.Random(1000 + seed)
-    world = World(rng)
-    replica = Replica(world.state)
-    coordinator = GroupCoordinator(raft=replica, store=RaftMetadataStore(replica), node_id="n1")
-    coordinator.epoch = world.assignment()["epoch"]
+    rng, world, _, coordinator = _start(1000 + seed)
     held: dict[str, dict] = {}
     for w in WORKERS:
         view, digest = coordinator._cached_view(w)
         held[w] = {**view, "digest": digest}
     deltas = 0
     for step in range(250):
-        change = rng.choice(CHANGES)
-        if change == "poke":
-            coordinator.poke(rng.choice(world.names()))
-        elif change == "poke_all":
-            coordinator.poke()
-        else:
-            getattr(world, change)()
+        change = _change(rng, world, coordinator)
         for w in WORKERS:
             if rng.random() < 0.6:  # some workers miss heartbeats: their deltas span several changes
                 continue
