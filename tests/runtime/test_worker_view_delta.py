@@ -3,6 +3,7 @@ whole view from the one it holds, and drops a delta that is not from that view, 
 holds next so that the coordinator answers in full."""
 from __future__ import annotations
 
+import logging
 import threading
 
 from tools.launcher import wait_for
@@ -72,7 +73,7 @@ def test_the_agent_asks_for_deltas_rebuilds_its_view_from_them_and_drops_one_fro
     assert w._last_view is held and w._pending is held  # the delta from d9 changed nothing
 
 
-def test_a_delta_by_celery_is_made_whole_dropped_when_held_already_or_from_another_view(tmp_path):
+def test_a_delta_by_celery_is_made_whole_dropped_when_held_already_or_from_another_view(tmp_path, caplog):
     client = ScriptedClient([_whole("d1", 2, {"a-0": TASK})])
     w = make_worker(tmp_path, client)
     heartbeat_once(w, client)  # joined, holding d1
@@ -81,5 +82,11 @@ def test_a_delta_by_celery_is_made_whole_dropped_when_held_already_or_from_anoth
     assert held["digest"] == "d2" and sorted(held["tasks"]) == ["a-0", "a-1"] and w._pending is held
     w.apply_assignment(_delta("d1", "d2", 3, {"a-1": {**TASK, "task": 1}}), via="heartbeat")  # the same view again
     assert w._last_view is held and w._pending is held
+    caplog.set_level(logging.INFO, logger="webapp.runtime.worker")
+    w.apply_assignment(_delta("d0", "d1", 2, {}), via="celery")  # older than the view held: overtaken, not news
+    assert w._last_view is held and w._pending is held
+    assert not [r for r in caplog.records if "not from the view held" in r.getMessage()]
     w.apply_assignment(_delta("d5", "d6", 4, {}), via="celery")  # one before it was lost on the way
     assert w._last_view is held and w._pending is held
+    assert [r.getMessage() for r in caplog.records if "not from the view held" in r.getMessage()] == [
+        "view delta of generation 4 by celery is not from the view held: dropped"]

@@ -326,8 +326,9 @@ class Worker:
             return
         if view.get(DELTA_FROM) is not None:  # what changed since a view this worker was given (viewdelta)
             held = self._last_view
-            if held is not None and held.get("digest") == view.get("digest"):
-                return  # that view is held already (the other path brought it first)
+            if held is not None and (held.get("digest") == view.get("digest")
+                                     or view.get("generation", 0) < held.get("generation", 0)):
+                return  # that view, or a newer one, is held already (the other path brought it first)
             whole = apply_view_delta(held, view)
             if whole is None:  # from another view than the one held (lost or overtaken on the way): the next
                 # heartbeat names the view held, and its answer starts from that one
