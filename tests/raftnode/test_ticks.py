@@ -151,7 +151,8 @@ def test_a_held_up_leader_and_the_election_it_causes_say_why_in_the_log(tmp_path
 
         gaps = wait_for(lambda: said("between two ticks of this member's Raft thread (leader"), 15, interval=0.02,
                         what="the leader's gap in the log")
-        assert f"term {term})" in gaps[0], gaps
+        # the term the gap began in; "; follower of term N by its end" follows when the new term arrived within it
+        assert f"(leader, term {term})" in gaps[0] or f"(leader, term {term}; follower of term " in gaps[0], gaps
         elections = wait_for(lambda: said("this member starts an election for term",
                                           f"heard nothing from the leader ({leader.config.self_address}) for"),
                              15, interval=0.02, what="a follower's election in the log")
