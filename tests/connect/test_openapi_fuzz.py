@@ -14,6 +14,12 @@ from collections import Counter
 
 import pytest
 import schemathesis
+# Imported here, at collection, not lazily by the first schema load inside a test: pytest rewrites
+# schemathesis' modules as they import (parsing each with ``ast``), and CPython 3.11.7 keeps the AST
+# conversion's recursion depth in state all the process's threads share, which threaded programs can
+# leave off (python/cpython gh-106905): a parse late in a session full of threads failed with "AST
+# constructor recursion depth mismatch" (seen in CI). At collection no test has started a thread yet.
+import schemathesis.specs.openapi.schemas  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
