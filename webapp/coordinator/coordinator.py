@@ -193,14 +193,12 @@ class GroupCoordinator:
         view, digest = self._cached_view(worker_id)
         extra = {"report_full": True} if report_full else {}
         held = running.get("view_digest")
+        header = {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"], "digest": digest,
+                  "session_timeout_ms": int(self.session_timeout * 1000), **extra}
         if not fresh and held == digest:
             # the worker runs from this very view: say so instead of sending thousands of task
             # configs every second (the worker re-applies the view it has)
-            return {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
-                    "unchanged": True, "digest": digest, "session_timeout_ms": int(self.session_timeout * 1000),
-                    **extra}
-        header = {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"], "digest": digest,
-                  "session_timeout_ms": int(self.session_timeout * 1000), **extra}
+            return {**header, "unchanged": True}
         base = None if fresh or not running.get("view_deltas") else self._given_view(worker_id, held)
         self._note_given(worker_id, digest, view)
         if base is not None:  # the worker holds a view it was given: send what changed (viewdelta)
@@ -522,16 +520,16 @@ class GroupCoordinator:
         for worker_id in list(self.live_workers()):
             view, digest = self._cached_view(worker_id)
             if force or self._sent_views.get(worker_id) != digest:
-                header = {"worker_id": worker_id, "generation": view["generation"], "epoch": view["epoch"],
-                          "digest": digest}
-                message = {**view, **header}
                 given = self._given.get(worker_id)
                 reaches = self.dispatcher.reaches(worker_id)
                 if reaches and not force and given and (self.reported.get(worker_id) or {}).get("view_deltas"):
                     # from the newest view it was given, which a FIFO queue delivers before this one; an agent
                     # holding another drops it, and its next heartbeat is answered from the view it names
                     since, base = next(reversed(given.items()))
-                    message = delta_answer(base, view, {**header, DELTA_FROM: since})
+                    message = delta_answer(base, view, {"worker_id": worker_id, "generation": view["generation"],
+                                                        "epoch": view["epoch"], "digest": digest, DELTA_FROM: since})
+                else:
+                    message = {**view, "digest": digest}
                 try:
                     self.dispatcher.send(worker_id, message)
                     self._sent_views[worker_id] = digest
