@@ -504,9 +504,11 @@ class GroupCoordinator:
         return index
 
     def dispatch(self, force: bool = False) -> None:
-        """Send each live worker its view if it changed since last sent (or ``force``): as a delta from the
-        newest view it was given (:meth:`_note_given`) when its last report asked for deltas and the
-        dispatcher reaches it, else whole.
+        """Send each live worker its view, whole, if it changed since last sent (or ``force``); a view that
+        can arrive is remembered as given (:meth:`_note_given`), so a heartbeat naming it gets a delta.
+        Deltas by Celery were tried (from the newest view given) and lost a race: a heartbeat answer
+        still on its way was the base, the message came first and was dropped, and the view came by
+        the next heartbeat instead (``tests/integration/test_celery_delivery.py``, once in CI).
 
         Every worker's view is built here, also those the dispatcher cannot reach (their heartbeat
         replies then find it built). Building only the reachable ones, and the others on their
@@ -520,20 +522,10 @@ class GroupCoordinator:
         for worker_id in list(self.live_workers()):
             view, digest = self._cached_view(worker_id)
             if force or self._sent_views.get(worker_id) != digest:
-                given = self._given.get(worker_id)
-                reaches = self.dispatcher.reaches(worker_id)
-                if reaches and not force and given and (self.reported.get(worker_id) or {}).get("view_deltas"):
-                    # from the newest view it was given, which a FIFO queue delivers before this one; an agent
-                    # holding another drops it, and its next heartbeat is answered from the view it names
-                    since, base = next(reversed(given.items()))
-                    message = delta_answer(base, view, {"worker_id": worker_id, "generation": view["generation"],
-                                                        "epoch": view["epoch"], "digest": digest, DELTA_FROM: since})
-                else:
-                    message = {**view, "digest": digest}
                 try:
-                    self.dispatcher.send(worker_id, message)
+                    self.dispatcher.send(worker_id, {**view, "digest": digest})
                     self._sent_views[worker_id] = digest
-                    if reaches:
+                    if self.dispatcher.reaches(worker_id):
                         self._note_given(worker_id, digest, view)
                 except Exception:
                     log.exception("coordinator: could not send assignment to %s", worker_id)

@@ -17,10 +17,9 @@ Both digests are of the views' whole content (``webapp.coordinator.views._digest
 applies to exactly one view: :func:`apply_view_delta` refuses any other, and the worker then reports
 the view it does hold and is answered in full. The same pattern as the report going the other way
 (``tasks_delta``). Workers that do not ask get whole views, as before. The Celery fast path
-(``GroupCoordinator.dispatch``) sends deltas from the newest view the worker was given by either
-path: with whole views a generation placing 550 instances over 100 workers cost the dispatch 0.62 s of
-the leader's CPU and 92.5 MiB of Celery's JSON, with deltas 15.6 ms and 0.13 MiB
-(``benchmarks/scale/dispatch.py``).
+(``GroupCoordinator.dispatch``) sends whole views: deltas there, from the newest view given, lost a
+race to heartbeat answers still on their way (``benchmarks/scale/dispatch.py`` measured what they
+would save).
 
 Must not import Django, Raft or the store: the agent (``webapp.runtime.worker``) imports it.
 """
