@@ -19,6 +19,11 @@ the **whole** side the workers' reports do not ask for deltas (agents before vie
 **deltas** side they do (``view_deltas``). Each side's messages are checked: applied in order to the
 view each worker held, they must give every worker exactly the coordinator's view.
 
+Since b64cc87 the dispatch sends whole views whatever a worker asks (deltas by Celery lost a race to
+heartbeat answers still on their way; ``GroupCoordinator.dispatch``), so both sides measure whole
+views: the 2026-12-02 15:38 entry of RESULTS.md, made on the tree that sent deltas, is what a fixed
+delta path would save.
+
 Usage: ``python benchmarks/scale/dispatch.py [--connectors 10000] [--tasks 10] [--workers 100]
 [--rounds 3] [--no-record]``; results are appended to ``RESULTS.md`` beside this file.
 """
