@@ -19,10 +19,10 @@ the **whole** side the workers' reports do not ask for deltas (agents before vie
 **deltas** side they do (``view_deltas``). Each side's messages are checked: applied in order to the
 view each worker held, they must give every worker exactly the coordinator's view.
 
-Since b64cc87 the dispatch sends whole views whatever a worker asks (deltas by Celery lost a race to
-heartbeat answers still on their way; ``GroupCoordinator.dispatch``), so both sides measure whole
-views: the 2026-12-02 15:38 entry of RESULTS.md, made on the tree that sent deltas, is what a fixed
-delta path would save.
+On the deltas side each worker's report names the view it holds (``view_digest``), as an agent's
+heartbeat does, and the dispatch starts each delta from that view (``GroupCoordinator.dispatch``).
+From b64cc87 until the named-view base, the dispatch sent whole views whatever a worker asked, and
+both sides measured whole views.
 
 Usage: ``python benchmarks/scale/dispatch.py [--connectors 10000] [--tasks 10] [--workers 100]
 [--rounds 3] [--no-record]``; results are appended to ``RESULTS.md`` beside this file.
@@ -122,7 +122,8 @@ def main() -> int:
     results: dict[str, list[dict]] = {"whole": [], "deltas": []}
     for r in range(args.rounds):
         for side in ("whole", "deltas"):
-            coordinator.reported = {w: {"view_deltas": True} if side == "deltas" else {} for w in workers}
+            coordinator.reported = {w: {"view_deltas": True, "view_digest": held[w]["digest"]} if side == "deltas"
+                                    else {} for w in workers}
             batch = [f"batch-{r}-{side}-{i}" for i in range(MANY)]
             for name in batch:
                 state._put_connector_config(name, {"connector.class": "X", "tasks.max": str(args.tasks)}, None,

@@ -100,31 +100,54 @@ class Recorder:
                 self.sent.append((worker_id, view))
 
 
-def test_dispatched_views_are_whole_and_a_heartbeat_naming_one_gets_a_delta(cluster):  # noqa: F811
+def _create(raft, store, coordinator, name, tasks):
+    """Create connector ``name`` with ``tasks`` task configs through two generations (each dispatches)."""
+    store.put_connector_config(name, {"connector.class": "X", "tasks.max": str(tasks)})
+    coordinator.rebalance()
+    a = raft.state.assignment
+    store.put_task_configs(name, [{"task.index": str(i)} for i in range(tasks)], worker_id=a["connectors"][name],
+                           generation=a["assigned_at"][name])
+    coordinator.rebalance()
+
+
+def test_dispatched_views_are_deltas_from_the_view_the_last_report_named(cluster):  # noqa: F811
     raft, store, coordinator = cluster
     _setup(store, coordinator, ["w1", "w2", "w3"], {"a": 2, "b": 1})
     recorder = Recorder({"w1", "w2"})
     coordinator.dispatcher = recorder
-    coordinator.heartbeat("w1", MEMBER, {"view_deltas": True})
+    named = coordinator.heartbeat("w1", MEMBER, {"view_deltas": True})  # w1 holds this view and names it next
+    coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": named["digest"]})
+    coordinator.heartbeat("w2", MEMBER, {})  # an agent that does not ask for deltas
     coordinator.heartbeat("w3", MEMBER, {"view_deltas": True})  # not reachable by the dispatcher
-    for step in range(3):
-        name = f"c{step}"
-        store.put_connector_config(name, {"connector.class": "X", "tasks.max": "3"})
-        coordinator.rebalance()
-        a = raft.state.assignment
-        store.put_task_configs(name, [{"task.index": str(i)} for i in range(3)], worker_id=a["connectors"][name],
-                               generation=a["assigned_at"][name])
-        coordinator.rebalance()
+    for step in range(6):  # more dispatches than GIVEN_KEPT: the named view must stay the base
+        _create(raft, store, coordinator, f"c{step}", 3)
     with recorder._lock:
         sent = list(recorder.sent)
-    assert sent and all(DELTA_FROM not in v for _, v in sent) and all(w != "w3" for w, _ in sent)
-    # a view sent by Celery is one the worker was given: its next heartbeat naming it is answered with a delta
-    dispatched = [v for w, v in sent if w == "w1"][-1]
-    store.put_connector_config("late", {"connector.class": "X", "tasks.max": "4"})
-    coordinator.rebalance()
-    answer = coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": dispatched["digest"]})
+    to_w1 = [v for w, v in sent if w == "w1"]
+    to_w2 = [v for w, v in sent if w == "w2"]
+    assert len(to_w1) >= 6 and to_w2 and all(w != "w3" for w, _ in sent)
+    assert all(DELTA_FROM not in v for v in to_w2)
+    # every message to w1 starts from the view it named, however many came since; each is exactly the view
+    # the coordinator held for w1 when it was sent, and the last is the current one
+    assert all(v[DELTA_FROM] == named["digest"] for v in to_w1)
+    whole = [apply_view_delta(named, v) for v in to_w1]
+    assert all(w is not None and w["digest"] == v["digest"] for w, v in zip(whole, to_w1))
+    assert len(to_w1[-1]["tasks"]) < len(whole[-1]["tasks"])  # a delta holds less than the view
     view, digest = coordinator._cached_view("w1")
-    if digest != dispatched["digest"]:
-        assert answer[DELTA_FROM] == dispatched["digest"]
-        whole = apply_view_delta(dispatched, answer)
-        assert {k: whole[k] for k in view} == view and whole["digest"] == digest
+    assert {k: whole[-1][k] for k in view} == view and whole[-1]["digest"] == digest
+
+    # a heartbeat naming a dispatched view is answered from it, and later dispatches start from it
+    coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": to_w1[-1]["digest"]})
+    _create(raft, store, coordinator, "late", 4)
+    with recorder._lock:
+        last = [v for w, v in recorder.sent if w == "w1"][-1]
+    view, digest = coordinator._cached_view("w1")
+    assert last["digest"] == digest and last[DELTA_FROM] == to_w1[-1]["digest"]
+    made = apply_view_delta(whole[-1], last)
+    assert {k: made[k] for k in view} == view
+
+    # forced dispatches (a new coordinator's first) are whole
+    coordinator.dispatch(force=True)
+    with recorder._lock:
+        forced = [v for w, v in recorder.sent if w == "w1"][-1]
+    assert DELTA_FROM not in forced and forced["digest"] == digest

@@ -90,3 +90,37 @@ def test_a_delta_by_celery_is_made_whole_dropped_when_held_already_or_from_anoth
     assert w._last_view is held and w._pending is held
     assert [r.getMessage() for r in caplog.records if "not from the view held" in r.getMessage()] == [
         "view delta of generation 4 by celery is not from the view held: dropped"]
+
+
+def test_a_delta_by_celery_from_a_view_a_heartbeat_named_applies_after_a_newer_view_came(tmp_path, caplog):
+    """The coordinator dispatches from the view the newest report it received named (d1 here) while the
+    heartbeat answer to that report (d2) reaches the agent first: the message still applies."""
+    client = ScriptedClient([
+        _whole("d1", 2, {"a-0": TASK}),
+        _delta("d1", "d2", 3, {"a-1": {**TASK, "task": 1, "generation": 3}}),
+    ])
+    w = make_worker(tmp_path, client)
+    heartbeat_once(w, client)
+    heartbeat_once(w, client)  # names d1, holds d2
+    assert client.reports[1]["view_digest"] == "d1" and w._last_view["digest"] == "d2"
+    w.apply_assignment(_delta("d1", "d3", 4, {"a-2": {**TASK, "task": 2, "generation": 4}}), via="celery")
+    held = w._last_view
+    assert held["digest"] == "d3" and sorted(held["tasks"]) == ["a-0", "a-2"] and w._pending is held
+    assert w.first_delivered_by.get("celery") == 1
+
+    # a view held but never named is no base: the coordinator never starts from it
+    caplog.set_level(logging.INFO, logger="webapp.runtime.worker")
+    w.apply_assignment(_delta("d2", "d4", 5, {}), via="celery")
+    assert w._last_view is held
+    # only the newest NAMED_VIEWS_KEPT named views are kept
+    for i in range(Worker.NAMED_VIEWS_KEPT):
+        w._name_view(_whole(f"n{i}", 3, {}))
+    w.apply_assignment(_delta("d1", "d5", 6, {}), via="celery")
+    assert w._last_view is held
+    # after the agent stopped everything (coordinator lost), nothing named is a base any more
+    w._name_view(_whole("n9", 3, {}))
+    w.fence_all()
+    w._joined = True
+    w.apply_assignment(_delta("n9", "d6", 7, {}), via="celery")
+    assert w._last_view is None
+    assert len([r for r in caplog.records if "not from the view held" in r.getMessage()]) == 3

@@ -17,9 +17,10 @@ Both digests are of the views' whole content (``webapp.coordinator.views._digest
 applies to exactly one view: :func:`apply_view_delta` refuses any other, and the worker then reports
 the view it does hold and is answered in full. The same pattern as the report going the other way
 (``tasks_delta``). Workers that do not ask get whole views, as before. The Celery fast path
-(``GroupCoordinator.dispatch``) sends whole views: deltas there, from the newest view given, lost a
-race to heartbeat answers still on their way (``benchmarks/scale/dispatch.py`` measured what they
-would save).
+(``GroupCoordinator.dispatch``) sends deltas from the view the worker's last report named, which the
+agent keeps (``Worker.NAMED_VIEWS_KEPT``) whatever the heartbeats brought since; from the newest view
+given they lost a race to heartbeat answers still on their way (``benchmarks/scale/dispatch.py``
+measures what they save).
 
 Must not import Django, Raft or the store: the agent (``webapp.runtime.worker``) imports it.
 """

@@ -69,6 +69,11 @@ class Worker:
         heartbeat_interval: seconds between heartbeats.
     """
 
+    #: views named in the last heartbeats (``view_digest``), kept as the bases of deltas the Celery path
+    #: brings: the coordinator sends those from the view the newest report it received named, and a
+    #: report may still be on its way when the next one is sent
+    NAMED_VIEWS_KEPT = 3
+
     def __init__(self, *, worker_id: str, client: ControlPlaneClient, member: dict[str, Any],
                  kafka_config: dict[str, str], data_dir: str, spark_factory: Callable[[], Any],
                  heartbeat_interval: float = 1.0):
@@ -113,6 +118,8 @@ class Worker:
         self._pending_cv = threading.Condition()
         self._connector_pool = None  # starts connector instances of a view in parallel (created on first need)
         self._last_view: dict[str, Any] | None = None  # the newest full view (its digest rides on heartbeats)
+        #: digest -> view of the views the last heartbeats named, newest last (replaced, never changed in place)
+        self._named_views: dict[str, dict[str, Any]] = {}
         self._acked_tasks: dict[str, Any] | None = None  # the task entries of the last acknowledged heartbeat
         self._reconciled: dict[str, Any] | None = None  # the view the last full reconcile applied
         self.lag_monitor = SinkLagMonitor(kafka_config, self._task_metrics, end_offsets=self.end_offsets)
@@ -216,6 +223,7 @@ class Worker:
             t.cancel()
         self.generation = -1  # accept whatever view comes next
         self._last_view = None  # and ask for it whole
+        self._named_views = {}
         self._joined = False  # from a heartbeat's answer: a view queued meanwhile may be older than the fence
 
     def _task_metrics(self) -> list[TaskMetrics]:
@@ -251,8 +259,10 @@ class Worker:
             try:
                 t0 = time.monotonic()
                 running = self.running()
-                if self._last_view is not None:
-                    running["view_digest"] = self._last_view.get("digest")
+                named = self._last_view
+                if named is not None:
+                    running["view_digest"] = named.get("digest")
+                    self._name_view(named)
                 running["view_deltas"] = True  # answer with what changed since the view named (viewdelta)
                 if self.tasks_file.due():
                     self._record_tasks(running)
@@ -284,6 +294,13 @@ class Worker:
                 log.exception("heartbeat loop error")
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
+
+    def _name_view(self, view: dict[str, Any]) -> None:
+        """Keep ``view`` (named by the heartbeat being sent) as a base for deltas; the newest
+        :attr:`NAMED_VIEWS_KEPT` are kept."""
+        named = {d: v for d, v in self._named_views.items() if d != view.get("digest")}
+        named[view.get("digest")] = view
+        self._named_views = dict(list(named.items())[-self.NAMED_VIEWS_KEPT:])
 
     def _record_tasks(self, running: dict[str, Any]) -> None:
         """Write ``running``'s task entries, each with its connector's ``type``, to the tasks file; never raises."""
@@ -319,8 +336,9 @@ class Worker:
         this process is answered (at start and after :meth:`fence_all`), views by
         any other path are dropped: they may have been sent before the coordinator
         granted this process's instances anew. ``view`` may be a delta
-        (:mod:`webapp.coordinator.viewdelta`): it is made whole from the view held, or dropped when it
-        is not from that view (the next heartbeat names the view held and is answered from it).
+        (:mod:`webapp.coordinator.viewdelta`): it is made whole from the view it is from, the one held or
+        one a recent heartbeat named (:attr:`NAMED_VIEWS_KEPT`), or dropped when it is from neither (the
+        next heartbeat names the view held and is answered from it).
         """
         if self._stop.is_set() or view.get("unchanged"):
             return
@@ -329,8 +347,10 @@ class Worker:
             if held is not None and (held.get("digest") == view.get("digest")
                                      or view.get("generation", 0) < held.get("generation", 0)):
                 return  # that view, or a newer one, is held already (the other path brought it first)
-            whole = apply_view_delta(held, view)
-            if whole is None:  # from another view than the one held (lost or overtaken on the way): the next
+            since = view[DELTA_FROM]
+            base = held if held is not None and held.get("digest") == since else self._named_views.get(since)
+            whole = apply_view_delta(base, view)
+            if whole is None:  # from a view not held nor named lately (lost or overtaken on the way): the next
                 # heartbeat names the view held, and its answer starts from that one
                 log.info("view delta of generation %s by %s is not from the view held: dropped",
                          view.get("generation"), via)
