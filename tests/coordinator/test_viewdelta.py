@@ -146,6 +146,15 @@ def test_dispatched_views_are_deltas_from_the_view_the_last_report_named(cluster
     made = apply_view_delta(whole[-1], last)
     assert {k: made[k] for k in view} == view
 
+    # a worker that named the very view to send gets an empty delta (its agent passes over it), not the view
+    coordinator.heartbeat("w1", MEMBER, {"view_deltas": True, "view_digest": digest})
+    coordinator._sent_views.pop("w1")
+    coordinator.dispatch()
+    with recorder._lock:
+        again = [v for w, v in recorder.sent if w == "w1"][-1]
+    assert again[DELTA_FROM] == again["digest"] == digest
+    assert not (again["tasks"] or again["connectors"] or again["removed_tasks"] or again["removed_connectors"])
+
     # forced dispatches (a new coordinator's first) are whole
     coordinator.dispatch(force=True)
     with recorder._lock:
