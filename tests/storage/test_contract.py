@@ -196,16 +196,18 @@ def test_a_commit_of_an_earlier_instance_is_refused_after_the_task_started_again
 
 def test_a_late_copy_in_one_transaction_with_newer_commits_and_removals_moves_nothing_back(backend):
     """The group commit merges commits of many callers: of one partition's entries the newest wins in
-    any order, and the checked transaction (taken when a partition is removed too) keeps newer rows."""
-    if backend.kind in ("raft", "redis"):
-        pytest.skip("the relational stores' group commit and checked transaction")
+    any order, and the checked transaction (taken when a partition is removed too; on Redis the same
+    script) keeps newer rows."""
+    if backend.kind == "raft":
+        pytest.skip("the Raft store proposes each call's commits as they come (its log orders them)")
     s = backend.store
     c = unique("merged")
     gen = backend.assign({c: "w1"}, {f"{c}-0": "w1"})
     a, b = {"f": "a"}, {"f": "b"}
-    rows, _ = s._offset_rows({c: [(a, {"pos": 2}, gen, 6), (a, {"pos": 1}, gen, 5), (b, {"pos": 1}, None, None)]})
-    assert [(r[3], r[4], r[6]) for r in rows] == sorted([(a, {"pos": 2}, 6), (b, {"pos": 1}, None)],
-                                                       key=lambda r: key_hash(partition_key(r[0])))
+    if backend.kind != "redis":  # the relational stores' rows of a group commit (Redis writes entries in order)
+        rows, _ = s._offset_rows({c: [(a, {"pos": 2}, gen, 6), (a, {"pos": 1}, gen, 5), (b, {"pos": 1}, None, None)]})
+        assert [(r[3], r[4], r[6]) for r in rows] == sorted([(a, {"pos": 2}, 6), (b, {"pos": 1}, None)],
+                                                           key=lambda r: key_hash(partition_key(r[0])))
     s._group.submit_many([(c, [(a, {"pos": 7}, gen, 7), (b, {"pos": 1}, gen, 7)])])
     s._group.submit_many([(c, [(a, {"pos": 5}, gen, 5), (b, None, None, None)])])  # late copy + a removal
     assert offsets_of(s, c) == {key(a): {"pos": 7}}

@@ -1,7 +1,8 @@
 """Group commit of a relational store's offset commits: concurrent callers share transactions.
 
 Owns who writes a batch and when (:class:`OffsetGroupCommit`); what a batch writes and how the
-writer lease is checked belong to the store (:meth:`RelationalMetadataStore._commit_offsets_of`).
+writer lease is checked belong to the store (:meth:`RelationalMetadataStore._commit_offsets_of`; the
+Redis plugin's ``RedisMetadataStore._commit_offsets_of``, one Lua script per batch, uses it too).
 Must not import the store.
 """
 from __future__ import annotations
