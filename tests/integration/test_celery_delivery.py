@@ -41,6 +41,11 @@ def _run_pipeline(cluster, data):
     return remote
 
 
+def _agent_status(remote) -> dict:
+    with open(os.path.join(remote.data_dir, "agent-status.json")) as fh:
+        return json.load(fh)
+
+
 def _delivered(remote, path: str) -> dict[str, int] | None:
     """The remote agent's deliveries once ``path`` has brought a generation (the agent writes its status
     file on heartbeats, so it may show a delivery a heartbeat late)."""
@@ -61,6 +66,17 @@ def test_views_reach_a_remote_worker_by_celery_through_a_shared_broker(kafka, tm
     try:
         remote = _run_pipeline(cluster, data)
         wait_for(lambda: _delivered(remote, "celery"), 30, what="a generation delivered by Celery")
+        # a later generation goes by Celery as a delta from the view the agent's last heartbeat named; it
+        # applies whatever the heartbeats brought meanwhile (a base they could overtake was dropped once: d005f1f)
+        beat = _agent_status(remote)["last_heartbeat_at"]
+        wait_for(lambda: _agent_status(remote)["last_heartbeat_at"] != beat, 30,
+                 what="a heartbeat naming the view the remote agent holds")
+        cluster.leader().client().create_connector(
+            "spread-c", {"connector.class": SOURCE_CLASS, "path": str(data), "format": "csv", "topic": "spread-c",
+                         "tasks.max": "4"})
+        deltas = wait_for(lambda: (lambda d: d if d["applied"]["celery"] >= 1 else None)(
+            _agent_status(remote)["view_deltas"]), 30, what="a view delta applied from Celery")
+        assert deltas["dropped"]["celery"] == 0, deltas
     finally:
         cluster.stop()
         redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB).flushdb()

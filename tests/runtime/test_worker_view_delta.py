@@ -107,6 +107,7 @@ def test_a_delta_by_celery_from_a_view_a_heartbeat_named_applies_after_a_newer_v
     held = w._last_view
     assert held["digest"] == "d3" and sorted(held["tasks"]) == ["a-0", "a-2"] and w._pending is held
     assert w.first_delivered_by.get("celery") == 1
+    assert w.view_deltas == {"applied": {"celery": 1, "heartbeat": 1}, "dropped": {"celery": 0, "heartbeat": 0}}
 
     # a view held but never named is no base: the coordinator never starts from it
     caplog.set_level(logging.INFO, logger="webapp.runtime.worker")
@@ -124,3 +125,4 @@ def test_a_delta_by_celery_from_a_view_a_heartbeat_named_applies_after_a_newer_v
     w.apply_assignment(_delta("n9", "d6", 7, {}), via="celery")
     assert w._last_view is None
     assert len([r for r in caplog.records if "not from the view held" in r.getMessage()]) == 3
+    assert w.view_deltas["dropped"] == {"celery": 3, "heartbeat": 0}

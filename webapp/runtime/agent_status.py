@@ -87,7 +87,9 @@ class AgentStatusWriter:
                                        "last_heartbeat_at": None, "last_error": None, "session_timeout_s": None,
                                        "generation": -1, "connectors": 0, "tasks": 0,
                                        "spark": {"state": "not_started"},
-                                       "first_delivered_by": {"celery": 0, "heartbeat": 0}}
+                                       "first_delivered_by": {"celery": 0, "heartbeat": 0},
+                                       "view_deltas": {"applied": {"celery": 0, "heartbeat": 0},
+                                                       "dropped": {"celery": 0, "heartbeat": 0}}}
         self._written_at: float | None = None
         self._written_shape: Any = None
 
@@ -97,13 +99,16 @@ class AgentStatusWriter:
 
     def heartbeat(self, *, ok: bool, error: str | None = None, session_timeout_s: float | None = None,
                   generation: int | None = None, connectors: int | None = None, tasks: int | None = None,
-                  spark: dict[str, Any] | None = None, first_delivered_by: dict[str, int] | None = None) -> None:
+                  spark: dict[str, Any] | None = None, first_delivered_by: dict[str, int] | None = None,
+                  view_deltas: dict[str, dict[str, int]] | None = None) -> None:
         """Record one heartbeat attempt: ``ok`` (acknowledged by the coordinator) or failed with ``error``.
 
         The other arguments refresh what the file shows (``None`` keeps the last value);
         ``session_timeout_s`` in seconds; ``first_delivered_by``: how many assignment
         generations reached this agent first by a Celery message, and how many by a
-        heartbeat reply.
+        heartbeat reply; ``view_deltas``: ``{"applied" | "dropped": {"celery": n, "heartbeat": n}}``,
+        the view deltas this agent made whole, and those it dropped (from a view it neither
+        held nor named lately; the next heartbeat brings the view).
         """
         st = self._state
         if ok:
@@ -113,7 +118,7 @@ class AgentStatusWriter:
             st["last_error"] = (error or "heartbeat failed")[:500]
         for name, value in (("session_timeout_s", session_timeout_s), ("generation", generation),
                             ("connectors", connectors), ("tasks", tasks), ("spark", spark),
-                            ("first_delivered_by", first_delivered_by)):
+                            ("first_delivered_by", first_delivered_by), ("view_deltas", view_deltas)):
             if value is not None:
                 st[name] = value
         self._write()

@@ -130,6 +130,10 @@ class Worker:
         self.tasks_file = AgentTasksWriter(data_dir, worker_id)
         #: assignment generations that reached this agent first by each path (``celery``, ``heartbeat``)
         self.first_delivered_by: dict[str, int] = {"celery": 0, "heartbeat": 0}
+        #: view deltas (webapp.coordinator.viewdelta) made whole (``applied``) or ``dropped`` (from a view
+        #: neither held nor named lately), by path; in the status file as ``view_deltas``
+        self.view_deltas: dict[str, dict[str, int]] = {"applied": {"celery": 0, "heartbeat": 0},
+                                                       "dropped": {"celery": 0, "heartbeat": 0}}
         self._newest_generation = -1
 
     def spark(self):
@@ -319,7 +323,7 @@ class Worker:
                                                  "tasks": len(running["tasks"])}
             self.status_file.heartbeat(ok=ok, error=error, session_timeout_s=self.session_timeout,
                                        spark=self.lazy_spark.health(), first_delivered_by=dict(self.first_delivered_by),
-                                       **counts)
+                                       view_deltas={k: dict(v) for k, v in self.view_deltas.items()}, **counts)
         except Exception:  # the heartbeat matters more than its record
             log.debug("could not record the heartbeat", exc_info=True)
 
@@ -354,7 +358,9 @@ class Worker:
                 # heartbeat names the view held, and its answer starts from that one
                 log.info("view delta of generation %s by %s is not from the view held: dropped",
                          view.get("generation"), via)
+                self._count_delta("dropped", via)
                 return
+            self._count_delta("applied", via)
             view = whole
         if via != "heartbeat" and not self._joined:
             # sent before this process joined: to an earlier process of this worker (its queue outlives
@@ -371,6 +377,10 @@ class Worker:
             if self._pending is None or view.get("generation", 0) >= self._pending.get("generation", 0):
                 self._pending = view
             self._pending_cv.notify()
+
+    def _count_delta(self, outcome: str, via: str) -> None:
+        counts = self.view_deltas[outcome]
+        counts[via] = counts.get(via, 0) + 1
 
     def _reconcile_loop(self) -> None:
         while not self._stop.is_set():
