@@ -85,35 +85,12 @@ redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 return 'ok'
 """
 
-# KEYS: lease, off:<name>, offnames, ord:<name>; ARGV: term, name, then (key, value, order) triples: a ''
-# value removes; order 'generation:seq' of a numbered commit, '' for any other write. A numbered entry of
-# the same generation as the row's commit but a lower number (a late copy) leaves the row as it is.
+# Offsets of one or many connectors (a group commit's, RedisMetadataStore._commit_offsets_of), in ARGV order.
+# KEYS: lease, offnames, then off:<name>, ord:<name> per connector; ARGV: term, then per connector: name, entry
+# count, that many (key, value, order) triples: a '' value removes; order 'generation:seq' of a numbered commit,
+# '' for any other write. A numbered entry of the same generation as the row's commit but a lower number (a late
+# copy) leaves the row as it is.
 _OFFSETS = _LEASE + """
-for i = 3, #ARGV, 3 do
-  local key, value, order = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local take = true
-  if order ~= '' then
-    local held = redis.call('HGET', KEYS[4], key)
-    if held then
-      local hg, hs = string.match(held, '^(%d+):(%d+)$')
-      local g, s = string.match(order, '^(%d+):(%d+)$')
-      if hg == g and tonumber(hs) > tonumber(s) then take = false end
-    end
-  end
-  if take then
-    if value == '' then redis.call('HDEL', KEYS[2], key) else redis.call('HSET', KEYS[2], key, value) end
-    if order == '' then redis.call('HDEL', KEYS[4], key) else redis.call('HSET', KEYS[4], key, order) end
-  end
-end
-if redis.call('HLEN', KEYS[2]) > 0 then redis.call('SADD', KEYS[3], ARGV[2])
-else redis.call('SREM', KEYS[3], ARGV[2]) end
-return 'ok'
-"""
-
-# One group commit's offsets of many connectors (RedisMetadataStore._commit_offsets_of), each entry as _OFFSETS
-# writes it, in ARGV order. KEYS: lease, offnames, then off:<name>, ord:<name> per connector; ARGV: term, then per
-# connector: name, entry count, that many (key, value, order) triples.
-_OFFSETS_MANY = _LEASE + """
 local a, k = 2, 3
 while a <= #ARGV do
   local name, n, off, ord = ARGV[a], tonumber(ARGV[a + 1]), KEYS[k], KEYS[k + 1]
@@ -236,7 +213,7 @@ class RedisMetadataStore(MetadataStore):
                                             decode_responses=True)
         self._scripts = {k: self._client.register_script(v) for k, v in {
             "put_config": _PUT_CONFIG, "remove": _REMOVE, "target": _TARGET, "tasks": _TASKS,
-            "status": _STATUS, "offsets": _OFFSETS, "offsets_many": _OFFSETS_MANY, "import": _IMPORT, "clear": _CLEAR, "claim": _CLAIM,
+            "status": _STATUS, "offsets": _OFFSETS, "import": _IMPORT, "clear": _CLEAR, "claim": _CLAIM,
             "add_topics": _ADD_TOPICS, "set_topics": _SET_TOPICS,
         }.items()}
         #: task offset commits made at the same time share one script (see :meth:`_commit_offsets_of`); one
@@ -387,21 +364,12 @@ class RedisMetadataStore(MetadataStore):
         values = self._run(lambda: self._client.hvals(self._k("off", name)))
         return [SourceOffset(*json.loads(v)) for v in values]
 
-    def _write_offsets(self, name: str, entries: list[tuple[dict, dict | None]], order: str = "") -> None:
-        """One script: ``entries`` written (``None`` removes), each kept out of a row a later commit of the
-        same generation wrote when ``order`` (``"generation:seq"``) numbers them (a late copy)."""
-        args: list[Any] = [name]
-        for partition, offset in entries:
-            args += [partition_key(partition), "" if offset is None else _dumps([dict(partition), dict(offset)]),
-                     order]
-        self._script("offsets", [self._k("off", name), self._k("offnames"), self._k("ord", name)], args)
-
     def _commit_offsets_of(self, entries_by_connector: dict[str, list[tuple]]) -> None:
         """Write one group commit (``{connector: [(partition, offset | None, generation, seq), ...]}``, in
-        commit order) with one script (``_OFFSETS_MANY``), lease checked once: every entry as
-        :meth:`_write_offsets` writes it, ``generation:seq`` ordering numbered ones. One script per commit
-        made 32 callers reach 0.11 of pipelined ``HSET``s (benchmarks/stores). Errors: ``LeaseLost``,
-        ``StoreUnavailable``."""
+        commit order) with one script (``_OFFSETS``), lease checked once: a ``None`` offset removes the
+        partition, and a numbered entry (``seq``) that is a late copy leaves its row as it is. One script
+        per commit made 32 callers reach 0.11 of pipelined ``HSET``s (benchmarks/stores). Errors:
+        ``LeaseLost``, ``StoreUnavailable``."""
         keys: list[str] = [self._k("offnames")]
         args: list[Any] = []
         for name, entries in entries_by_connector.items():
@@ -410,7 +378,7 @@ class RedisMetadataStore(MetadataStore):
             for partition, offset, generation, seq in entries:
                 args += [partition_key(partition), "" if offset is None else _dumps([dict(partition), dict(offset)]),
                          "" if seq is None else f"{int(generation)}:{int(seq)}"]
-        self._script("offsets_many", keys, args)
+        self._script("offsets", keys, args)
 
     def commit_offsets(self, task_id: ConnectorTaskId, offsets: list[SourceOffset], *, worker_id: str,
                        generation: int) -> None:
@@ -434,7 +402,7 @@ class RedisMetadataStore(MetadataStore):
 
     def alter_offsets(self, name: str, offsets: list) -> None:
         entries = [(o.partition, o.offset) if isinstance(o, SourceOffset) else tuple(o) for o in offsets]
-        self._write_offsets(name, entries)
+        self._commit_offsets_of({name: [(partition, offset, None, None) for partition, offset in entries]})
 
     def reset_offsets(self, name: str) -> None:
         self._script("import", [self._k("connectors"), self._k("conn", name), self._k("st", name),
