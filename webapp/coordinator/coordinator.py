@@ -534,25 +534,25 @@ class GroupCoordinator:
             if force or self._sent_views.get(worker_id) != digest:
                 try:
                     reaches = self.dispatcher.reaches(worker_id)
-                    message = self._dispatch_message(worker_id, view, digest) if reaches and not force \
-                        else {**view, "digest": digest}
-                    self.dispatcher.send(worker_id, message)
+                    self.dispatcher.send(worker_id, self._dispatch_message(worker_id, view, digest,
+                                                                           delta=reaches and not force))
                     self._sent_views[worker_id] = digest
                     if reaches:
                         self._note_given(worker_id, digest, view)
                 except Exception:
                     log.exception("coordinator: could not send assignment to %s", worker_id)
 
-    def _dispatch_message(self, worker_id: str, view: dict[str, Any], digest: str) -> dict[str, Any]:
-        """What the fast path sends ``worker_id`` for ``view``: the entries that changed since the view its
-        last report named (``view_digest``; :mod:`webapp.coordinator.viewdelta`) when that report asked
-        for deltas and the view is still remembered as given (an empty delta when it is this view: the
-        agent passes over it), else the whole view. At 100 workers of
+    def _dispatch_message(self, worker_id: str, view: dict[str, Any], digest: str, *, delta: bool) -> dict[str, Any]:
+        """What the fast path sends ``worker_id`` for ``view``: when ``delta`` (the message can arrive and
+        is not forced), the entries that changed since the view its last report named (``view_digest``;
+        :mod:`webapp.coordinator.viewdelta`) if that report asked for deltas and the view is still
+        remembered as given (an empty delta when it is this view: the agent passes over it); else the
+        whole view. At 100 workers of
         1,000 tasks a generation that moves a few tasks on each cost the leader ~0.6 s of CPU and
         ~90 MiB of messages whole, ~16 ms and 0.1 MiB as deltas (benchmarks/scale/dispatch.py)."""
         report = self.reported.get(worker_id) or {}
         held = report.get("view_digest")
-        base = self._given_view(worker_id, held) if report.get("view_deltas") else None
+        base = self._given_view(worker_id, held) if delta and report.get("view_deltas") else None
         if base is None:
             return {**view, "digest": digest}
         header = {k: v for k, v in view.items() if k not in ("connectors", "tasks")}

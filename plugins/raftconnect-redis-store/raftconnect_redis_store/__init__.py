@@ -196,6 +196,8 @@ class RedisMetadataStore(MetadataStore):
     """
 
     external = True
+    #: offsets are written in place, key by key (a group commit could run several scripts at once)
+    upsert = True
 
     def __init__(self, name: str, url: str, fence: Callable[..., str | None] | None = None):
         parts = urlsplit(url)
@@ -221,9 +223,6 @@ class RedisMetadataStore(MetadataStore):
         #: once reached 7,226 / 5,681 / 4,318 commits/s, smaller batches costing more client CPU per commit
         #: (benchmarks/stores)
         self._group = OffsetGroupCommit(self, max_flushes=1)
-
-    #: offsets are written in place, key by key (a group commit could run several scripts at once)
-    upsert = True
 
     def __repr__(self) -> str:
         return f"RedisMetadataStore(name={self.name!r}, url={self.safe_url!r})"
