@@ -28,7 +28,6 @@ Usage: ``python benchmarks/stores/group_commit.py [--threads 32] [--seconds 6] [
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -133,7 +132,7 @@ def release_cost_us(waiters: int = 10, rounds: int = 200) -> float:
             lock.acquire()
         asleep = threading.Barrier(waiters + 1)
 
-        def wait(lock: threading.Lock) -> None:
+        def wait(lock: threading.Lock, asleep: threading.Barrier = asleep) -> None:
             asleep.wait()
             lock.acquire()
 
@@ -168,9 +167,9 @@ def main() -> int:
     started = datetime.now(timezone.utc)
     sides: dict[int, list[dict]] = {args.threads: [], 1: []}
     for r in range(args.rounds):
-        for threads in sides:
+        for threads, results in sides.items():
             res = one_side(args, threads)
-            sides[threads].append(res)
+            results.append(res)
             print(f"round {r + 1}/{args.rounds}, {threads} caller(s): {res['rate']:,.0f} commits/s, p50 "
                   f"{res['p50_ms']:.2f} ms, {res['per_flush']:.1f} commits per flush, CPU {res['cpu_us']:.0f} µs "
                   f"per commit of which simulated work {res['work_us']:.0f}, overhead {res['overhead_us']:.0f}",
@@ -182,10 +181,11 @@ def main() -> int:
         return " / ".join(format(x[key], fmt) for x in results)
 
     lines = [f"\n## {started:%Y-%m-%d %H:%M} UTC — {machine()}\n",
-             f"Commit {short_commit(ROOT)}; `{' '.join(['python', 'benchmarks/stores/group_commit.py'] + sys.argv[1:])}`: "
-             f"max {args.max_flushes} flushes at a time, caller {args.caller_us:g} µs, flush {args.flush_us:g} µs + "
-             f"{args.row_us:g} µs per commit + {args.statement_ms:g} ms with the GIL released; switch interval "
-             f"{SWITCH_INTERVAL_S * 1000:g} ms; {args.rounds} rounds of {args.seconds:g} s per side (one figure per round).\n",
+             (f"Commit {short_commit(ROOT)}; `{' '.join(['python', 'benchmarks/stores/group_commit.py'] + sys.argv[1:])}`: "
+              f"max {args.max_flushes} flushes at a time, caller {args.caller_us:g} µs, flush {args.flush_us:g} µs + "
+              f"{args.row_us:g} µs per commit + {args.statement_ms:g} ms with the GIL released; switch interval "
+              f"{SWITCH_INTERVAL_S * 1000:g} ms; {args.rounds} rounds of {args.seconds:g} s per side (one figure per "
+              "round).\n"),
              "| callers | commits/s | p50 ms | commits per flush | CPU µs per commit | of it simulated work | overhead µs per commit |",
              "|---|---|---|---|---|---|---|"]
     for threads, results in sides.items():
