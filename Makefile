@@ -83,6 +83,7 @@ bench: setup
 	$(PY) benchmarks/cluster/rest_threads.py
 	$(PY) benchmarks/cluster/rest_floor.py
 	$(PY) benchmarks/stores/run.py
+	$(PY) benchmarks/stores/group_commit.py
 	$(PY) benchmarks/stores/rest_reads.py
 	$(PY) benchmarks/rest/run.py
 	$(PY) benchmarks/transforms/run.py
