@@ -72,3 +72,32 @@ def test_each_process_of_a_worker_has_its_own_incarnation(tmp_path):
     first, second = (make_worker(tmp_path, JoinClient(1)) for _ in range(2))
     assert first.incarnation != second.incarnation and len(first.incarnation) == 32
     assert first.member["incarnation"] == first.incarnation
+
+
+class BrokenClient:
+    """A control plane client whose every call fails inside this process (not a transport error)."""
+
+    def heartbeat(self, member, running, timeout=2.0):
+        raise TypeError("list indices must be integers or slices, not tuple")
+
+
+def test_a_heartbeat_failing_inside_the_process_still_fences_after_the_session_timeout(tmp_path):
+    w = make_worker(tmp_path, BrokenClient())
+    fenced = threading.Event()
+
+    def fence_all():
+        w.connectors.clear()
+        fenced.set()
+
+    w.fence_all = fence_all
+    w.connectors["c1"] = {"generation": 1}  # running work of a generation the coordinator will reassign
+    w.session_timeout = 5.0
+    w._last_contact -= 6.0  # silent past the session timeout
+    thread = threading.Thread(target=w._heartbeat_loop, daemon=True)
+    thread.start()
+    try:
+        wait_for(fenced.is_set, 10, interval=0.01, what="the work fenced")
+    finally:
+        w._stop.set()
+        thread.join(10)
+    assert not w.connectors

@@ -257,6 +257,14 @@ class Worker:
         return {**running, "tasks": {k: v for k, v in tasks.items() if base.get(k) != v},
                 "task_keys": list(tasks), "tasks_delta": True}
 
+    def _fence_if_silent(self) -> None:
+        """Stop every task and connector (:meth:`fence_all`) once no heartbeat was answered for longer than the
+        session timeout: the coordinator has removed this worker by then and given its work to others."""
+        silent = time.monotonic() - self._last_contact
+        if silent > self.session_timeout and (self.tasks or self.connectors):
+            log.warning("no contact with the coordinator for %.1f s (> session timeout): stopping all tasks", silent)
+            self.fence_all()
+
     def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():
             ok = False
@@ -287,15 +295,17 @@ class Worker:
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
                 self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
-                silent = time.monotonic() - self._last_contact
-                if silent > self.session_timeout and (self.tasks or self.connectors):
-                    log.warning("no contact with the coordinator for %.1f s (> session timeout): stopping all tasks",
-                                silent)
-                    self.fence_all()
+                self._fence_if_silent()
                 log.debug("heartbeat failed: %s", exc)
                 self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
-            except Exception:
+            except Exception as exc:
+                # Not the control plane's answer but this process's own failure (a bug, or state broken:
+                # seen once in CI, an agent whose every request failed inside requests with a TypeError).
+                # The coordinator hears nothing all the same and gives the work to others after the
+                # session timeout, so the work stops here too.
                 log.exception("heartbeat loop error")
+                self._fence_if_silent()
+                self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
 
