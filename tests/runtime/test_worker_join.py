@@ -101,3 +101,47 @@ def test_a_heartbeat_failing_inside_the_process_still_fences_after_the_session_t
         w._stop.set()
         thread.join(10)
     assert not w.connectors
+
+
+class UnreachableClient:
+    """A control plane that does not answer (a transport error, not this process's own failure)."""
+
+    def heartbeat(self, member, running, timeout=2.0):
+        from webapp.runtime.client import ControlPlaneUnavailable
+
+        raise ControlPlaneUnavailable("127.0.0.1:8083: connection refused")
+
+
+def run_loop_until(w: Worker, condition, timeout: float) -> bool:
+    """Run ``w``'s heartbeat loop until ``condition()`` or ``timeout`` s; whether the condition held."""
+    thread = threading.Thread(target=w._heartbeat_loop, daemon=True)
+    thread.start()
+    try:
+        return bool(wait_for(condition, timeout, interval=0.01, what="the condition"))
+    except TimeoutError:
+        return False
+    finally:
+        w._stop.set()
+        thread.join(10)
+
+
+def test_heartbeats_failing_inside_the_process_for_three_sessions_ask_for_a_new_process_once(tmp_path):
+    broken: list[str] = []
+    w = Worker(worker_id="w1", client=BrokenClient(), member={"rest_address": "h:1"}, kafka_config={},
+               data_dir=str(tmp_path), spark_factory=lambda: None, heartbeat_interval=3600, on_broken=broken.append)
+    w.session_timeout = 0.2  # retried every 0.2 s after a failure: called past 3 x 0.2 s of them
+    assert run_loop_until(w, lambda: broken, 10)
+    assert broken == ["TypeError: list indices must be integers or slices, not tuple"]
+    assert w.on_broken is None  # once
+
+
+def test_an_unreachable_coordinator_is_not_this_process_s_fault(tmp_path):
+    broken: list[str] = []
+    w = Worker(worker_id="w1", client=UnreachableClient(), member={"rest_address": "h:1"}, kafka_config={},
+               data_dir=str(tmp_path), spark_factory=lambda: None, heartbeat_interval=3600, on_broken=broken.append)
+    w.session_timeout = 0.2
+    calls = []
+    original = w.client.heartbeat
+    w.client.heartbeat = lambda *a, **k: (calls.append(1), original(*a, **k))[1]
+    run_loop_until(w, lambda: len(calls) >= 8, 10)  # 8 failed heartbeats, ~1.4 s: past 3 session timeouts
+    assert len(calls) >= 8 and broken == [] and w.on_broken is not None

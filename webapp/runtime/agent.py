@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 
 from celery import signals
 
 from .client import ControlPlaneClient
 from .worker import Worker
 
-__all__ = ["current_worker", "build_worker_from_env", "kafka_config_from_env"]
+__all__ = ["current_worker", "build_worker_from_env", "kafka_config_from_env", "restart_agent"]
 
 log = logging.getLogger(__name__)
 _worker: Worker | None = None
@@ -40,7 +41,17 @@ def build_worker_from_env() -> Worker:
     return Worker(worker_id=worker_id, client=client, member=member,
                   kafka_config=kafka_config_from_env(env),
                   data_dir=env.get("RAFTCONNECT_DATA_DIR", "var/default"), spark_factory=spark_factory,
-                  heartbeat_interval=int(env.get("RAFTCONNECT_HEARTBEAT_INTERVAL_MS", "1000")) / 1000.0)
+                  heartbeat_interval=int(env.get("RAFTCONNECT_HEARTBEAT_INTERVAL_MS", "1000")) / 1000.0,
+                  on_broken=restart_agent)
+
+
+def restart_agent(error: str) -> None:
+    """End this agent process so that its node starts a new one (``ConnectNode.start_agent``'s watchdog):
+    SIGTERM to itself, Celery's warm shutdown (its tasks stop, it leaves the group). For a process whose own
+    state fails every heartbeat (``Worker.on_broken``): seen once in CI, every request failing inside requests
+    with a TypeError, the node's worker gone from the group until the agent was replaced."""
+    log.error("restarting the agent: every heartbeat failed inside this process (%s)", error)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def kafka_config_from_env(env) -> dict[str, str]:

@@ -67,7 +67,13 @@ class Worker:
         data_dir: the node's data directory (task scratch space goes under it).
         spark_factory: callable creating the SparkSession (called once, lazily).
         heartbeat_interval: seconds between heartbeats.
+        on_broken: called once (with what failed) when every heartbeat failed inside this process, not
+            for want of an answer, for :data:`BROKEN_AFTER_SESSIONS` session timeouts in a row: a new
+            process may do what this one cannot (the agent restarts itself: ``agent.build_worker_from_env``).
     """
+
+    #: session timeouts of heartbeats failing inside the process before ``on_broken`` is called
+    BROKEN_AFTER_SESSIONS = 3
 
     #: views named in the last heartbeats (``view_digest``), kept as the bases of deltas the Celery path
     #: brings: the coordinator sends those from the view the newest report it received named, and a
@@ -76,8 +82,12 @@ class Worker:
 
     def __init__(self, *, worker_id: str, client: ControlPlaneClient, member: dict[str, Any],
                  kafka_config: dict[str, str], data_dir: str, spark_factory: Callable[[], Any],
-                 heartbeat_interval: float = 1.0):
+                 heartbeat_interval: float = 1.0, on_broken: Callable[[str], None] | None = None):
         self.worker_id = worker_id
+        self.on_broken = on_broken
+        #: monotonic time of the first of the heartbeats failing inside this process in a row (None: the
+        #: last one did not)
+        self._broken_since: float | None = None
         self.client = client
         #: this process's incarnation rides on every heartbeat: a new one makes the coordinator grant
         #: everything this worker owns anew, fencing what an earlier process of it left in flight
@@ -257,6 +267,18 @@ class Worker:
         return {**running, "tasks": {k: v for k, v in tasks.items() if base.get(k) != v},
                 "task_keys": list(tasks), "tasks_delta": True}
 
+    def _note_broken(self, error: str) -> None:
+        """One more heartbeat failed inside this process; past :data:`BROKEN_AFTER_SESSIONS` session timeouts
+        of them in a row, ``on_broken(error)`` (once: a process that goes on is not asked again)."""
+        now = time.monotonic()
+        if self._broken_since is None:
+            self._broken_since = now
+        elif self.on_broken is not None and now - self._broken_since > self.BROKEN_AFTER_SESSIONS * self.session_timeout:
+            on_broken, self.on_broken = self.on_broken, None
+            log.error("every heartbeat for %.0f s failed inside this process (last: %s)", now - self._broken_since,
+                      error)
+            on_broken(error)
+
     def _fence_if_silent(self) -> None:
         """Stop every task and connector (:meth:`fence_all`) once no heartbeat was answered for longer than the
         session timeout: the coordinator has removed this worker by then and given its work to others."""
@@ -286,6 +308,7 @@ class Worker:
                 if took > 1.0:
                     log.warning("heartbeat took %.2f s (session timeout %.1f s)", took, self.session_timeout)
                 ok = True
+                self._broken_since = None
                 self._last_contact = time.monotonic()
                 self.session_timeout = view.get("session_timeout_ms", 5000) / 1000.0
                 self._record_heartbeat(running, ok=True)
@@ -295,6 +318,7 @@ class Worker:
                     view = self._last_view  # re-applied: failed tasks' automatic restarts are decided there
                 self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
+                self._broken_since = None
                 self._fence_if_silent()
                 log.debug("heartbeat failed: %s", exc)
                 self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
@@ -306,6 +330,7 @@ class Worker:
                 log.exception("heartbeat loop error")
                 self._fence_if_silent()
                 self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
+                self._note_broken(f"{type(exc).__name__}: {exc}")
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
 
