@@ -145,3 +145,22 @@ def test_an_unreachable_coordinator_is_not_this_process_s_fault(tmp_path):
     w.client.heartbeat = lambda *a, **k: (calls.append(1), original(*a, **k))[1]
     run_loop_until(w, lambda: len(calls) >= 8, 10)  # 8 failed heartbeats, ~1.4 s: past 3 session timeouts
     assert len(calls) >= 8 and broken == [] and w.on_broken is not None
+
+
+def test_restart_agent_ends_its_own_process_with_sigterm(tmp_path):
+    """What the agent passes as ``on_broken``: its process gets SIGTERM (Celery's warm shutdown there; the
+    node's watchdog then starts a new agent)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import django; django.setup()\n"
+            "from webapp.runtime.agent import restart_agent\n"
+            "restart_agent('TypeError: broken')\n"
+            "import time; time.sleep(30)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=os.getcwd(), capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE",
+                                                                                       "tools.settings")})
+    assert proc.returncode == -signal.SIGTERM, proc.stderr[-2000:]
+    assert "restarting the agent: every heartbeat failed inside this process (TypeError: broken)" in proc.stderr
