@@ -93,22 +93,20 @@ def test_a_heartbeat_failing_inside_the_process_still_fences_after_the_session_t
     w.connectors["c1"] = {"generation": 1}  # running work of a generation the coordinator will reassign
     w.session_timeout = 5.0
     w._last_contact -= 6.0  # silent past the session timeout
-    thread = threading.Thread(target=w._heartbeat_loop, daemon=True)
-    thread.start()
-    try:
-        wait_for(fenced.is_set, 10, interval=0.01, what="the work fenced")
-    finally:
-        w._stop.set()
-        thread.join(10)
+    assert run_loop_until(w, fenced.is_set, 10)
     assert not w.connectors
 
 
 class UnreachableClient:
     """A control plane that does not answer (a transport error, not this process's own failure)."""
 
+    def __init__(self) -> None:
+        self.calls = 0
+
     def heartbeat(self, member, running, timeout=2.0):
         from webapp.runtime.client import ControlPlaneUnavailable
 
+        self.calls += 1
         raise ControlPlaneUnavailable("127.0.0.1:8083: connection refused")
 
 
@@ -137,14 +135,13 @@ def test_heartbeats_failing_inside_the_process_for_three_sessions_ask_for_a_new_
 
 def test_an_unreachable_coordinator_is_not_this_process_s_fault(tmp_path):
     broken: list[str] = []
-    w = Worker(worker_id="w1", client=UnreachableClient(), member={"rest_address": "h:1"}, kafka_config={},
+    client = UnreachableClient()
+    w = Worker(worker_id="w1", client=client, member={"rest_address": "h:1"}, kafka_config={},
                data_dir=str(tmp_path), spark_factory=lambda: None, heartbeat_interval=3600, on_broken=broken.append)
     w.session_timeout = 0.2
-    calls = []
-    original = w.client.heartbeat
-    w.client.heartbeat = lambda *a, **k: (calls.append(1), original(*a, **k))[1]
-    run_loop_until(w, lambda: len(calls) >= 8, 10)  # 8 failed heartbeats, ~1.4 s: past 3 session timeouts
-    assert len(calls) >= 8 and broken == [] and w.on_broken is not None
+    # 8 failed heartbeats, ~1.4 s: past 3 session timeouts
+    assert run_loop_until(w, lambda: client.calls >= 8, 10)
+    assert broken == [] and w.on_broken is not None
 
 
 def test_restart_agent_ends_its_own_process_with_sigterm(tmp_path):
@@ -164,3 +161,18 @@ def test_restart_agent_ends_its_own_process_with_sigterm(tmp_path):
                                                                                        "tools.settings")})
     assert proc.returncode == -signal.SIGTERM, proc.stderr[-2000:]
     assert "restarting the agent: every heartbeat failed inside this process (TypeError: broken)" in proc.stderr
+
+
+def test_a_failing_fence_does_not_end_the_loop_before_the_restart(tmp_path):
+    broken: list[str] = []
+    w = Worker(worker_id="w1", client=BrokenClient(), member={"rest_address": "h:1"}, kafka_config={},
+               data_dir=str(tmp_path), spark_factory=lambda: None, heartbeat_interval=3600, on_broken=broken.append)
+
+    def fence_all():
+        raise OSError("the process is broken here too")
+
+    w.fence_all = fence_all
+    w.connectors["c1"] = {"generation": 1}
+    w.session_timeout = 0.2
+    w._last_contact -= 1.0
+    assert run_loop_until(w, lambda: broken, 10)

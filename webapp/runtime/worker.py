@@ -327,10 +327,16 @@ class Worker:
                 # seen once in CI, an agent whose every request failed inside requests with a TypeError).
                 # The coordinator hears nothing all the same and gives the work to others after the
                 # session timeout, so the work stops here too.
+                # This branch must not end the loop (the process may be broken anywhere): what it calls
+                # is guarded, so a failing fence or status write still leaves the restart to come.
                 log.exception("heartbeat loop error")
-                self._fence_if_silent()
-                self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
-                self._note_broken(f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                try:
+                    self._fence_if_silent()
+                    self._record_heartbeat(None, ok=False, error=error)
+                except Exception:
+                    log.exception("heartbeat loop error: stopping the work or recording the failure failed too")
+                self._note_broken(error)
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
 
