@@ -345,6 +345,42 @@ def test_close_before_run_makes_run_return_at_once(kind):
     assert not thread.is_alive()
 
 
+def test_waitress_close_while_its_loop_is_woken_by_an_earlier_pull_keeps_the_trigger_open_until_written():
+    """The interleaving of a CI flake, forced: the loop is already awake (a channel with output left
+    pulled the trigger) when ``close()`` hands it the closing. waitress's ``pull_trigger`` let the loop
+    run that thunk, which closes the trigger, before its own write: EBADF. Here the thunk cannot run
+    until the write is done, so ``close()`` neither raises nor writes to a closed descriptor."""
+    import os
+
+    port = free_port()
+    server = waitress_server(_app, host="127.0.0.1", port=port, threads=1, connection_limit=10)
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"  # the loop is running
+    trigger, ran = server.trigger, threading.Event()
+    close_channels = server._close_channels
+
+    def close_channels_noting():
+        ran.set()
+        close_channels()
+
+    server._close_channels = close_channels_noting  # the thunk close() hands over
+    physical_pull, wrote = trigger._physical_pull, []
+
+    def pull_after_the_loop_woke():
+        os.write(trigger.trigger, b"x")  # an earlier pull: the loop wakes and runs the thunks it finds
+        wrote.append(ran.wait(0.5))  # old order: the thunk ran here and closed the trigger
+        physical_pull()
+
+    trigger._physical_pull = pull_after_the_loop_woke
+    try:
+        server.close()
+    finally:
+        runner.join(10)
+    assert wrote == [False], "the loop ran the closing before close() had written to the trigger"
+    assert ran.is_set() and not runner.is_alive(), "close() did not end run()"
+
+
 def _rest_tids() -> set[int]:
     """Ids of this process's threads the kernel knows as ``rest`` (the REST servers' Python threads)."""
     import os

@@ -327,11 +327,26 @@ def _closing_server_class():
                 self._closing = True
                 running = self._running
                 if running:
-                    # pulled under the lock: run()'s finally, which closes the trigger, cannot run in
+                    # under the state lock: run()'s finally, which closes the trigger, cannot run in
                     # between (a pull after it raised EBADF on the closed trigger: a CI flake)
-                    self.trigger.pull_trigger(self._close_channels)  # runs on the loop's thread
+                    self._pull_close()
             if not running:
                 self._close_channels()
+
+        def _pull_close(self) -> None:
+            """Hand :meth:`_close_channels` to the loop's thread and wake it.
+
+            waitress's ``pull_trigger`` appends the thunk under the trigger's lock, releases it, then
+            writes to the pipe. A loop already woken by an earlier pull (a channel with output left
+            pulls one) could run the thunk in that gap: it closed the trigger, and the write that
+            followed raised EBADF (a CI flake), or could have hit a descriptor reopened under the
+            same number. The loop runs thunks holding that lock (``handle_read``), so appending and
+            writing under it keeps the trigger open until the write is done.
+            """
+            trigger = self.trigger
+            with trigger.lock:
+                trigger.thunks.append(self._close_channels)
+                trigger._physical_pull()
 
         def _close_channels(self) -> None:
             for channel in list(self._map.values()):
