@@ -176,3 +176,21 @@ def test_a_failing_fence_does_not_end_the_loop_before_the_restart(tmp_path):
     w.session_timeout = 0.2
     w._last_contact -= 1.0
     assert run_loop_until(w, lambda: broken, 10)
+
+
+def test_a_failing_fence_after_a_transport_error_does_not_end_the_loop(tmp_path):
+    """The control plane unreachable past the session timeout and the fence failing too: the loop goes on
+    trying (and fencing) instead of ending with the work left running."""
+    client = UnreachableClient()
+    w = make_worker(tmp_path, client)
+    fences: list[int] = []
+
+    def fence_all():
+        fences.append(client.calls)
+        raise OSError("the process is broken here too")
+
+    w.fence_all = fence_all
+    w.connectors["c1"] = {"generation": 1}
+    w.session_timeout = 0.2
+    w._last_contact -= 1.0
+    assert run_loop_until(w, lambda: len(fences) >= 3, 10)  # tried again after each failed fence

@@ -287,6 +287,17 @@ class Worker:
             log.warning("no contact with the coordinator for %.1f s (> session timeout): stopping all tasks", silent)
             self.fence_all()
 
+    def _after_failed_heartbeat(self, error: str) -> None:
+        """Stop the work if the session ran out (:meth:`_fence_if_silent`) and note the failure; never raises.
+
+        Whatever failed the heartbeat may fail here too (a process broken anywhere): the loop must go
+        on, to stop the work at the next try and to reach the restart (:meth:`_note_broken`)."""
+        try:
+            self._fence_if_silent()
+            self._record_heartbeat(None, ok=False, error=error)
+        except Exception:
+            log.exception("heartbeat loop error: stopping the work or recording the failure failed too")
+
     def _heartbeat_loop(self) -> None:
         while not self._stop.is_set():
             ok = False
@@ -319,23 +330,16 @@ class Worker:
                 self.apply_assignment(view, via="heartbeat")
             except (ControlPlaneUnavailable, Fenced, RuntimeError) as exc:
                 self._broken_since = None
-                self._fence_if_silent()
                 log.debug("heartbeat failed: %s", exc)
-                self._record_heartbeat(None, ok=False, error=f"{type(exc).__name__}: {exc}")
+                self._after_failed_heartbeat(f"{type(exc).__name__}: {exc}")
             except Exception as exc:
                 # Not the control plane's answer but this process's own failure (a bug, or state broken:
                 # seen once in CI, an agent whose every request failed inside requests with a TypeError).
                 # The coordinator hears nothing all the same and gives the work to others after the
                 # session timeout, so the work stops here too.
-                # This branch must not end the loop (the process may be broken anywhere): what it calls
-                # is guarded, so a failing fence or status write still leaves the restart to come.
                 log.exception("heartbeat loop error")
                 error = f"{type(exc).__name__}: {exc}"
-                try:
-                    self._fence_if_silent()
-                    self._record_heartbeat(None, ok=False, error=error)
-                except Exception:
-                    log.exception("heartbeat loop error: stopping the work or recording the failure failed too")
+                self._after_failed_heartbeat(error)
                 self._note_broken(error)
             # after a failure try again soon: the session is running out
             self._stop.wait(self.heartbeat_interval if ok else min(0.2, self.heartbeat_interval))
