@@ -77,8 +77,9 @@ class SimulatedStore:
 
     def _commit_offsets_of(self, entries_by_connector: dict[str, list]) -> None:
         n = sum(len(e) for e in entries_by_connector.values())
-        self.flushes += 1
-        self.commits += n
+        with self.work.lock:  # up to max_flushes flushes run at once
+            self.flushes += 1
+            self.commits += n
         self.work.spend(self.flush_us + self.row_us * n)
         time.sleep(self.statement_s)  # the GIL is released, as in a blocking socket read
 
