@@ -221,3 +221,89 @@ def _request(path: str):
                         "SERVER_PORT": "8083", "HTTP_HOST": "127.0.0.1:8083", "wsgi.input": io.BytesIO(b"{}"),
                         "CONTENT_LENGTH": "2", "CONTENT_TYPE": "application/json", "wsgi.url_scheme": "http",
                         "HTTP_AUTHORIZATION": basic("operator", "pw")})
+
+
+def _forwarded(node, method: str, path: str, body: dict, *, role: str = "operator", secret: str | None = None,
+               budget_ms: int | None = None) -> dict[str, str]:
+    """``call`` keyword headers of a request another member forwarded (``forwarding.proxy``): signed anew each
+    call (a nonce is good once), naming the user and role the forwarding member authenticated."""
+    from webapp.coordinator.signing import signed_headers
+
+    headers = signed_headers(secret or node.secret, method, path, json.dumps(body).encode())
+    headers.update({"X-RaftConnect-Forwarded": "1", "X-RaftConnect-Forwarded-User": f"alice;role={role}"})
+    if budget_ms is not None:
+        headers["X-RaftConnect-Budget-Ms"] = str(budget_ms)
+    return {k.lower().replace("-", "_"): v for k, v in headers.items()}
+
+
+def _both_forwarded(apps, node, method: str, path: str, body: dict, **kw):
+    """:func:`both` for a forwarded request: each path gets its own signature."""
+    fast, full = apps
+    before = fastpath.served()
+    a = call(fast, method, path, body, **_forwarded(node, method, path, body, **kw))
+    taken = fastpath.served() - before
+    if a[0] == 201:
+        assert call(full, "DELETE", a[1]["location"].removeprefix("http://127.0.0.1:8083"),
+                    auth=basic("operator", "pw"))[0] == 204
+    return a, call(full, method, path, body, **_forwarded(node, method, path, body, **kw)), bool(taken)
+
+
+def test_a_signed_forwarded_write_takes_the_fast_path_and_is_answered_as_the_full_path_answers_it(apps, node,
+                                                                                                   tmp_path):
+    config = source_config(tmp_path)
+    created_fast, created_full, taken = _both_forwarded(apps, node, "PUT", "/connectors/fw/config", config)
+    assert taken and created_fast == created_full and created_fast[0] == 201
+    updated_fast, updated_full, taken = _both_forwarded(apps, node, "PUT", "/connectors/fw/config",
+                                                        {**config, "tasks.max": "2"})
+    assert taken and updated_fast == updated_full and updated_fast[0] == 200
+    posted = {"name": "fw-post", "config": config}
+    post_fast, post_full, taken = _both_forwarded(apps, node, "POST", "/connectors", posted)
+    assert taken and post_fast == post_full and post_fast[0] == 201
+
+
+@pytest.mark.parametrize("case", ["wrong secret", "viewer role", "own credentials too", "no user named"])
+def test_a_forwarded_write_the_fast_path_cannot_vouch_for_goes_to_the_full_path(apps, node, tmp_path, case):
+    config = source_config(tmp_path)
+    path = f"/connectors/{case.replace(' ', '-')}/config"
+    fast, full = apps
+    answers = []
+    for app in (fast, full):
+        kw = _forwarded(node, "PUT", path, config, secret="not-the-cluster-secret" if case == "wrong secret" else None,
+                        role="viewer" if case == "viewer role" else "operator")
+        if case == "own credentials too":
+            kw["auth"] = basic("operator", "pw")
+        if case == "no user named":
+            del kw["x_raftconnect_forwarded_user"]
+        before = fastpath.served()
+        answers.append(call(app, "PUT", path, config, **kw))
+        assert fastpath.served() == before  # the fast path did not answer, in either call
+        if answers[-1][0] == 201:  # created: the second call must create it too
+            assert call(full, "DELETE", path.removesuffix("/config"), auth=basic("operator", "pw"))[0] == 204
+    assert answers[0][0] == answers[1][0] and json.loads(answers[0][2]) == json.loads(answers[1][2])
+    expected = {"wrong secret": 401, "viewer role": 403, "own credentials too": 201, "no user named": 401}
+    assert answers[0][0] == expected[case], answers[0]
+
+
+def test_a_forwarded_write_past_its_budget_proposes_nothing(apps, node, tmp_path):
+    answer, full, taken = _both_forwarded(apps, node, "PUT", "/connectors/late/config", source_config(tmp_path),
+                                          budget_ms=0)
+    assert taken and answer == full and answer[0] == 503
+    assert "time budget ran out" in json.loads(answer[2])["message"]
+    assert "x-raftconnect-not-leader" not in answer[1]  # not said: the forwarder must not send it again
+    assert node.store.get_connector("late") is None
+
+
+def test_a_forwarded_write_on_a_leader_deposed_meanwhile_says_nothing_was_written(apps, node, tmp_path, monkeypatch):
+    """The member led when the request came in (the fast path took it) and no longer did when the Herder
+    proposed: one attempt, 503 with ``X-RaftConnect-Not-Leader``, so the forwarder sends it to the new leader."""
+    fast, _ = apps
+    answers = iter([True])  # the fast path's own check; every later one: deposed
+    monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: next(answers, False)))
+    config = source_config(tmp_path)
+    before = fastpath.served()
+    status, headers, body = call(fast, "PUT", "/connectors/deposed/config", config,
+                                 **_forwarded(node, "PUT", "/connectors/deposed/config", config))
+    assert fastpath.served() == before + 1
+    assert status == 503 and headers.get("x-raftconnect-not-leader") == "1", body
+    monkeypatch.undo()
+    assert node.store.get_connector("deposed") is None

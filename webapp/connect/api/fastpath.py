@@ -20,8 +20,7 @@ A request takes the fast path only when all of these hold, checked in this order
 
 * ``PUT /connectors/<name>/config`` (``<name>`` as Django's ``str`` converter: no ``/``) or
   ``POST /connectors``, no query string, ``Content-Type: application/json`` (UTF-8), an ``Accept`` DRF's
-  negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``), not forwarded
-  by another member (``X-RaftConnect-Forwarded``);
+  negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``);
 * the fast path is enabled (``RAFTCONNECT_REST_FAST_PATH``, default on) and this node is the Raft
   leader (a follower forwards writes: the full path);
 * the ``Host`` is allowed (``ALLOWED_HOSTS``; Django answers 400 otherwise) and
@@ -29,7 +28,13 @@ A request takes the fast path only when all of these hold, checked in this order
 * the credentials are ``Basic`` ones already verified within the cache's lifetime
   (``authentication.CachedBasicAuthentication``: a first request, a wrong password or a changed
   one take the full path, which runs the PBKDF2 check and fills the cache) or a valid replicated
-  API token (``Token`` / ``Bearer``), of a user whose role may do this (``roles``);
+  API token (``Token`` / ``Bearer``), of a user whose role may do this (``roles``); or, for a
+  request another member forwarded (``X-RaftConnect-Forwarded: 1``, no ``Authorization``), its
+  signature holds (``signing.verify_request``, the verdict kept on the request for the full path)
+  and the role it names may do this. A forwarded request is served as the full path serves it
+  (``ConnectAPIView.dispatch``): one attempt, within the budget it carries, and a 503 that wrote
+  nothing says ``X-RaftConnect-Not-Leader`` (``raftnode.without_leader_wait``). Behind a load
+  balancer two writes in three arrive at a follower, and the leader then paid the full path for them;
 * the body is a JSON object orjson decodes exactly as DRF's parser (``parsers.ConnectJSONParser``).
 
 From the Herder call on, the request is answered here: success as the view answers (201 with
@@ -56,6 +61,7 @@ from django.middleware.security import SecurityMiddleware
 from django.utils.log import log_response
 from prometheus_client import REGISTRY
 
+from raftnode import without_leader_wait
 from webapp import environment
 from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
@@ -63,8 +69,10 @@ from webapp.metrics import REST_FAST_PATH
 
 from . import accounts
 from .authentication import CachedBasicAuthentication
+from webapp.coordinator.signing import verify_request
+
 from .errors import connect_error, internal_error
-from .forwarding import FORWARDED_HEADER
+from .forwarding import FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER, forwarded_budget_s, forwarded_user
 from .parsers import LONG_DIGITS
 from .renderers import ConnectJSONRenderer
 from .roles import required_role, role_at_least
@@ -76,6 +84,7 @@ __all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 ENV = environment.REST_FAST_PATH_ENV
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
+_FORWARDED_USER_META = "HTTP_" + FORWARDED_USER_HEADER.upper().replace("-", "_")
 
 
 def enabled() -> bool:
@@ -159,7 +168,7 @@ class ConnectWSGIHandler(WSGIHandler):
     @staticmethod
     def _candidate(request: WSGIRequest) -> tuple[_Route, re.Match] | None:
         meta = request.META
-        if meta.get("QUERY_STRING") or meta.get(_FORWARDED_META):
+        if meta.get("QUERY_STRING"):
             return None
         for route in ROUTES:
             if request.method == route.method:
@@ -181,7 +190,8 @@ class ConnectWSGIHandler(WSGIHandler):
             request.get_host()
         except DisallowedHost:
             raise _NotHere from None
-        role = self._role(request)
+        forwarded = _FORWARDED_META in request.META
+        role = self._forwarded_role(request, node) if forwarded else self._role(request)
         if role is None or not role_at_least(role, required_role(route.view, route.method, request.path)):
             raise _NotHere
         try:
@@ -196,6 +206,17 @@ class ConnectWSGIHandler(WSGIHandler):
             raise _NotHere from None
         if not isinstance(data, dict):
             raise _NotHere
+        if not forwarded:
+            return self._answer(request, node, route, match, data)
+        # as ConnectAPIView.dispatch serves a forwarded request: one attempt within the forwarder's budget
+        with without_leader_wait(forwarded_budget_s(request.headers)) as attempt:
+            response = self._answer(request, node, route, match, data)
+        if attempt.not_leader and response.status_code == 503:
+            response[NOT_LEADER_HEADER] = "1"  # nothing reached a log: the forwarder may send it to the leader
+        return response
+
+    def _answer(self, request: WSGIRequest, node, route: _Route, match: re.Match, data: dict) -> HttpResponse:
+        """The Herder's answer to the request (its error in Connect's body), as the view renders it."""
         try:
             status, info, location = route.serve(node.herder, match, data)
         except Exception as exc:  # noqa: BLE001 - every failure is answered with Connect's error body
@@ -236,6 +257,19 @@ class ConnectWSGIHandler(WSGIHandler):
                 return None
             return None if found is None else found[0]["role"]
         return None
+
+    @staticmethod
+    def _forwarded_role(request: WSGIRequest, node) -> str | None:
+        """The role a request forwarded by another member names, once its signature is verified; ``None``
+        when only the full path can tell: credentials of its own (DRF tries them first), no user named,
+        a signature that does not hold (the full path answers 403 with the verdict kept on the request)."""
+        meta = request.META
+        user = meta.get(_FORWARDED_USER_META)
+        if meta.get(_FORWARDED_META) != "1" or not user or meta.get("HTTP_AUTHORIZATION"):
+            return None
+        if verify_request(node.secret, request):
+            return None
+        return forwarded_user(user)[1]
 
     def _json(self, data: Any, status: int, route: _Route) -> HttpResponse:
         content = self._renderer.render(data)

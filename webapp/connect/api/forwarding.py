@@ -39,6 +39,7 @@ from rest_framework.request import Request
 from webapp.coordinator.signing import signed_headers, verify_request
 
 __all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
+           "forwarded_user",
            "proxy", "request_budget_s", "forwarded_budget_s", "FORWARDED_HEADER", "FORWARDED_USER_HEADER",
            "BUDGET_HEADER", "NOT_LEADER_HEADER"]
 
@@ -115,10 +116,17 @@ class ForwardedUserAuthentication(BaseAuthentication):
         why = verify_request(secret, raw)
         if why:
             raise AuthenticationFailed(f"Forwarded request rejected: {why}")
-        name, _, flags = user.partition(";")
-        fields = dict(f.partition("=")[::2] for f in flags.split(";") if f)
-        role = "admin" if "superuser" in fields else fields.get("role") or None  # "superuser": older members
-        return ForwardedUser(name, role), None
+        return ForwardedUser(*forwarded_user(user)), None
+
+
+def forwarded_user(header: str) -> tuple[str, str | None]:
+    """``(user name, role or None)`` of a ``X-RaftConnect-Forwarded-User`` value (``name;role=operator``).
+
+    An older member's ``name;superuser`` names an admin. Trusted only on a request whose signature was
+    verified (:class:`ForwardedUserAuthentication`, the REST fast path)."""
+    name, _, flags = header.partition(";")
+    fields = dict(f.partition("=")[::2] for f in flags.split(";") if f)
+    return name, "admin" if "superuser" in fields else fields.get("role") or None
 
 
 def forward_target(request: Request, node, stale: str | None = None) -> str | None:
