@@ -157,8 +157,10 @@ def _raw_pysyncobj_writes(concurrency: int, total: int) -> tuple[float, list[flo
 
 
 def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tuple[str, str, dict | None]],
-               members=()) -> tuple[float, list[float], dict]:
+               members=(), via=None) -> tuple[float, list[float], dict]:
     """``(elapsed s, latencies s, CPU ms per request)``: ``total`` requests from ``concurrency`` clients.
+
+    The clients send to ``via`` (a member, which forwards writes to the leader) or to the leader itself.
 
     ``request(i)`` gives the ``i``-th request as ``(method, path, JSON body or None)``; an answer of
     300 or more raises ``RuntimeError``. The CPU figures say where a request's cost lies:
@@ -177,10 +179,11 @@ def _rest_load(leader, concurrency: int, total: int, request: Callable[[int], tu
     # raw baseline's clients are plain method calls). ``requests`` cost ~0.5 ms of CPU per call more
     # than urllib3; urllib3's pool and response objects ~0.3 ms more than ``http.client`` (0.59 against
     # ~0.3 ms per write at 32 clients, benchmarks/cluster/RESULTS.md, 2026-12-01).
-    host, port = leader.url.split("://", 1)[1].rsplit(":", 1)
+    target = via or leader
+    host, port = target.url.split("://", 1)[1].rsplit(":", 1)
     headers = {"Content-Type": "application/json"}
-    if leader.auth:
-        headers["Authorization"] = "Basic " + base64.b64encode(":".join(leader.auth).encode()).decode()
+    if target.auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(target.auth).encode()).decode()
     lat: list[float] = []
     lock = threading.Lock()
     local = threading.local()
@@ -270,12 +273,14 @@ def raft_rounds(leader) -> tuple[float, float, float] | None:
     return tuple(found[n] for n in names) if all(n in found for n in names) else None
 
 
-def _rest_writes(leader, concurrency: int, total: int, path: str, members=()) -> tuple[float, list[float], dict]:
-    """:func:`_rest_load` of ``total`` ``PUT /connectors/bench-<i % 200>/config`` (file source on ``path``)."""
+def _rest_writes(leader, concurrency: int, total: int, path: str, members=(), via=None
+                 ) -> tuple[float, list[float], dict]:
+    """:func:`_rest_load` of ``total`` ``PUT /connectors/bench-<i % 200>/config`` (file source on ``path``),
+    sent to ``via`` (a follower, which forwards them) or to the leader."""
     def put(i: int) -> tuple[str, str, dict]:
         return "PUT", f"/connectors/bench-{i % 200}/config", bench_config(i, path)
 
-    return _rest_load(leader, concurrency, total, put, members)
+    return _rest_load(leader, concurrency, total, put, members, via)
 
 
 def bench_config(i: int, path: str) -> dict[str, str]:
@@ -377,9 +382,39 @@ def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
                     f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
                     f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
                 print(rows[-1], flush=True)
+        rows += _forwarded_writes(clusters, leaders, str(csv), repeat)
     finally:
         for cluster in clusters.values():
             cluster.stop()
+    return rows
+
+
+def _forwarded_writes(clusters: dict, leaders: dict, path: str, repeat: int, conc: int = 32,
+                      total: int = 2000) -> list[str]:
+    """Rows of ``conc`` clients writing configs through a follower, which forwards each write to the leader
+    (behind a load balancer, two writes in three arrive at a follower): on the cluster whose leader answers
+    forwarded writes on its fast path and on the one where every request takes the full path (as every
+    forwarded write did before the fast path took them). Best of ``repeat`` rounds each."""
+    runs: dict[str, list] = {side: [] for side in clusters}
+    for r in range(repeat):
+        for side, cluster in clusters.items():
+            follower = next(n for n in cluster.nodes if n is not leaders[side] and n.proc is not None)
+            runs[side].append(_rest_writes(leaders[side], conc, total, path, cluster.nodes, via=follower))
+        print(f"  {conc} clients through a follower, round {r + 1}/{repeat}: " + "; ".join(
+            f"{side} {total / runs[side][-1][0]:,.0f}/s" for side in runs), flush=True)
+    best = {side: min(rs, key=lambda x: x[0]) for side, rs in runs.items()}
+    full = best["REST, full path"][0]
+    rows = []
+    for side in clusters:
+        r_el, r_lat, r_cpu = best[side]
+        rounds = ", ".join(f"{f[0] / r[0]:.2f}" for r, f in zip(runs[side], runs["REST, full path"]))
+        baseline = ("" if side == "REST, full path" else
+                    f"full path (every forwarded write through Django and DRF on the leader too) "
+                    f"{total / full:,.0f} writes/s; ratio {full / r_el:.2f} (per round: {rounds})")
+        rows.append(f"| connector config writes via {side}, {conc} clients through a follower (forwarded), best of "
+                    f"{repeat} | {total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
+                    f"p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {_cpu_text(r_cpu)} | {baseline} |")
+        print(rows[-1], flush=True)
     return rows
 
 
