@@ -564,3 +564,16 @@ def test_asyncio_keeps_working_in_a_process_serving_granian():
             assert asyncio.all_tasks(loop) == set()
         finally:
             loop.close()
+
+
+def test_members_forward_to_each_other_directly_whatever_proxy_the_environment_names(monkeypatch):
+    """The member-to-member session ignores ``HTTP_PROXY`` (as Kafka Connect's workers do): here the proxy
+    named refuses every connection, and the request still reaches the member."""
+    from webapp.connect.api import forwarding
+
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "")
+    with serving(_app, "granian") as (_, port):
+        assert forwarding._session.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+        with pytest.raises(requests.ConnectionError):  # a session that reads the environment goes to the proxy
+            requests.Session().get(f"http://127.0.0.1:{port}/", timeout=5)
