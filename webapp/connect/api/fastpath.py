@@ -34,7 +34,9 @@ A request takes the fast path only when all of these hold, checked in this order
   and the role it names may do this. A forwarded request is served as the full path serves it
   (``ConnectAPIView.dispatch``): one attempt, within the budget it carries, and a 503 that wrote
   nothing says ``X-RaftConnect-Not-Leader`` (``raftnode.without_leader_wait``). Behind a load
-  balancer two writes in three arrive at a follower, and the leader then paid the full path for them;
+  balancer two writes in three arrive at a follower, and the leader paid the full path for them:
+  its REST threads' Python time per forwarded write 1.64 ms on the full path, 1.22 here
+  (``benchmarks/cluster``, forwarded rows, a loaded host);
 * the body is a JSON object orjson decodes exactly as DRF's parser (``parsers.ConnectJSONParser``).
 
 From the Herder call on, the request is answered here: success as the view answers (201 with
