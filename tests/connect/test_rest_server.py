@@ -577,3 +577,31 @@ def test_members_forward_to_each_other_directly_whatever_proxy_the_environment_n
         assert forwarding._session.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
         with pytest.raises(requests.ConnectionError):  # a session that reads the environment goes to the proxy
             requests.Session().get(f"http://127.0.0.1:{port}/", timeout=5)
+
+
+def test_concurrent_forwards_keep_their_connections_to_a_member_open():
+    """As many forwards as run at once (``FORWARD_CONCURRENCY``) each keep their connection for the next
+    request: requests' default pool kept 10, and every concurrent request past the tenth opened a
+    connection of its own, which was closed after one answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from webapp.connect.api import forwarding
+
+    n = forwarding.FORWARD_CONCURRENCY
+    ports: set[str] = set()
+    lock = threading.Lock()
+    arrived = threading.Barrier(n, timeout=10)
+
+    def app(environ, start_response):
+        with lock:
+            ports.add(environ["REMOTE_PORT"])
+        arrived.wait()  # all n requests in flight at once
+        return _app(environ, start_response)
+
+    with serving(app, "waitress", threads=n, connection_limit=4 * n) as (_, port):
+        url = f"http://127.0.0.1:{port}/"
+        with ThreadPoolExecutor(n) as pool:
+            for _ in range(3):
+                assert [r.text for r in pool.map(lambda _: forwarding._session.get(url, timeout=10), range(n))] \
+                    == ["ok"] * n
+    assert len(ports) <= n, f"{len(ports)} connections for 3 rounds of {n} concurrent requests"

@@ -58,6 +58,11 @@ UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 #: ~7% of a follower's interpreter time when it forwarded writes (benchmarks/cluster, forwarded rows).
 _session = requests.Session()
 _session.trust_env = False
+#: forwarded requests in flight at once (:func:`proxy_watching_leader`'s threads), and the connections kept
+#: open to each member: requests' default pool kept 10, so under more concurrent forwards every request
+#: past the tenth opened a connection of its own and closed it after one answer
+FORWARD_CONCURRENCY = 32
+_session.mount("http://", requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=FORWARD_CONCURRENCY))
 
 
 def request_budget_s(method: str) -> float:
@@ -244,7 +249,7 @@ def proxy_watching_leader(request: Request, target: str, node, deadline: float |
     from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="forward")
+        _pool = ThreadPoolExecutor(max_workers=FORWARD_CONCURRENCY, thread_name_prefix="forward")
     request._request.body  # read the body in this thread before handing the request over
     if deadline is None:
         deadline = getattr(request, "forward_deadline", None) or time.monotonic() + request_budget_s(request.method)
