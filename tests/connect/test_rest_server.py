@@ -574,15 +574,15 @@ def test_members_forward_to_each_other_directly_whatever_proxy_the_environment_n
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
     with serving(_app, "granian") as (_, port):
-        assert forwarding._session.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+        assert forwarding._http.request("GET", f"http://127.0.0.1:{port}/", timeout=5).data == b"ok"
         with pytest.raises(requests.ConnectionError):  # a session that reads the environment goes to the proxy
             requests.Session().get(f"http://127.0.0.1:{port}/", timeout=5)
 
 
 def test_concurrent_forwards_keep_their_connections_to_a_member_open():
     """As many forwards as run at once (``FORWARD_CONCURRENCY``) each keep their connection for the next
-    request: requests' default pool kept 10, and every concurrent request past the tenth opened a
-    connection of its own, which was closed after one answer."""
+    request: requests' default pool, used before, kept 10, and every concurrent request past the tenth
+    opened a connection of its own, which was closed after one answer."""
     from concurrent.futures import ThreadPoolExecutor
 
     from webapp.connect.api import forwarding
@@ -602,6 +602,30 @@ def test_concurrent_forwards_keep_their_connections_to_a_member_open():
         url = f"http://127.0.0.1:{port}/"
         with ThreadPoolExecutor(n) as pool:
             for _ in range(3):
-                assert [r.text for r in pool.map(lambda _: forwarding._session.get(url, timeout=10), range(n))] \
-                    == ["ok"] * n
+                assert [r.data for r in pool.map(lambda _: forwarding._http.request("GET", url, timeout=10),
+                                                 range(n))] == [b"ok"] * n
     assert len(ports) <= n, f"{len(ports)} connections for 3 rounds of {n} concurrent requests"
+
+
+def test_a_forward_to_a_port_nobody_listens_on_is_a_target_unreachable_and_other_failures_a_503(monkeypatch):
+    """What the forwarding loop retries elsewhere (a refused connection: the leader just died) against what it
+    answers at once (Connect's 503)."""
+    from types import SimpleNamespace
+
+    from webapp.connect.api import forwarding
+    from webapp.connect.herder import ConnectRestError
+
+    raw = SimpleNamespace(body=b"{}", method="PUT", content_type="application/json",
+                          get_full_path=lambda: "/connectors/c/config")
+    request = SimpleNamespace(_request=raw, user=SimpleNamespace(username="alice", role="operator"))
+    with pytest.raises(forwarding.TargetUnreachable, match="refused"):
+        forwarding.proxy(request, f"127.0.0.1:{free_port()}", "secret", timeout=5)
+    silent = socket.socket()  # accepts (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        with pytest.raises(ConnectRestError, match="Could not forward the request") as exc:
+            forwarding.proxy(request, f"127.0.0.1:{silent.getsockname()[1]}", "secret", timeout=0.5)
+        assert exc.value.status == 503
+    finally:
+        silent.close()
