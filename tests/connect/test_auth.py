@@ -289,8 +289,8 @@ def fake_leader(monkeypatch):
     target = f"127.0.0.1:{server.server_address[1]}"
     monkeypatch.setattr(views, "forward_target", lambda request, node, stale=None: target)
     # the in-process node is itself the leader, so skip the leader watch and send the request as is
-    monkeypatch.setattr(views, "proxy_watching_leader",
-                        lambda request, target, node, timeout=30.0: forwarding.proxy(request, target, node.secret))
+    monkeypatch.setattr(forwarding, "proxy_watching_leader",
+                        lambda request, target, node, deadline=None: forwarding.proxy(request, target, node.secret))
     yield _Recorder.seen
     server.shutdown()
 

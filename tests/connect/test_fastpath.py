@@ -15,6 +15,7 @@ from django.core.handlers.wsgi import WSGIHandler
 
 from webapp.connect.api import accounts, fastpath
 from webapp.connect.api.fastpath import ConnectWSGIHandler
+from webapp.kafka.embedded import free_port
 
 from .conftest import basic, make_user
 from .test_rest import source_config
@@ -204,14 +205,85 @@ def test_switched_off_every_request_takes_the_full_path(apps, tmp_path, monkeypa
     assert not taken and fast == full and fast[0] == 201
 
 
-def test_a_follower_leaves_writes_to_the_full_path(apps, tmp_path, node, monkeypatch):
-    fast, _ = apps
-    request = _request("/connectors/f/config")
-    found = fast._candidate(request)
-    assert found is not None  # the request itself qualifies ...
+class _Leader:
+    """A stand-in leader on a port of its own: answers each forwarded request with ``answer`` and keeps what
+    it was sent (path, forwarding headers, body)."""
+
+    def __init__(self, answer=(201, {"name": "fw", "config": {}, "tasks": [], "type": "source"})):
+        self.answer = answer
+        self.seen: list[dict] = []
+
+    def __call__(self, environ, start_response):
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        self.seen.append({"path": environ["PATH_INFO"], "user": environ.get("HTTP_X_RAFTCONNECT_FORWARDED_USER"),
+                          "budget": environ.get("HTTP_X_RAFTCONNECT_BUDGET_MS"),
+                          "signed": bool(environ.get("HTTP_X_RAFTCONNECT_SIGNATURE")), "body": body})
+        status, data = self.answer
+        headers = [("Content-Type", "application/json")]
+        if status == 201:
+            headers.append(("Location", "http://leader:8083" + environ["PATH_INFO"].removesuffix("/config")))
+        start_response(f"{status} X", headers)
+        return [json.dumps(data).encode()]
+
+
+def _both_on_a_follower(apps, *args, **kwargs):
+    """:func:`both` on a follower: nothing is written here, so nothing is deleted between the two calls."""
+    fast, full = apps
+    before = fastpath.served()
+    a = call(fast, *args, **kwargs)
+    taken = fastpath.served() - before
+    return a, call(full, *args, **kwargs), bool(taken)
+
+
+@pytest.fixture
+def follower(node, monkeypatch):
+    """The in-process node as a follower whose leader is a :class:`_Leader` on a port of its own."""
+    from .test_rest_server import serving
+
+    leader = _Leader()
+    with serving(leader, "waitress", threads=4) as (_, port):
+        monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: False))
+        monkeypatch.setattr(node, "leader_rest_address", lambda: f"127.0.0.1:{port}")
+        yield leader
+
+
+@pytest.mark.parametrize("auth", ["basic", "token"])
+def test_a_follower_forwards_a_write_as_the_full_path_does_without_its_own_full_path(apps, follower, tmp_path,
+                                                                                     auth):
+    credentials = basic("operator", "pw")
+    if auth == "token":
+        credentials = "Bearer " + accounts.token_create(user="operator", name="ci")["token"]
+    config = source_config(tmp_path)
+    fast, full, taken = _both_on_a_follower(apps, "PUT", "/connectors/fw/config", config, auth=credentials)
+    assert taken and fast == full and fast[0] == 201, (fast, full)
+    assert fast[1]["location"] == "http://leader:8083/connectors/fw"  # the leader's answer, passed on
+    sent_fast, sent_full = follower.seen
+    assert sent_fast["user"] == sent_full["user"] == "operator;role=operator"
+    assert sent_fast["signed"] and sent_fast["body"] == sent_full["body"] == json.dumps(config).encode()
+    assert 0 < int(sent_fast["budget"]) <= 10_000 and 0 < int(sent_full["budget"]) <= 10_000
+    follower.answer = (400, {"error_code": 400, "message": "Connector configuration is invalid"})
+    fast, full, taken = _both_on_a_follower(apps, "POST", "/connectors", {"name": "p", "config": config},
+                                            auth=credentials)
+    assert taken and fast == full and fast[0] == 400
+
+
+def test_a_follower_whose_leader_does_not_answer_says_so_as_the_full_path_does(apps, node, monkeypatch, settings,
+                                                                               tmp_path):
+    settings.FORWARD_WAIT_S = 0.3
     monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: False))
-    with pytest.raises(fastpath._NotHere):  # ... but a member that does not lead never answers it here
-        fast._serve(request, *found)
+    gone = f"127.0.0.1:{free_port()}"  # nobody listens there
+    monkeypatch.setattr(node, "leader_rest_address", lambda: gone)
+    fast, full, taken = _both_on_a_follower(apps, "PUT", "/connectors/gone/config", source_config(tmp_path),
+                                            auth=basic("operator", "pw"))
+    assert taken and fast == full and fast[0] == 503
+    assert f"The leader at {gone} is unreachable and no other leader was found" in json.loads(fast[2])["message"]
+
+
+def test_a_follower_leaves_a_write_it_cannot_vouch_for_to_the_full_path(apps, follower, tmp_path):
+    fast, full, taken = _both_on_a_follower(apps, "PUT", "/connectors/v/config", source_config(tmp_path),
+                                            auth=basic("viewer", "pw"))
+    assert not taken and fast == full and fast[0] == 403
+    assert follower.seen == []  # refused here, as the full path refuses it
 
 
 def _request(path: str):

@@ -21,8 +21,8 @@ A request takes the fast path only when all of these hold, checked in this order
 * ``PUT /connectors/<name>/config`` (``<name>`` as Django's ``str`` converter: no ``/``) or
   ``POST /connectors``, no query string, ``Content-Type: application/json`` (UTF-8), an ``Accept`` DRF's
   negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``);
-* the fast path is enabled (``RAFTCONNECT_REST_FAST_PATH``, default on) and this node is the Raft
-  leader (a follower forwards writes: the full path);
+* the fast path is enabled (``RAFTCONNECT_REST_FAST_PATH``, default on) and this node is a Raft
+  member (a worker-only node's requests take the full path);
 * the ``Host`` is allowed (``ALLOWED_HOSTS``; Django answers 400 otherwise) and
   ``SECURE_SSL_REDIRECT`` would not redirect;
 * the credentials are ``Basic`` ones already verified within the cache's lifetime
@@ -37,7 +37,15 @@ A request takes the fast path only when all of these hold, checked in this order
   balancer two writes in three arrive at a follower, and the leader paid the full path for them:
   its REST threads' Python time per forwarded write 1.64 ms on the full path, 1.22 here
   (``benchmarks/cluster``, forwarded rows, a loaded host);
-* the body is a JSON object orjson decodes exactly as DRF's parser (``parsers.ConnectJSONParser``).
+* on a follower: the request is not itself forwarded (the full path answers it: 503, not the
+  leader), and it is forwarded to the leader here as the full path forwards it
+  (``forwarding.forward_target`` and ``forwarding.forward``: the leader awaited during an election,
+  the request's budget, again to the next leader if the target is gone), naming the user and role
+  found above; its answer is passed on with ``Allow`` and ``Content-Length`` as DRF and Django set them.
+  Should this member lead meanwhile, the full path takes the request over. The follower's own full
+  path was half of what a forwarded write cost it (``benchmarks/cluster``, forwarded rows);
+* on the leader: the body is a JSON object orjson decodes exactly as DRF's parser
+  (``parsers.ConnectJSONParser``).
 
 From the Herder call on, the request is answered here: success as the view answers (201 with
 ``Location`` on create, 200 on update, ConnectorInfo; ``Allow`` as DRF names the view's methods),
@@ -51,6 +59,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -74,7 +83,8 @@ from .authentication import CachedBasicAuthentication
 from webapp.coordinator.signing import verify_request
 
 from .errors import connect_error, internal_error
-from .forwarding import FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER, forwarded_budget_s, forwarded_user
+from .forwarding import (FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER, ForwardedUser, forward,
+                         forward_target, forwarded_budget_s, forwarded_user, request_budget_s)
 from .parsers import LONG_DIGITS
 from .renderers import ConnectJSONRenderer
 from .roles import required_role, role_at_least
@@ -139,6 +149,25 @@ ROUTES = (
 )
 
 
+class _Forwarding:
+    """What forwarding reads of DRF's ``Request`` (``forwarding.forward_target``, ``forward``, ``proxy``), for a
+    write the fast path forwards: the Django request, its method, the user it names to the leader, and the
+    request's time budget from now (``request_budget_s``, as ``ConnectAPIView.initial`` sets it)."""
+
+    leader_only = False
+
+    def __init__(self, request: WSGIRequest, user: ForwardedUser) -> None:
+        self._request = request
+        self.method = request.method
+        self.user = user
+        self.forward_deadline = time.monotonic() + request_budget_s(request.method)
+
+
+def _leave_to_the_full_path() -> HttpResponse:
+    """``forward``'s ``serve_here`` for the fast path: this member leads now, and the full path serves it."""
+    raise _NotHere
+
+
 class ConnectWSGIHandler(WSGIHandler):
     """Django's WSGI handler with the REST fast path of :data:`ROUTES` (see module docstring)."""
 
@@ -186,16 +215,22 @@ class ConnectWSGIHandler(WSGIHandler):
 
     def _serve(self, request: WSGIRequest, route: _Route, match: re.Match) -> HttpResponse:
         node = current_or_none()
-        if node is None or node.raft is None or not node.raft.is_leader or settings.SECURE_SSL_REDIRECT:
+        if node is None or node.raft is None or settings.SECURE_SSL_REDIRECT:
+            raise _NotHere
+        leads = node.raft.is_leader
+        forwarded = _FORWARDED_META in request.META
+        if forwarded and not leads:  # the full path answers 503 with X-RaftConnect-Not-Leader
             raise _NotHere
         try:
             request.get_host()
         except DisallowedHost:
             raise _NotHere from None
-        forwarded = _FORWARDED_META in request.META
-        role = self._forwarded_role(request, node) if forwarded else self._role(request)
-        if role is None or not role_at_least(role, required_role(route.view, route.method, request.path)):
+        user = (None, self._forwarded_role(request, node)) if forwarded else self._user(request)
+        if user is None or user[1] is None or not role_at_least(
+                user[1], required_role(route.view, route.method, request.path)):
             raise _NotHere
+        if not leads:
+            return self._forward(request, node, route, user)
         try:
             body = request.body  # kept on the request: the full path reads it again if it takes over
         except Exception:  # noqa: BLE001 - too large (413), a client gone: the full path answers as it does
@@ -229,11 +264,11 @@ class ConnectWSGIHandler(WSGIHandler):
             response["Location"] = request.build_absolute_uri(location)
         return response
 
-    def _role(self, request: WSGIRequest) -> str | None:
-        """The role of the replicated user whose credentials the request carries, already verified; ``None``
-        when only the full path can tell (see module docstring). The user's row in this node's database is
-        left as it is: the full path's authentication keeps it in step (``accounts.mirror``), and nothing
-        here reads it."""
+    def _user(self, request: WSGIRequest) -> tuple[str, str] | None:
+        """``(name, role)`` of the replicated user whose credentials the request carries, already verified;
+        ``None`` when only the full path can tell (see module docstring). The user's row in this node's
+        database is left as it is: the full path's authentication keeps it in step (``accounts.mirror``),
+        and nothing here reads it."""
         if accounts.directory() is None:
             return None
         auth = request.META.get("HTTP_AUTHORIZATION", "").encode("latin-1", "replace").split()
@@ -251,14 +286,38 @@ class ConnectWSGIHandler(WSGIHandler):
                 return None
             userid, sep, password = text.partition(":")
             rec = self._basic.verified_record(userid, password) if sep else None
-            return None if rec is None else rec["role"]
+            return None if rec is None else (userid, rec["role"])
         if scheme in (b"token", b"bearer"):
             try:
                 found = accounts.token_record(auth[1].decode())
             except UnicodeError:
                 return None
-            return None if found is None else found[0]["role"]
+            return None if found is None else (found[1]["user"], found[0]["role"])
         return None
+
+    def _forward(self, request: WSGIRequest, node, route: _Route, user: tuple[str, str]) -> HttpResponse:
+        """The leader's answer to a write this follower received, as the full path forwards it
+        (``ConnectAPIView.initial`` and ``_forward``: :func:`~.forwarding.forward_target`, then
+        :func:`~.forwarding.forward`), without this member's middleware chain and DRF. Should this member
+        lead meanwhile, the full path takes the request over (nothing of it was written here)."""
+        try:
+            request.body  # noqa: B018 - read here: too large (413), a client gone: the full path answers
+        except Exception:  # noqa: BLE001
+            raise _NotHere from None
+        forwarding = _Forwarding(request, ForwardedUser(*user))
+        try:
+            target = forward_target(forwarding, node)
+            if target is None:  # this member leads now
+                raise _NotHere
+            response = forward(forwarding, node, target, _leave_to_the_full_path)
+        except _NotHere:
+            raise
+        except Exception as exc:  # noqa: BLE001 - answered with Connect's error body, as DRF's handler does
+            error = connect_error(exc) or internal_error(exc)
+            return self._json(error, error["error_code"], route)
+        response["Allow"] = self._allow[route]
+        response["Content-Length"] = str(len(response.content))  # as Django's CommonMiddleware sets it
+        return response
 
     @staticmethod
     def _forwarded_role(request: WSGIRequest, node) -> str | None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import urllib3
 from django.conf import settings
@@ -39,7 +40,7 @@ from rest_framework.request import Request
 from webapp.coordinator.signing import signed_headers, verify_request
 
 __all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
-           "forwarded_user",
+           "forwarded_user", "forward",
            "proxy", "request_budget_s", "forwarded_budget_s", "FORWARDED_HEADER", "FORWARDED_USER_HEADER",
            "BUDGET_HEADER", "NOT_LEADER_HEADER"]
 
@@ -170,6 +171,32 @@ def forward_target(request: Request, node, stale: str | None = None) -> str | No
 
             raise ConnectRestError(f"No Raft leader was elected within {wait:.1f} s; retry the request", 503)
         time.sleep(0.05)
+
+
+def forward(request, node, target: str, serve_here: Callable[[], HttpResponse]) -> HttpResponse:
+    """The leader's answer to ``request``, proxied to ``target`` (:func:`proxy_watching_leader`); if the target
+    is gone (a leader just died, or deposed), again to the leader known next, or ``serve_here()`` once this
+    node leads, until the request's budget (``request.forward_deadline``) runs out.
+
+    ``request`` is DRF's ``Request`` (``ConnectAPIView``) or what the REST fast path passes in its place
+    (``_request``, ``method``, ``user``, ``forward_deadline``). Errors: ``ConnectRestError`` (503) when no
+    leader answered within the budget, and those of :func:`proxy_watching_leader` and ``serve_here``.
+    """
+    deadline = getattr(request, "forward_deadline", None) or time.monotonic() + request_budget_s(request.method)
+    while True:
+        try:
+            return proxy_watching_leader(request, target, node, deadline)
+        except TargetUnreachable:
+            if time.monotonic() >= deadline:
+                from webapp.connect.herder import ConnectRestError
+
+                raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found "
+                                       "within the request's time budget (RAFTCONNECT_FORWARD_WAIT_S)", 503)
+        time.sleep(0.05)
+        # the old leader may still be the last known one until the election ends
+        if node.raft is not None and node.raft.is_leader:
+            return serve_here()
+        target = forward_target(request, node, stale=target) or target
 
 
 class TargetUnreachable(Exception):

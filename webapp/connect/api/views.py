@@ -28,8 +28,8 @@ from webapp.states import TargetState
 
 from .params import bool_param, json_object
 from .roles import HasRole
-from .forwarding import (FORWARDED_HEADER, NOT_LEADER_HEADER, ForwardToLeader, TargetUnreachable, forward_target,
-                         forwarded_budget_s, proxy_watching_leader, request_budget_s)
+from .forwarding import (FORWARDED_HEADER, NOT_LEADER_HEADER, ForwardToLeader, forward, forward_target,
+                         forwarded_budget_s, request_budget_s)
 
 __all__ = [
     "accepts_plain_json", "ConnectAPIView", "RootView", "HealthView", "ConnectorsView", "ConnectorView", "ConnectorConfigView",
@@ -119,23 +119,12 @@ class ConnectAPIView(APIView):
         return super().handle_exception(exc)
 
     def _forward(self, target: str):
-        """Proxy to ``target``; if it is gone (leader died), wait for the next leader or serve here."""
-        node = current()
-        deadline = getattr(self.request, "forward_deadline", None) or (
-            time.monotonic() + request_budget_s(self.request.method))
-        while True:
-            try:
-                return proxy_watching_leader(self.request, target, node, deadline)
-            except TargetUnreachable:
-                if time.monotonic() >= deadline:
-                    raise ConnectRestError(f"The leader at {target} is unreachable and no other leader was found "
-                                           "within the request's time budget (RAFTCONNECT_FORWARD_WAIT_S)", 503)
-            time.sleep(0.05)
-            # the old leader may still be the last known one until the election ends
-            if node.raft is not None and node.raft.is_leader:
-                handler = getattr(self, self.request.method.lower())
-                return handler(self.request, *self.args, **self.kwargs)
-            target = forward_target(self.request, node, stale=target) or target
+        """Proxy to ``target``; if it is gone (leader died), wait for the next leader or serve here
+        (:func:`~webapp.connect.api.forwarding.forward`)."""
+        def serve_here():
+            return getattr(self, self.request.method.lower())(self.request, *self.args, **self.kwargs)
+
+        return forward(self.request, current(), target, serve_here)
 
 
 class RootView(APIView):
