@@ -76,15 +76,23 @@ from raftnode import without_leader_wait
 from webapp import environment
 from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
+from webapp.coordinator.signing import verify_request
 from webapp.metrics import REST_FAST_PATH
 
 from . import accounts
 from .authentication import CachedBasicAuthentication
-from webapp.coordinator.signing import verify_request
-
 from .errors import connect_error, internal_error
-from .forwarding import (FORWARDED_HEADER, FORWARDED_USER_HEADER, NOT_LEADER_HEADER, ForwardedUser, forward,
-                         forward_target, forwarded_budget_s, forwarded_user, request_budget_s)
+from .forwarding import (
+    FORWARDED_HEADER,
+    FORWARDED_USER_HEADER,
+    NOT_LEADER_HEADER,
+    ForwardedUser,
+    forward,
+    forward_target,
+    forwarded_budget_s,
+    forwarded_user,
+    request_budget_s,
+)
 from .parsers import LONG_DIGITS
 from .renderers import ConnectJSONRenderer
 from .roles import required_role, role_at_least
