@@ -303,7 +303,7 @@ class ConnectWSGIHandler(WSGIHandler):
             return None if found is None else (found[1]["user"], found[0]["role"])
         return None
 
-    def _forward(self, request: WSGIRequest, node, route: _Route, user: tuple[str, str]) -> HttpResponse:
+    def _forward(self, request: WSGIRequest, node, route: _Route, user: tuple[str | None, str]) -> HttpResponse:
         """The leader's answer to a write this follower received, as the full path forwards it
         (``ConnectAPIView.initial`` and ``_forward``: :func:`~.forwarding.forward_target`, then
         :func:`~.forwarding.forward`), without this member's middleware chain and DRF. Should this member
@@ -331,7 +331,7 @@ class ConnectWSGIHandler(WSGIHandler):
     def _forwarded_role(request: WSGIRequest, node) -> str | None:
         """The role a request forwarded by another member names, once its signature is verified; ``None``
         when only the full path can tell: credentials of its own (DRF tries them first), no user named,
-        a signature that does not hold (the full path answers 403 with the verdict kept on the request)."""
+        a signature that does not hold (the full path answers 401 with the verdict kept on the request)."""
         meta = request.META
         user = meta.get(_FORWARDED_USER_META)
         if meta.get(_FORWARDED_META) != "1" or not user or meta.get("HTTP_AUTHORIZATION"):
