@@ -84,12 +84,12 @@ from .authentication import CachedBasicAuthentication
 from .errors import connect_error, internal_error
 from .forwarding import (
     FORWARDED_HEADER,
-    FORWARDED_USER_HEADER,
     NOT_LEADER_HEADER,
     ForwardedUser,
     forward,
     forward_target,
     forwarded_budget_s,
+    forwarded_claim,
     forwarded_user,
     request_budget_s,
 )
@@ -104,7 +104,6 @@ __all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 ENV = environment.REST_FAST_PATH_ENV
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
-_FORWARDED_USER_META = "HTTP_" + FORWARDED_USER_HEADER.upper().replace("-", "_")
 
 
 def enabled() -> bool:
@@ -265,8 +264,7 @@ class ConnectWSGIHandler(WSGIHandler):
         try:
             status, info, location = route.serve(node.herder, match, data)
         except Exception as exc:  # noqa: BLE001 - every failure is answered with Connect's error body
-            error = connect_error(exc) or internal_error(exc)
-            return self._json(error, error["error_code"], route)
+            return self._error(exc, route)
         response = self._json(info, status, route)
         if location is not None:
             response["Location"] = request.build_absolute_uri(location)
@@ -321,8 +319,7 @@ class ConnectWSGIHandler(WSGIHandler):
         except _NotHere:
             raise
         except Exception as exc:  # noqa: BLE001 - answered with Connect's error body, as DRF's handler does
-            error = connect_error(exc) or internal_error(exc)
-            return self._json(error, error["error_code"], route)
+            return self._error(exc, route)
         response["Allow"] = self._allow[route]
         response["Content-Length"] = str(len(response.content))  # as Django's CommonMiddleware sets it
         return response
@@ -332,13 +329,17 @@ class ConnectWSGIHandler(WSGIHandler):
         """The role a request forwarded by another member names, once its signature is verified; ``None``
         when only the full path can tell: credentials of its own (DRF tries them first), no user named,
         a signature that does not hold (the full path answers 401 with the verdict kept on the request)."""
-        meta = request.META
-        user = meta.get(_FORWARDED_USER_META)
-        if meta.get(_FORWARDED_META) != "1" or not user or meta.get("HTTP_AUTHORIZATION"):
+        user = forwarded_claim(request.headers)
+        if user is None or request.META.get("HTTP_AUTHORIZATION"):
             return None
         if verify_request(node.secret, request):
             return None
         return forwarded_user(user)[1]
+
+    def _error(self, exc: Exception, route: _Route) -> HttpResponse:
+        """``exc`` answered with Connect's error body (``errors.connect_error``, else an internal error)."""
+        error = connect_error(exc) or internal_error(exc)
+        return self._json(error, error["error_code"], route)
 
     def _json(self, data: Any, status: int, route: _Route) -> HttpResponse:
         content = self._renderer.render(data)

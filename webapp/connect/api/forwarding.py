@@ -40,7 +40,7 @@ from rest_framework.request import Request
 from webapp.coordinator.signing import signed_headers, verify_request
 
 __all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
-           "forwarded_user", "forward",
+           "forwarded_claim", "forwarded_user", "forward",
            "proxy", "request_budget_s", "forwarded_budget_s", "FORWARDED_HEADER", "FORWARDED_USER_HEADER",
            "BUDGET_HEADER", "NOT_LEADER_HEADER"]
 
@@ -112,8 +112,8 @@ class ForwardedUserAuthentication(BaseAuthentication):
 
     def authenticate(self, request: Request):
         raw = request._request
-        user = raw.headers.get(FORWARDED_USER_HEADER)
-        if not user or raw.headers.get(FORWARDED_HEADER) != "1":
+        user = forwarded_claim(raw.headers)
+        if user is None:
             return None
         from rest_framework.exceptions import AuthenticationFailed
 
@@ -127,6 +127,14 @@ class ForwardedUserAuthentication(BaseAuthentication):
         if why:
             raise AuthenticationFailed(f"Forwarded request rejected: {why}")
         return ForwardedUser(*forwarded_user(user)), None
+
+
+def forwarded_claim(headers) -> str | None:
+    """The ``X-RaftConnect-Forwarded-User`` value of a request that says another member forwarded it
+    (``X-RaftConnect-Forwarded: 1``), else ``None``. A claim only: its signature is checked by the caller
+    (:class:`ForwardedUserAuthentication`, the REST fast path). ``headers``: Django's ``request.headers``."""
+    user = headers.get(FORWARDED_USER_HEADER)
+    return user if user and headers.get(FORWARDED_HEADER) == "1" else None
 
 
 def forwarded_user(header: str) -> tuple[str, str | None]:
