@@ -74,3 +74,27 @@ def test_boolean_values_are_trimmed_as_kafka_parses_them():
     cd = ConfigDef((ConfigKey("flag", "BOOLEAN", "false"),))
     assert AbstractConfig(cd, {"flag": " True "}).get_bool("flag") is True
     assert cd.validate({"flag": " false"}) == {"flag": []}
+
+
+def test_a_left_out_key_is_judged_by_its_default_and_each_answer_is_its_own():
+    """``validate`` judges a default once per ConfigDef; what it returns is the caller's to change."""
+    odd = ConfigDef((
+        ConfigKey("n", "INT", "x"),
+        ConfigKey("mode", "STRING", "fast", allowed=("slow", "safe")),
+        ConfigKey("need", "STRING", None, required=True),
+        ConfigKey("ok", "BOOLEAN", "true"),
+    ))
+    first = odd.validate({})
+    assert first == {"n": ["Invalid value x for configuration n: Not a number of type INT"],
+                     "mode": ["Invalid value fast for configuration mode: String must be one of: slow, safe"],
+                     "need": ['Missing required configuration "need" which has no default value.'],
+                     "ok": []}
+    first["n"].append("changed by the caller")
+    first["ok"].append("changed by the caller")
+    again = odd.validate({"need": "x"})
+    assert again["n"] == ["Invalid value x for configuration n: Not a number of type INT"]
+    assert again["ok"] == [] and again["need"] == []
+    # a value given is judged itself, an empty one as missing
+    assert odd.validate({"n": "3", "mode": "safe", "need": "", "ok": "maybe"}) == {
+        "n": [], "mode": [], "need": ['Missing required configuration "need" which has no default value.'],
+        "ok": ["Invalid value maybe for configuration ok: Expected value to be either true or false"]}

@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.connect.listing import ListingCache
+from webapp.kafka.client_overrides import override_errors
 from webapp.runtime import registry
+from webapp.runtime.engine import engine_config_errors
+from webapp.runtime.errors import validate_error_config
 from webapp.runtime.restart import config_errors as auto_restart_errors
-from webapp.runtime.config_providers import has_references, hide_secrets, keep_hidden, password_keys
+from webapp.runtime.transforms import validate_transforms
+from webapp.runtime.config_providers import HIDDEN, has_references, hide_secrets, keep_hidden, password_keys
 from webapp.storage.base import AlreadyExists, ConnectorRecord, ConnectorSummary, MetadataStore, NotFound
 from webapp.states import State, TargetState, target_from_initial_state
 
@@ -342,7 +346,12 @@ class Herder:
         return hide_secrets(config, self._password_keys(config))
 
     def _unhidden(self, name: str, config: dict[str, str]) -> dict[str, str]:
-        """``config`` (a write of connector ``name``) with hidden values sent back replaced by the stored ones."""
+        """``config`` (a write of connector ``name``) with hidden values sent back replaced by the stored ones.
+
+        Every value :func:`hide_secrets` changes holds ``[hidden]``, so a write with none (nearly every
+        write) is returned as it is without reading the stored config."""
+        if not any(isinstance(v, str) and HIDDEN in v for v in config.values()):
+            return config  # nothing as shown hidden was sent back: the stored config need not be read
         rec = self.store.connector_summary(name)
         if rec is None:
             return config
@@ -593,11 +602,6 @@ def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc)
     keys (``producer.override.*``, ``consumer.override.*``, ``admin.override.*``: known, mappable to
     librdkafka, allowed by the worker's ``connector.client.config.override.policy``) and ``tasks.max``.
     """
-    from webapp.kafka.client_overrides import override_errors
-    from webapp.runtime.engine import engine_config_errors
-    from webapp.runtime.errors import validate_error_config
-    from webapp.runtime.transforms import validate_transforms
-
     errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
     for extra in (auto_restart_errors(config), validate_transforms(config),
                   validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config),
