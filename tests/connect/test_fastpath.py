@@ -379,3 +379,67 @@ def test_a_forwarded_write_on_a_leader_deposed_meanwhile_says_nothing_was_writte
     assert status == 503 and headers.get("x-raftconnect-not-leader") == "1", body
     monkeypatch.undo()
     assert node.store.get_connector("deposed") is None
+
+
+@pytest.fixture
+def housekeeping():
+    """What Django's ``request_started`` / ``request_finished`` were sent during a test (by signal)."""
+    from django.core import signals
+
+    sent: list[str] = []
+
+    def started(**_):
+        sent.append("started")
+
+    def finished(**_):
+        sent.append("finished")
+
+    signals.request_started.connect(started)
+    signals.request_finished.connect(finished)
+    yield sent
+    signals.request_started.disconnect(started)
+    signals.request_finished.disconnect(finished)
+
+
+def test_a_write_on_the_raft_store_skips_djangos_database_housekeeping_and_still_frees_the_request(
+        apps, tmp_path, housekeeping, monkeypatch):
+    from django.core.handlers.wsgi import WSGIRequest
+
+    closed = []
+    monkeypatch.setattr(WSGIRequest, "close", lambda self: closed.append(self.path))
+    fast, full = apps
+    before = fastpath.served()
+    status = call(fast, "PUT", "/connectors/quiet/config", source_config(tmp_path), auth=basic("operator", "pw"))[0]
+    assert status == 201 and fastpath.served() == before + 1
+    assert housekeeping == [] and closed == ["/connectors/quiet/config"]
+    # a refused write is answered quietly too
+    assert call(fast, "PUT", "/connectors/quiet/config", {"connector.class": "NoSuch"},
+                auth=basic("operator", "pw"))[0] == 400
+    assert housekeeping == [] and len(closed) == 2
+    # what the fast path leaves to the full path gets both, once
+    assert call(fast, "PUT", "/connectors/quiet/config", source_config(tmp_path), auth=basic("viewer", "pw"))[0] == 403
+    assert housekeeping == ["started", "finished"]
+    housekeeping.clear()
+    assert call(fast, "GET", "/connectors/quiet", auth=basic("operator", "pw"))[0] == 200
+    assert housekeeping == ["started", "finished"]
+
+
+def test_a_write_on_a_database_store_gets_djangos_housekeeping_as_on_the_full_path(apps, node, tmp_path,
+                                                                                   housekeeping, monkeypatch):
+    from webapp.storage.switch.router import StoreRouter
+
+    fast, full = apps
+    monkeypatch.setattr(StoreRouter, "active_name", property(lambda self: "postgresql"))
+    monkeypatch.setattr(StoreRouter, "active", property(lambda self: self.stores.get("raft")))
+    before = fastpath.served()
+    status = call(fast, "PUT", "/connectors/kept/config", source_config(tmp_path), auth=basic("operator", "pw"))[0]
+    assert status == 201 and fastpath.served() == before + 1
+    assert housekeeping == ["started", "finished"]
+
+
+def test_a_write_a_follower_forwards_skips_djangos_housekeeping(apps, follower, tmp_path, housekeeping):
+    fast, full = apps
+    before = fastpath.served()
+    answer = call(fast, "PUT", "/connectors/fw/config", source_config(tmp_path), auth=basic("operator", "pw"))
+    assert answer[0] == 201 and fastpath.served() == before + 1 and len(follower.seen) == 1
+    assert housekeeping == []
