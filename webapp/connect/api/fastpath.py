@@ -66,8 +66,8 @@ from typing import Any, Callable
 
 import orjson
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.core import signals
+from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest, get_script_name
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
