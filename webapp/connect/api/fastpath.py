@@ -227,7 +227,6 @@ class ConnectWSGIHandler(WSGIHandler):
         does not send ``request_finished``; the thread's connections are looked after at its next
         request through the full path. Any other request sends both as Django does.
         """
-        set_script_prefix(get_script_name(environ))
         request = self.request_class(environ)
         response = None
         found = self._candidate(request)
@@ -237,6 +236,7 @@ class ConnectWSGIHandler(WSGIHandler):
             except _NotHere:
                 pass
         if response is None:
+            set_script_prefix(get_script_name(environ))  # for reverse(); the fast path reverses nothing
             if not getattr(request, _STARTED, False):
                 signals.request_started.send(sender=self.__class__, environ=environ)
             response = self.get_response(request)
