@@ -1,8 +1,8 @@
 """The REST fast path: the leader's connector creates and config writes without the middleware chain, URL resolver and DRF.
 
 Owns :class:`ConnectWSGIHandler`, the node's WSGI application (``webapp.wsgi``): Django's own
-``WSGIHandler`` (request and response objects, the script prefix, the WSGI exchange; Django's
-``request_started`` / ``request_finished`` wherever a database may be touched, see
+``WSGIHandler`` (request and response objects, the WSGI exchange; the script prefix for the full
+path; Django's ``request_started`` / ``request_finished`` wherever a database may be touched, see
 :meth:`ConnectWSGIHandler.__call__`) which answers two request shapes itself (:data:`ROUTES`:
 ``PUT /connectors/{name}/config`` and ``POST /connectors``, how automation creates and updates
 connectors) and hands every other request to Django's middleware chain and DRF unchanged. Must
