@@ -6,11 +6,10 @@ import json
 
 import pytest
 
+from tests.connect.test_rest_server import serving
 from webapp.coordinator.signing import NONCE_HEADER, SIG_HEADER, TS_HEADER, verify
 from webapp.kafka.embedded import free_port
 from webapp.runtime.client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
-
-from tests.connect.test_rest_server import serving
 
 SECRET = "s" * 32
 
@@ -26,7 +25,7 @@ class _Node:
     def __call__(self, environ, start_response):
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         path = environ["PATH_INFO"]
-        header = lambda name: environ.get("HTTP_" + name.upper().replace("-", "_"))  # noqa: E731
+        header = lambda name: environ.get("HTTP_" + name.upper().replace("-", "_"))
         self.seen.append({"path": path, "uri": environ.get("REQUEST_URI") or environ.get("RAW_URI") or path,
                           "body": json.loads(body) if body else None, "proxy": header("Proxy-Connection"),
                           "why not authentic": verify(SECRET, environ["REQUEST_METHOD"], path, body,

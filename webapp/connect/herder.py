@@ -16,13 +16,25 @@ from typing import Any
 from webapp.connect.listing import ListingCache
 from webapp.kafka.client_overrides import override_errors
 from webapp.runtime import registry
+from webapp.runtime.config_providers import (
+    HIDDEN,
+    has_references,
+    hide_secrets,
+    keep_hidden,
+    password_keys,
+)
 from webapp.runtime.engine import engine_config_errors
 from webapp.runtime.errors import validate_error_config
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.transforms import validate_transforms
-from webapp.runtime.config_providers import HIDDEN, has_references, hide_secrets, keep_hidden, password_keys
-from webapp.storage.base import AlreadyExists, ConnectorRecord, ConnectorSummary, MetadataStore, NotFound
 from webapp.states import State, TargetState, target_from_initial_state
+from webapp.storage.base import (
+    AlreadyExists,
+    ConnectorRecord,
+    ConnectorSummary,
+    MetadataStore,
+    NotFound,
+)
 
 __all__ = [
     "Herder",

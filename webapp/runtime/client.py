@@ -17,8 +17,8 @@ from typing import Any, Callable
 import urllib3
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from webapp.plugin import ConnectorTaskId, SourceOffset
 from webapp.coordinator.signing import signed_headers
+from webapp.plugin import ConnectorTaskId, SourceOffset
 
 __all__ = ["ControlPlaneClient", "Fenced", "ControlPlaneUnavailable"]
 
@@ -106,7 +106,7 @@ class _RequestGroup:
             self.items += len(batch)
         try:
             outcomes = self._send([p.item for p in batch])
-        except Exception as exc:  # noqa: BLE001 - every item of the request shares its failure
+        except Exception as exc:
             outcomes = [exc] * len(batch)
         for p, outcome in zip(batch, outcomes):
             p.outcome = outcome
@@ -317,7 +317,7 @@ class ControlPlaneClient:
         """``fn(item)``'s value, or the exception it raised (handed to the item's own caller)."""
         try:
             return fn(item)
-        except Exception as exc:  # noqa: BLE001 - handed to the report's own caller
+        except Exception as exc:
             return exc
 
     def _report_one(self, item: dict[str, Any]) -> None:
