@@ -574,7 +574,7 @@ def test_members_forward_to_each_other_directly_whatever_proxy_the_environment_n
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "")
     with serving(_app, "granian") as (_, port):
-        assert forwarding._http.request("GET", f"http://127.0.0.1:{port}/", timeout=5).data == b"ok"
+        assert forwarding._http.request("GET", f"127.0.0.1:{port}", "/", body=None, headers={}, timeout=5).data == b"ok"
         with pytest.raises(requests.ConnectionError):  # a session that reads the environment goes to the proxy
             requests.Session().get(f"http://127.0.0.1:{port}/", timeout=5)
 
@@ -599,11 +599,12 @@ def test_concurrent_forwards_keep_their_connections_to_a_member_open():
         return _app(environ, start_response)
 
     with serving(app, "waitress", threads=n, connection_limit=4 * n) as (_, port):
-        url = f"http://127.0.0.1:{port}/"
+        address = f"127.0.0.1:{port}"
         with ThreadPoolExecutor(n) as pool:
             for _ in range(3):
-                assert [r.data for r in pool.map(lambda _: forwarding._http.request("GET", url, timeout=10),
-                                                 range(n))] == [b"ok"] * n
+                assert [r.data for r in pool.map(
+                    lambda _: forwarding._http.request("GET", address, "/", body=None, headers={}, timeout=10),
+                    range(n))] == [b"ok"] * n
     assert len(ports) <= n, f"{len(ports)} connections for 3 rounds of {n} concurrent requests"
 
 

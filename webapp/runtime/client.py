@@ -17,6 +17,7 @@ from typing import Any, Callable
 import urllib3
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from webapp.coordinator.connections import ClusterConnections
 from webapp.coordinator.signing import signed_headers
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
@@ -153,12 +154,10 @@ class ControlPlaneClient:
         self.secret = secret
         self.worker_id = worker_id
         self.timeout = timeout
-        #: connections to the nodes: urllib3's pool used directly, as member-to-member forwarding does
-        #: (``webapp.connect.api.forwarding``): no proxy from the environment (an agent's proxy for the
-        #: outside world is not the way to its own cluster, and a signed internal request has no business
-        #: there), no ``.netrc``, no redirects; ~0.4 ms less per call than a requests session
-        self._http = urllib3.PoolManager(num_pools=max(4, len(self.cluster)), maxsize=self.POOL_SIZE,
-                                         retries=False)
+        #: connections to the nodes, direct as between members (``ClusterConnections``): an agent's proxy for
+        #: the outside world (``HTTP_PROXY``) is not the way to its own cluster, and a signed internal
+        #: request has no business there; ~0.4 ms less per call than the requests session used before
+        self._http = ClusterConnections(maxsize=self.POOL_SIZE)
         #: batch endpoints a node answered 404 for (a node of an earlier version): one request per item since
         self._unbatched: set[str] = set()
         #: numbers this process's offset commits and task starts, in the order they are made: a task's
@@ -178,10 +177,8 @@ class ControlPlaneClient:
             headers = signed_headers(self.secret, method, path, body)
             headers["Content-Type"] = "application/json"
             try:
-                resp = self._http.request(method, f"http://{address}{path}", body=body or None, headers=headers,
-                                          timeout=urllib3.Timeout(connect=timeout or self.timeout,
-                                                                  read=timeout or self.timeout),
-                                          redirect=False)
+                resp = self._http.request(method, address, path, body=body or None, headers=headers,
+                                          timeout=timeout or self.timeout)
             except urllib3.exceptions.HTTPError as exc:
                 last = exc
                 continue

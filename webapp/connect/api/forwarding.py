@@ -37,6 +37,7 @@ from django.http import HttpResponse
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from webapp.coordinator.connections import ClusterConnections
 from webapp.coordinator.signing import signed_headers, verify_request
 
 __all__ = ["ForwardToLeader", "TargetUnreachable", "proxy_watching_leader", "ForwardedUserAuthentication", "forward_target",
@@ -57,12 +58,9 @@ UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 #: open to each member (requests' default pool, used before, kept 10: under more concurrent forwards every
 #: request past the tenth opened a connection of its own and closed it after one answer)
 FORWARD_CONCURRENCY = 32
-#: the member-to-member connections: urllib3, whose pool requests wraps, used directly. requests cost a
-#: follower ~0.4 ms more CPU per forwarded request (its session's merging, hooks and adapters), and looked
-#: up proxies in the environment and ``~/.netrc`` on every call. Members talk to each other directly, as
-#: Kafka Connect's workers do: no proxy from ``HTTP_PROXY``, no redirects followed, no retries (the caller
-#: decides: :class:`TargetUnreachable`).
-_http = urllib3.PoolManager(num_pools=8, maxsize=FORWARD_CONCURRENCY, retries=False)
+#: the member-to-member connections (``ClusterConnections``: direct, no proxy from the environment, no
+#: redirects, no retries; the caller decides: :class:`TargetUnreachable`)
+_http = ClusterConnections(maxsize=FORWARD_CONCURRENCY)
 
 
 def request_budget_s(method: str) -> float:
@@ -236,8 +234,7 @@ def proxy(request: Request, target: str, secret: str, timeout: float = 30.0,
     if raw.content_type:
         headers["Content-Type"] = raw.content_type
     try:
-        resp = _http.request(raw.method, f"http://{target}{path}", body=body or None, headers=headers,
-                             timeout=urllib3.Timeout(connect=timeout, read=timeout), redirect=False)
+        resp = _http.request(raw.method, target, path, body=body or None, headers=headers, timeout=timeout)
     except urllib3.exceptions.HTTPError as exc:
         if isinstance(exc, urllib3.exceptions.NewConnectionError) and "refused" in str(exc).lower():
             raise TargetUnreachable(str(exc)) from exc
@@ -276,7 +273,8 @@ def proxy_watching_leader(request: Request, target: str, node, deadline: float |
     answer of a proposal that timed out there) with ``ConnectRestError`` (503).
     """
     global _pool
-    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
 
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=FORWARD_CONCURRENCY, thread_name_prefix="forward")

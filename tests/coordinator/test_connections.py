@@ -1,0 +1,70 @@
+"""ClusterConnections: keep-alive pools by address between the cluster's own processes."""
+from __future__ import annotations
+
+import pytest
+import urllib3
+
+from tests.connect.test_rest_server import serving
+from webapp.coordinator.connections import ClusterConnections
+
+
+class _Recorder:
+    """Answers ``200 ok`` (or a redirect for ``/moved``) and keeps each request's client port and path."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, environ, start_response):
+        query = environ.get("QUERY_STRING")
+        self.seen.append((environ["REMOTE_PORT"], environ["PATH_INFO"] + (f"?{query}" if query else "")))
+        if environ["PATH_INFO"] == "/moved":
+            start_response("307 Temporary Redirect", [("Location", "/elsewhere")])
+            return [b""]
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+
+def test_requests_to_one_address_share_a_kept_connection_and_keep_their_query():
+    app = _Recorder()
+    http = ClusterConnections(maxsize=2)
+    with serving(app, "waitress", threads=2) as (_, port):
+        for i in range(5):
+            assert http.request("GET", f"127.0.0.1:{port}", f"/x?i={i}", body=None, headers={}, timeout=5).data == b"ok"
+    assert len({p for p, _ in app.seen}) == 1
+    assert [path for _, path in app.seen] == [f"/x?i={i}" for i in range(5)]
+
+
+def test_a_redirect_is_answered_as_it_is_not_followed():
+    app = _Recorder()
+    with serving(app, "waitress", threads=2) as (_, port):
+        resp = ClusterConnections(maxsize=1).request("GET", f"127.0.0.1:{port}", "/moved", body=None, headers={},
+                                                     timeout=5)
+    assert resp.status == 307 and resp.headers["Location"] == "/elsewhere"
+    assert [path for _, path in app.seen] == ["/moved"]
+
+
+def test_past_its_address_limit_it_starts_over_and_still_answers():
+    apps = [_Recorder() for _ in range(3)]
+    http = ClusterConnections(maxsize=1, max_addresses=2)
+    with serving(apps[0], "waitress") as (_, p0), serving(apps[1], "waitress") as (_, p1), \
+            serving(apps[2], "waitress") as (_, p2):
+        first = http.pool(f"127.0.0.1:{p0}")
+        assert http.pool(f"127.0.0.1:{p0}") is first
+        for port in (p0, p1, p2, p0):
+            assert http.request("GET", f"127.0.0.1:{port}", "/", body=None, headers={}, timeout=5).status == 200
+        assert http.pool(f"127.0.0.1:{p0}") is not first  # made again after the third address
+    assert len(http._pools) <= 2
+
+
+@pytest.mark.parametrize("address", ["", ":8083", "host:port"])
+def test_an_address_that_is_no_host_and_port_is_refused(address):
+    with pytest.raises(urllib3.exceptions.LocationParseError):
+        ClusterConnections(maxsize=1).pool(address)
+
+
+def test_a_refused_connection_is_a_new_connection_error():
+    from webapp.kafka.embedded import free_port
+
+    with pytest.raises(urllib3.exceptions.NewConnectionError):
+        ClusterConnections(maxsize=1).request("GET", f"127.0.0.1:{free_port()}", "/", body=None, headers={},
+                                              timeout=2)
