@@ -123,3 +123,68 @@ def test_rollback_is_offered_only_when_it_means_something():
     assert not manager.rollback_plan()["possible"]  # committed, finishing
     sm._switch_phase(0, "s2", "completed", {}, 5.0, _doApply=True)
     assert manager.rollback_plan()["action"] == "switch_back" and manager.rollback_plan()["target"] == "raft"
+
+
+class _StandInLeader:
+    """A leader's REST API stand-in: keeps each request (path, forwarding headers, signature verdict) and
+    answers ``answer`` (status, body bytes)."""
+
+    def __init__(self, secret: str):
+        self.secret = secret
+        self.seen: list[dict] = []
+        self.answer = (200, b'{"ok": true}')
+
+    def __call__(self, environ, start_response):
+        from webapp.coordinator.signing import (
+            NONCE_HEADER,
+            SIG_HEADER,
+            TS_HEADER,
+            verify,
+        )
+
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        header = lambda name: environ.get("HTTP_" + name.upper().replace("-", "_"))
+        self.seen.append({"path": environ["PATH_INFO"], "user": header("X-RaftConnect-Forwarded-User"),
+                          "why not authentic": verify(self.secret, environ["REQUEST_METHOD"], environ["PATH_INFO"],
+                                                      body, header(TS_HEADER), header(SIG_HEADER),
+                                                      nonce=header(NONCE_HEADER))})
+        status, data = self.answer
+        start_response(f"{status} X", [("Content-Type", "application/json")])
+        return [data]
+
+
+def test_on_a_follower_an_admin_action_goes_to_the_leader_signed_and_direct(node, monkeypatch):
+    """The admin page's actions run on the leader: a follower sends them there itself (signed, naming the
+    admin), past any proxy its environment names, and shows the leader's refusal as its own."""
+    from types import SimpleNamespace
+
+    from webapp.connect import store_admin
+    from webapp.storage.switch import SwitchError
+
+    from .test_rest_server import serving
+
+    leader = _StandInLeader(node.secret)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "")
+    with serving(leader, "waitress") as (_, port):
+        monkeypatch.setattr(type(node.raft), "is_leader", property(lambda self: False))
+        monkeypatch.setattr(node, "leader_rest_address", lambda: f"127.0.0.1:{port}")
+        request = SimpleNamespace(user=SimpleNamespace(get_username=lambda: "root"))
+        path = "/raftconnect/v1/metadata-store/stores/pg/test"
+
+        def here():
+            raise AssertionError("a follower ran the action itself")
+
+        assert store_admin._via_leader(node, request, "POST", path, None, here) == {"ok": True}
+        [seen] = leader.seen
+        assert seen["path"] == path and seen["user"] == "root;role=admin" and seen["why not authentic"] is None
+        leader.answer = (409, b'{"error_code": 409, "message": "a switch is already running"}')
+        with pytest.raises(SwitchError, match="a switch is already running") as refused:
+            store_admin._via_leader(node, request, "POST", path, None, here)
+        assert refused.value.status == 409
+        leader.answer = (502, b"bad gateway")
+        with pytest.raises(SwitchError, match="bad gateway"):
+            store_admin._via_leader(node, request, "POST", path, None, here)
+    with pytest.raises(SwitchError, match="did not answer") as gone:
+        store_admin._via_leader(node, request, "POST", path, None, here)
+    assert gone.value.status == 503

@@ -26,15 +26,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from raftnode import RaftConfig, RaftNode, RaftUnavailable
-from webapp.celery import app as celery_app, configure_broker, worker_queue
-from webapp.runtime.file_access import default_root
-from webapp.coordinator.coordinator import GroupCoordinator
 from webapp import environment, gcpolicy
+from webapp.celery import app as celery_app
+from webapp.celery import configure_broker, worker_queue
+from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path
+from webapp.runtime.file_access import default_root
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.registry import store_urls_from_env
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager
@@ -295,21 +301,23 @@ class ConnectNode:
         names a leader. ``refresh`` drops the cached answer.
         """
         if refresh or getattr(self, "_cluster_leader", None) is None:
-            import requests
+            import urllib3
 
+            from webapp.coordinator.connections import OCCASIONAL
             from webapp.coordinator.signing import signed_headers
 
             found = None
             for address in self.options.cluster:
                 path = "/raftconnect/v1/internal/leader"
                 try:
-                    resp = requests.get(f"http://{address}{path}", timeout=2,
-                                        headers=signed_headers(self.secret, "GET", path, b""))
-                    if resp.ok and resp.json().get("leader_rest_address"):
-                        found = resp.json()["leader_rest_address"]
-                        break
-                except requests.RequestException:
+                    resp = OCCASIONAL.request("GET", address, path, body=None, timeout=2,
+                                              headers=signed_headers(self.secret, "GET", path, b""))
+                    answer = json.loads(resp.data) if resp.status < 400 else {}
+                except (urllib3.exceptions.HTTPError, ValueError):
                     continue
+                if isinstance(answer, dict) and answer.get("leader_rest_address"):
+                    found = answer["leader_rest_address"]
+                    break
             self._cluster_leader = found
         return self._cluster_leader or (self.options.cluster[0] if self.options.cluster else None)
 
@@ -444,9 +452,11 @@ class ConnectNode:
     # ------------------------------------------------------------ selectors
     def member_raft_status(self, members: dict[str, dict[str, Any]], timeout: float = 1.0) -> dict[str, Any]:
         """``{node_id: raft status | {"state": "UNREACHABLE"}}`` of every Raft member, asked in parallel."""
-        import requests
         from concurrent.futures import ThreadPoolExecutor
 
+        import urllib3
+
+        from webapp.coordinator.connections import OCCASIONAL
         from webapp.coordinator.signing import signed_headers
 
         path = "/raftconnect/v1/internal/raft"
@@ -456,10 +466,10 @@ class ConnectNode:
             if node_id == self.options.node_id:
                 return node_id, self.raft.status()
             try:
-                resp = requests.get(f"http://{m['rest_address']}{path}", timeout=timeout,
-                                    headers=signed_headers(self.secret, "GET", path, b""))
-                return node_id, resp.json() if resp.ok else {"state": "UNREACHABLE"}
-            except (requests.RequestException, ValueError):
+                resp = OCCASIONAL.request("GET", m["rest_address"], path, body=None, timeout=timeout,
+                                          headers=signed_headers(self.secret, "GET", path, b""))
+                return node_id, json.loads(resp.data) if resp.status < 400 else {"state": "UNREACHABLE"}
+            except (urllib3.exceptions.HTTPError, ValueError):
                 return node_id, {"state": "UNREACHABLE"}
 
         voters = [(i, m) for i, m in members.items() if m.get("raft_address")]

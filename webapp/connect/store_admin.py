@@ -22,7 +22,7 @@ import json
 import time
 from typing import Any, Callable
 
-import requests
+import urllib3
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -30,7 +30,13 @@ from django.template.response import TemplateResponse
 from django.utils.timesince import timesince
 
 from webapp.connect.locator import NodeNotReady, current
-from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
+from webapp.connect.store_catalog import (
+    StoreCatalogError,
+    store_add,
+    store_remove,
+    store_test,
+)
+from webapp.coordinator.connections import OCCASIONAL
 from webapp.coordinator.signing import signed_headers
 from webapp.storage.switch import SwitchError
 
@@ -189,16 +195,18 @@ def _via_leader(node, request: HttpRequest, method: str, path: str, body: dict |
     headers.update({FORWARDED_HEADER: "1", FORWARDED_USER_HEADER: f"{request.user.get_username()};role=admin",
                     "Content-Type": "application/json"})
     try:
-        resp = requests.request(method, f"http://{leader}{path}", data=data, headers=headers, timeout=30)
-    except requests.RequestException as exc:
+        resp = OCCASIONAL.request(method, leader, path, body=data or None, headers=headers, timeout=30)
+    except urllib3.exceptions.HTTPError as exc:
         raise SwitchError(f"the leader at {leader} did not answer: {exc}", 503) from exc
-    if resp.status_code >= 400:
+    if resp.status >= 400:
+        text = resp.data.decode("utf-8", "replace")
         try:
-            message = resp.json().get("message", resp.text)
+            answer = json.loads(text)
         except ValueError:
-            message = resp.text
-        raise SwitchError(message, resp.status_code)
-    return resp.json() if resp.content else None
+            answer = None
+        message = answer.get("message", text) if isinstance(answer, dict) else text
+        raise SwitchError(message, resp.status)
+    return json.loads(resp.data) if resp.data else None
 
 
 def _test(node, request: HttpRequest, name: str) -> dict[str, Any]:
@@ -240,7 +248,7 @@ def _confirm(request: HttpRequest, node, target: str) -> HttpResponse:
     status = node.switches.status()
     try:
         names = len(node.store.active.all_names())
-    except Exception as exc:  # noqa: BLE001 - shown, the operator decides
+    except Exception as exc:
         names, error = None, str(exc)
     else:
         error = None

@@ -18,7 +18,7 @@ import threading
 import urllib3
 from urllib3.util import parse_url
 
-__all__ = ["ClusterConnections"]
+__all__ = ["OCCASIONAL", "ClusterConnections"]
 
 
 class ClusterConnections:
@@ -78,3 +78,8 @@ class ClusterConnections:
             pools, self._pools = self._pools, {}
         for pool in pools.values():
             pool.close()
+
+
+#: the process's pools for occasional internal calls (a worker-only node asking who leads, the Raft status
+#: of every member, the store admin page's switch sent to the leader); the busy paths keep their own
+OCCASIONAL = ClusterConnections(maxsize=4)
