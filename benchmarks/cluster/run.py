@@ -329,6 +329,18 @@ def _cpu_text(cpu: dict) -> str:
     return text
 
 
+def _writes_result(total: int, run: tuple) -> str:
+    """``N writes/s, p50, p99; CPU ms per write: ...`` of one :func:`_rest_writes` run of ``total`` writes."""
+    elapsed, lat, cpu = run
+    return (f"{total / elapsed:,.0f} writes/s, p50 {pct(lat, 50) * 1000:.1f} ms, p99 {pct(lat, 99) * 1000:.1f} ms; "
+            f"CPU ms per write: {_cpu_text(cpu)}")
+
+
+def _best(runs: dict[str, list]) -> dict[str, tuple]:
+    """Each side's fastest round (the shortest elapsed time)."""
+    return {side: min(rs, key=lambda x: x[0]) for side, rs in runs.items()}
+
+
 def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
     """REST config writes against raw pysyncobj, 1 and 32 clients; each side best of ``repeat`` (highest writes/s).
 
@@ -369,16 +381,14 @@ def bench_writes(kafka, work: Path, repeat: int = 1) -> list[str]:
             served = fast_path_served(leaders["REST"])
             fast_share = (f"; fast path answered {(served - served0) / (total * repeat):.0%} of them"
                           if served is not None and served0 is not None else "")
-            best = {side: min(rs, key=lambda x: x[0]) for side, rs in runs.items()}
+            best = _best(runs)
             b_el, b_lat, _ = best["raw"]
             for side in clusters:
-                r_el, r_lat, r_cpu = best[side]
+                r_el = best[side][0]
                 rounds = ", ".join(f"{b[0] / r[0]:.2f}" for r, b in zip(runs[side], runs["raw"]))
                 rows.append(
                     f"| connector config writes via {side}, {conc} client(s), best of {repeat} | "
-                    f"{total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
-                    f"p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {_cpu_text(r_cpu)}"
-                    f"{fast_share if side == 'REST' else ''} | raw pysyncobj "
+                    f"{_writes_result(total, best[side])}{fast_share if side == 'REST' else ''} | raw pysyncobj "
                     f"{total / b_el:,.0f} writes/s, p50 {pct(b_lat, 50) * 1000:.1f} ms, p99 {pct(b_lat, 99) * 1000:.1f} ms; "
                     f"ratio {(total / r_el) / (total / b_el):.2f} (per round: {rounds}) |")
                 print(rows[-1], flush=True)
@@ -402,18 +412,17 @@ def _forwarded_writes(clusters: dict, leaders: dict, path: str, repeat: int, con
             runs[side].append(_rest_writes(leaders[side], conc, total, path, cluster.nodes, via=follower))
         print(f"  {conc} clients through a follower, round {r + 1}/{repeat}: " + "; ".join(
             f"{side} {total / runs[side][-1][0]:,.0f}/s" for side in runs), flush=True)
-    best = {side: min(rs, key=lambda x: x[0]) for side, rs in runs.items()}
+    best = _best(runs)
     full = best["REST, full path"][0]
     rows = []
     for side in clusters:
-        r_el, r_lat, r_cpu = best[side]
+        r_el = best[side][0]
         rounds = ", ".join(f"{f[0] / r[0]:.2f}" for r, f in zip(runs[side], runs["REST, full path"]))
         baseline = ("" if side == "REST, full path" else
                     f"full path (every forwarded write through Django and DRF on the leader too) "
                     f"{total / full:,.0f} writes/s; ratio {full / r_el:.2f} (per round: {rounds})")
         rows.append(f"| connector config writes via {side}, {conc} clients through a follower (forwarded), best of "
-                    f"{repeat} | {total / r_el:,.0f} writes/s, p50 {pct(r_lat, 50) * 1000:.1f} ms, "
-                    f"p99 {pct(r_lat, 99) * 1000:.1f} ms; CPU ms per write: {_cpu_text(r_cpu)} | {baseline} |")
+                    f"{repeat} | {_writes_result(total, best[side])} | {baseline} |")
         print(rows[-1], flush=True)
     return rows
 
