@@ -248,7 +248,7 @@ def _confirm(request: HttpRequest, node, target: str) -> HttpResponse:
     status = node.switches.status()
     try:
         names = len(node.store.active.all_names())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - shown, the operator decides
         names, error = None, str(exc)
     else:
         error = None

@@ -107,7 +107,7 @@ class _RequestGroup:
             self.items += len(batch)
         try:
             outcomes = self._send([p.item for p in batch])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every item of the request shares its failure
             outcomes = [exc] * len(batch)
         for p, outcome in zip(batch, outcomes):
             p.outcome = outcome
@@ -314,7 +314,7 @@ class ControlPlaneClient:
         """``fn(item)``'s value, or the exception it raised (handed to the item's own caller)."""
         try:
             return fn(item)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handed to the report's own caller
             return exc
 
     def _report_one(self, item: dict[str, Any]) -> None:
