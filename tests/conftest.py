@@ -23,15 +23,48 @@
   ``accounts.mirror`` before each test: a test's rollback deletes rows without the
   signals that tell the cache.
 
+* ``ast.parse`` is serialized across the test process's threads (:func:`_serialize_ast_parsing`: a CPython
+  3.11.7 bug).
+
 Other test modules add their own fixtures beside these; keep these generic.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import os
+import threading
 import zipfile
 from pathlib import Path
 
 import pytest
+
+
+def _serialize_ast_parsing() -> None:
+    """One lock around ``ast.parse`` in the test process.
+
+    CPython 3.11.7, the Python CI runs, keeps the AST conversion's recursion depth in state that every
+    thread shares (python/cpython gh-106905, fixed in later releases): two threads parsing at once end
+    one of them with ``SystemError: AST constructor recursion depth mismatch``. 3.11's ``traceback``
+    parses each source line it prints to place its carets. In CI (2026-12-03) hypothesis' ``ast.parse``
+    in the schema fuzz test raised a SystemError while a background thread (py4j's, as a Spark session
+    went away) logged an exception: that bug's signature, though not reproduced on demand. Collection-time
+    imports (``test_openapi_fuzz``) already keep pytest's own rewriting out of it.
+    """
+    if getattr(ast.parse, "raftconnect_serialized", False):
+        return
+    parse, lock = ast.parse, threading.RLock()
+
+    @functools.wraps(parse)
+    def serialized(*args, **kwargs):
+        with lock:
+            return parse(*args, **kwargs)
+
+    serialized.raftconnect_serialized = True
+    ast.parse = serialized
+
+
+_serialize_ast_parsing()
 
 
 def _own_port_range() -> None:
