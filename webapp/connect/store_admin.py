@@ -30,13 +30,8 @@ from django.template.response import TemplateResponse
 from django.utils.timesince import timesince
 
 from webapp.connect.locator import NodeNotReady, current
-from webapp.connect.store_catalog import (
-    StoreCatalogError,
-    store_add,
-    store_remove,
-    store_test,
-)
-from webapp.coordinator.connections import OCCASIONAL
+from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
+from webapp.coordinator.connections import OCCASIONAL, error_message
 from webapp.coordinator.signing import signed_headers
 from webapp.storage.switch import SwitchError
 
@@ -199,13 +194,7 @@ def _via_leader(node, request: HttpRequest, method: str, path: str, body: dict |
     except urllib3.exceptions.HTTPError as exc:
         raise SwitchError(f"the leader at {leader} did not answer: {exc}", 503) from exc
     if resp.status >= 400:
-        text = resp.data.decode("utf-8", "replace")
-        try:
-            answer = json.loads(text)
-        except ValueError:
-            answer = None
-        message = answer.get("message", text) if isinstance(answer, dict) else text
-        raise SwitchError(message, resp.status)
+        raise SwitchError(error_message(resp.data), resp.status)
     return json.loads(resp.data) if resp.data else None
 
 

@@ -13,12 +13,13 @@ Why not requests or urllib3's ``PoolManager``: a requests session cost ~0.4 ms m
 """
 from __future__ import annotations
 
+import json
 import threading
 
 import urllib3
 from urllib3.util import parse_url
 
-__all__ = ["OCCASIONAL", "ClusterConnections"]
+__all__ = ["OCCASIONAL", "ClusterConnections", "error_message"]
 
 
 class ClusterConnections:
@@ -72,12 +73,16 @@ class ClusterConnections:
                                           timeout=urllib3.Timeout(connect=timeout, read=timeout),
                                           retries=False, redirect=False)
 
-    def clear(self) -> None:
-        """Close every pool (their idle connections); later requests make new ones."""
-        with self._lock:
-            pools, self._pools = self._pools, {}
-        for pool in pools.values():
-            pool.close()
+
+def error_message(data: bytes) -> str:
+    """What an error answer says: the ``message`` of a Connect error body (``{"error_code", "message"}``),
+    else the body as text."""
+    text = data.decode("utf-8", "replace")
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    return body.get("message", text) if isinstance(body, dict) else text
 
 
 #: the process's pools for occasional internal calls (a worker-only node asking who leads, the Raft status

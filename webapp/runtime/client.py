@@ -17,7 +17,7 @@ from typing import Any, Callable
 import urllib3
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from webapp.coordinator.connections import ClusterConnections
+from webapp.coordinator.connections import ClusterConnections, error_message
 from webapp.coordinator.signing import signed_headers
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
@@ -130,15 +130,6 @@ def _result(outcome: Any) -> Any:
     return outcome
 
 
-def _message(text: str) -> str:
-    """The ``message`` of a Connect error body, else the body as it is."""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text
-    return body.get("message", text) if isinstance(body, dict) else text
-
-
 class ControlPlaneClient:
     """Signed JSON calls to the internal API of the nodes in ``cluster``.
 
@@ -184,7 +175,7 @@ class ControlPlaneClient:
                 continue
             status, text = resp.status, resp.data.decode("utf-8", "replace")
             if status == 409:
-                raise Fenced(_message(text))
+                raise Fenced(error_message(resp.data))
             if status in (421, 502, 503, 504):
                 last = _Retryable(f"{address}: {status} {text[:200]}")
                 continue
