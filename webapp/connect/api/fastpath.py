@@ -109,8 +109,6 @@ __all__ = ["ConnectWSGIHandler", "ENV", "ROUTES", "enabled", "served"]
 ENV = environment.REST_FAST_PATH_ENV
 _JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 _FORWARDED_META = "HTTP_" + FORWARDED_HEADER.upper().replace("-", "_")
-#: set on a request once Django's ``request_started`` was sent for it (:meth:`ConnectWSGIHandler._started`)
-_STARTED = "_raftconnect_request_started"
 
 
 def enabled() -> bool:
@@ -186,7 +184,7 @@ class _Answer(HttpResponse):
         for closer in self._resource_closers:
             try:
                 closer()
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 - as Django's close
                 pass
         self._resource_closers.clear()
         self.closed = True
@@ -237,8 +235,7 @@ class ConnectWSGIHandler(WSGIHandler):
                 pass
         if response is None:
             set_script_prefix(get_script_name(environ))  # for reverse(); the fast path reverses nothing
-            if not getattr(request, _STARTED, False):
-                signals.request_started.send(sender=self.__class__, environ=environ)
+            signals.request_started.send(sender=self.__class__, environ=environ)
             response = self.get_response(request)
         else:
             REST_FAST_PATH.inc()
@@ -256,12 +253,6 @@ class ConnectWSGIHandler(WSGIHandler):
             response.file_to_stream.close = response.close
             response = environ["wsgi.file_wrapper"](response.file_to_stream, response.block_size)
         return response
-
-    def _started(self, request: WSGIRequest) -> None:
-        """Send Django's ``request_started`` for ``request`` (once): its answer may touch a database."""
-        if not getattr(request, _STARTED, False):
-            setattr(request, _STARTED, True)
-            signals.request_started.send(sender=self.__class__, environ=request.environ)
 
     @staticmethod
     def _candidate(request: WSGIRequest) -> tuple[_Route, re.Match] | None:
@@ -325,8 +316,8 @@ class ConnectWSGIHandler(WSGIHandler):
         With a metadata store other than Raft the Herder reads and writes a database: Django's
         ``request_started`` is sent first and the answer sends ``request_finished``, as on the full path."""
         quiet = node.store is not None and node.store.active_name == RaftMetadataStore.name
-        if not quiet:
-            self._started(request)
+        if not quiet:  # once: nothing after this point leaves the request to the full path
+            signals.request_started.send(sender=self.__class__, environ=request.environ)
         try:
             status, info, location = route.serve(node.herder, match, data)
         except Exception as exc:  # noqa: BLE001 - every failure is answered with Connect's error body
