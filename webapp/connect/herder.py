@@ -28,13 +28,7 @@ from webapp.runtime.errors import validate_error_config
 from webapp.runtime.restart import config_errors as auto_restart_errors
 from webapp.runtime.transforms import validate_transforms
 from webapp.states import State, TargetState, target_from_initial_state
-from webapp.storage.base import (
-    AlreadyExists,
-    ConnectorRecord,
-    ConnectorSummary,
-    MetadataStore,
-    NotFound,
-)
+from webapp.storage.base import AlreadyExists, ConnectorRecord, ConnectorSummary, MetadataStore, NotFound
 
 __all__ = [
     "Herder",

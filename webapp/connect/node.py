@@ -26,17 +26,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_delay,
-    wait_exponential,
-)
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from raftnode import RaftConfig, RaftNode, RaftUnavailable
 from webapp import environment, gcpolicy
-from webapp.celery import app as celery_app
-from webapp.celery import configure_broker, worker_queue
+from webapp.celery import app as celery_app, configure_broker, worker_queue
 from webapp.coordinator.coordinator import GroupCoordinator
 from webapp.metrics import LEADER_CHANGES
 from webapp.runtime.agent_status import status_path

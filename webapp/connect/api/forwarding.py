@@ -273,8 +273,7 @@ def proxy_watching_leader(request: Request, target: str, node, deadline: float |
     answer of a proposal that timed out there) with ``ConnectRestError`` (503).
     """
     global _pool
-    from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures import TimeoutError as FutureTimeout
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=FORWARD_CONCURRENCY, thread_name_prefix="forward")
