@@ -42,7 +42,11 @@ class CountingStore:
 
 
 def _run(group: OffsetGroupCommit, callers: int = CALLERS, commits: int = COMMITS) -> dict[str, list]:
+    """Every caller's commits; asserts that each acknowledged commit was written before its caller woke
+    (callers of a batch are woken one by another, in a chain: a woken caller must find its own commit written)."""
     errors: dict[str, list] = {}
+    early: list[int] = []
+    store = group.store
 
     def caller(i: int) -> None:
         for n in range(commits):
@@ -50,6 +54,10 @@ def _run(group: OffsetGroupCommit, callers: int = CALLERS, commits: int = COMMIT
                 group.submit(f"c{i}", [i * commits + n])
             except StoreUnavailable:
                 errors.setdefault(f"c{i}", []).append(i * commits + n)
+            else:
+                with store._lock:
+                    if store.written.get(f"c{i}", [None])[-1] != i * commits + n:
+                        early.append(i * commits + n)
 
     threads = [threading.Thread(target=caller, args=(i,), daemon=True) for i in range(callers)]
     for t in threads:
@@ -57,6 +65,7 @@ def _run(group: OffsetGroupCommit, callers: int = CALLERS, commits: int = COMMIT
     for t in threads:
         t.join(120)
     assert not any(t.is_alive() for t in threads), "commits still waiting after 120 s"
+    assert early == [], "commits acknowledged before they were written"
     return errors
 
 
