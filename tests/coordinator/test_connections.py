@@ -68,3 +68,39 @@ def test_a_refused_connection_is_a_new_connection_error():
     with pytest.raises(urllib3.exceptions.NewConnectionError):
         ClusterConnections(maxsize=1).request("GET", f"127.0.0.1:{free_port()}", "/", body=None, headers={},
                                               timeout=2)
+
+
+class _Verifier:
+    """Answers ``200`` with the signature's verdict (``ok`` or why not) and keeps the requests' headers."""
+
+    def __init__(self, secret: str):
+        self.secret = secret
+        self.headers: list[dict[str, str]] = []
+
+    def __call__(self, environ, start_response):
+        from webapp.coordinator.signing import NONCE_HEADER, SIG_HEADER, TS_HEADER, verify
+
+        def header(name):
+            return environ.get("HTTP_" + name.upper().replace("-", "_"))
+
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        self.headers.append({k: v for k, v in environ.items() if k.startswith(("HTTP_", "CONTENT_TYPE"))})
+        why = verify(self.secret, environ["REQUEST_METHOD"], environ["PATH_INFO"], body, header(TS_HEADER),
+                     header(SIG_HEADER), nonce=header(NONCE_HEADER))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [(why or "ok").encode()]
+
+
+def test_a_signed_request_verifies_with_its_body_and_headers_and_goes_direct_past_a_proxy(monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there: a proxied call would fail
+    app = _Verifier("s3cret")
+    http = ClusterConnections(maxsize=1)
+    with serving(app, "waitress") as (_, port):
+        put = http.signed("PUT", f"127.0.0.1:{port}", "/raftconnect/v1/internal/loggers/x", secret="s3cret",
+                          body=b'{"level": "DEBUG"}', headers={"Content-Type": "application/json"}, timeout=5)
+        get = http.signed("GET", f"127.0.0.1:{port}", "/raftconnect/v1/internal/leader", secret="s3cret", timeout=5)
+        wrong = http.signed("GET", f"127.0.0.1:{port}", "/raftconnect/v1/internal/leader", secret="other", timeout=5)
+    assert (put.data, get.data) == (b"ok", b"ok")
+    assert wrong.data == b"Internal request signature does not match"
+    assert app.headers[0]["CONTENT_TYPE"] == "application/json"

@@ -298,14 +298,12 @@ class ConnectNode:
             import urllib3
 
             from webapp.coordinator.connections import OCCASIONAL
-            from webapp.coordinator.signing import signed_headers
 
             found = None
             for address in self.options.cluster:
-                path = "/raftconnect/v1/internal/leader"
                 try:
-                    resp = OCCASIONAL.request("GET", address, path, body=None, timeout=2,
-                                              headers=signed_headers(self.secret, "GET", path, b""))
+                    resp = OCCASIONAL.signed("GET", address, "/raftconnect/v1/internal/leader", secret=self.secret,
+                                             timeout=2)
                     answer = json.loads(resp.data) if resp.status < 400 else {}
                 except (urllib3.exceptions.HTTPError, ValueError):
                     continue
@@ -451,17 +449,14 @@ class ConnectNode:
         import urllib3
 
         from webapp.coordinator.connections import OCCASIONAL
-        from webapp.coordinator.signing import signed_headers
-
-        path = "/raftconnect/v1/internal/raft"
 
         def ask(item):
             node_id, m = item
             if node_id == self.options.node_id:
                 return node_id, self.raft.status()
             try:
-                resp = OCCASIONAL.request("GET", m["rest_address"], path, body=None, timeout=timeout,
-                                          headers=signed_headers(self.secret, "GET", path, b""))
+                resp = OCCASIONAL.signed("GET", m["rest_address"], "/raftconnect/v1/internal/raft",
+                                         secret=self.secret, timeout=timeout)
                 return node_id, json.loads(resp.data) if resp.status < 400 else {"state": "UNREACHABLE"}
             except (urllib3.exceptions.HTTPError, ValueError):
                 return node_id, {"state": "UNREACHABLE"}

@@ -32,7 +32,6 @@ from django.utils.timesince import timesince
 from webapp.connect.locator import NodeNotReady, current
 from webapp.connect.store_catalog import StoreCatalogError, store_add, store_remove, store_test
 from webapp.coordinator.connections import OCCASIONAL, error_message
-from webapp.coordinator.signing import signed_headers
 from webapp.storage.switch import SwitchError
 
 __all__ = ["metadata_store", "switch_view", "readable_duration"]
@@ -186,11 +185,10 @@ def _via_leader(node, request: HttpRequest, method: str, path: str, body: dict |
     if not leader:
         raise SwitchError("no Raft leader is known right now; try again", 503)
     data = json.dumps(body).encode() if body is not None else b""
-    headers = signed_headers(node.secret, method, path, data)
-    headers.update({FORWARDED_HEADER: "1", FORWARDED_USER_HEADER: f"{request.user.get_username()};role=admin",
-                    "Content-Type": "application/json"})
+    headers = {FORWARDED_HEADER: "1", FORWARDED_USER_HEADER: f"{request.user.get_username()};role=admin",
+               "Content-Type": "application/json"}
     try:
-        resp = OCCASIONAL.request(method, leader, path, body=data or None, headers=headers, timeout=30)
+        resp = OCCASIONAL.signed(method, leader, path, secret=node.secret, body=data, headers=headers, timeout=30)
     except urllib3.exceptions.HTTPError as exc:
         raise SwitchError(f"the leader at {leader} did not answer: {exc}", 503) from exc
     if resp.status >= 400:

@@ -19,6 +19,8 @@ import threading
 import urllib3
 from urllib3.util import parse_url
 
+from .signing import signed_headers
+
 __all__ = ["OCCASIONAL", "ClusterConnections", "error_message"]
 
 
@@ -73,6 +75,16 @@ class ClusterConnections:
                                           timeout=urllib3.Timeout(connect=timeout, read=timeout),
                                           retries=False, redirect=False)
 
+    def signed(self, method: str, address: str, path: str, *, secret: str, body: bytes = b"",
+               headers: dict[str, str] | None = None, timeout: float) -> urllib3.BaseHTTPResponse:
+        """:meth:`request` authenticated as one of the cluster's processes: signed with the cluster's
+        ``secret`` over ``method``, ``path`` and ``body`` (:func:`~webapp.coordinator.signing.signed_headers`,
+        a fresh nonce each call); ``headers`` are added. Errors: as :meth:`request`."""
+        sent = signed_headers(secret, method, path, body)
+        if headers:
+            sent.update(headers)
+        return self.request(method, address, path, body=body or None, headers=sent, timeout=timeout)
+
 
 def error_message(data: bytes) -> str:
     """What an error answer says: the ``message`` of a Connect error body (``{"error_code", "message"}``),
@@ -85,6 +97,7 @@ def error_message(data: bytes) -> str:
     return body.get("message", text) if isinstance(body, dict) else text
 
 
-#: the process's pools for occasional internal calls (a worker-only node asking who leads, the Raft status
-#: of every member, the store admin page's switch sent to the leader); the busy paths keep their own
+#: the process's pools for occasional internal calls (a worker-only node asking who leads or reading the
+#: users, the Raft status of every member, a log level sent to every member, the store admin page's switch
+#: sent to the leader); the busy paths keep their own
 OCCASIONAL = ClusterConnections(maxsize=4)

@@ -137,20 +137,22 @@ class RemoteDirectory:
 
 
 def _fetch_from_cluster(node) -> dict[str, Any]:
-    import requests
+    """The users and tokens, asked of the ``--cluster`` members in turn (``GET /raftconnect/v1/internal/users``,
+    signed, direct). Errors: ``ConnectionError`` naming what each member answered."""
+    import json
 
-    from webapp.coordinator.signing import signed_headers
+    import urllib3
 
-    path = "/raftconnect/v1/internal/users"
+    from webapp.coordinator.connections import OCCASIONAL
+
     errors = []
     for address in node.options.cluster:
         try:
-            resp = requests.get(f"http://{address}{path}", timeout=2,
-                                headers=signed_headers(node.secret, "GET", path, b""))
-            if resp.ok:
-                return resp.json()
-            errors.append(f"{address}: HTTP {resp.status_code}")
-        except (requests.RequestException, ValueError) as exc:
+            resp = OCCASIONAL.signed("GET", address, "/raftconnect/v1/internal/users", secret=node.secret, timeout=2)
+            if resp.status < 300:
+                return json.loads(resp.data)
+            errors.append(f"{address}: HTTP {resp.status}")
+        except (urllib3.exceptions.HTTPError, ValueError) as exc:
             errors.append(f"{address}: {exc}")
     raise ConnectionError("; ".join(errors) or "no --cluster address")
 

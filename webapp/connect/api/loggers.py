@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
-import requests
+import urllib3
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.connect.herder import BadRequest, ConnectRestError, NotFoundError
 from webapp.connect.locator import current
-from webapp.coordinator.signing import signed_headers
+from webapp.coordinator.connections import OCCASIONAL
 from webapp.loggers import InvalidLevel, process_loggers
 
 from .forwarding import ForwardToLeader
@@ -68,13 +68,12 @@ def _fan_out(namespace: str, level: str) -> None:
     body = _dumps({"level": level})
 
     def send(address: str) -> None:
-        headers = signed_headers(node.secret, "PUT", path, body)
-        headers["Content-Type"] = "application/json"
         try:
-            resp = requests.put(f"http://{address}{path}", data=body, headers=headers, timeout=5)
-            if resp.status_code >= 400:
-                log.warning("cluster log level %s=%s: %s answered %s", namespace, level, address, resp.status_code)
-        except requests.RequestException as exc:
+            resp = OCCASIONAL.signed("PUT", address, path, secret=node.secret, body=body,
+                                     headers={"Content-Type": "application/json"}, timeout=5)
+            if resp.status >= 400:
+                log.warning("cluster log level %s=%s: %s answered %s", namespace, level, address, resp.status)
+        except urllib3.exceptions.HTTPError as exc:
             log.warning("cluster log level %s=%s: %s unreachable: %s", namespace, level, address, exc)
 
     if addresses:
