@@ -64,7 +64,7 @@ class OffsetGroupCommit:
     leader had one thread make every futex call while holding the GIL, and then a
     dozen threads woken at once contend for the GIL; in the chain each wake-up is
     paid by a thread that just got the GIL anyway. With no database
-    (``benchmarks/stores/group_commit.py``, 32 callers), 14.5-14.8 thousand commits/s
+    (``benchmarks/stores/group_commit.py``, 32 callers), 14.4-14.8 thousand commits/s
     in a chain against 11.2-11.6 thousand waking all from the leader.
 
     Up to ``max_flushes`` transactions run at once, each on its leader's own
