@@ -20,6 +20,7 @@ variable                                        default         accessor
 ``RAFTCONNECT_TASK_THREADS``                    0 (automatic)   :func:`task_threads`
 ``RAFTCONNECT_TASK_IDLE_MAX_MS``                1000 ms         :func:`task_idle_max_s`
 ``RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS`` 5000 ms        :func:`task_shutdown_graceful_timeout_s`
+``RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS``        0 (each batch)  :func:`offset_flush_interval_s`
 ``RAFTCONNECT_TASK_ENGINE``                     ``auto``        :func:`task_engine`
 ``RAFTCONNECT_SPARK_MIN_BATCH_ROWS``            the engine's    :func:`spark_min_batch_rows`
 ``RAFTCONNECT_ENGINE_PROCESSES``                CPU cores       :func:`engine_processes`
@@ -46,7 +47,7 @@ __all__ = [
     "REST_FAST_PATH_ENV",
     "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
-    "task_shutdown_graceful_timeout_s", "task_engine", "spark_min_batch_rows", "engine_processes",
+    "task_shutdown_graceful_timeout_s", "offset_flush_interval_s", "task_engine", "spark_min_batch_rows", "engine_processes",
     "file_watch_interval_s", "sink_wake_interval_s", "config_providers", "config_provider_allowed_paths",
     "config_provider_env_pattern",
 ]
@@ -122,6 +123,19 @@ def task_idle_max_s() -> float:
 def task_shutdown_graceful_timeout_s() -> float:
     """Connect's ``task.shutdown.graceful.timeout.ms`` in seconds (default 5)."""
     return float(_get("RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS", "5000")) / 1000
+
+
+def offset_flush_interval_s() -> float:
+    """Connect's ``offset.flush.interval.ms`` in seconds (default 0: a task commits after every batch).
+
+    Above 0, a task commits its offsets at most this often, and when it pauses or stops; a crash then
+    replays up to this long of its work instead of one batch. Errors: ``ValueError`` when not an
+    integer or negative.
+    """
+    ms = int(_get("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", "0"))
+    if ms < 0:
+        raise ValueError(f"RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS must be >= 0, got {ms}")
+    return ms / 1000.0
 
 
 def task_engine() -> str:

@@ -37,7 +37,9 @@ def test_client_settings_from_worker_properties_reach_running_tasks(tmp_path, ka
     props.write_text("producer.compression.type=gzip\nproducer.linger.ms=5\nconsumer.fetch.wait.max.ms=50\n"
                      "admin.request.timeout.ms=20000\nclient.id=rc-props-test\n"
                      "producer.max.request.size=1048576\n"  # Java's name: mapped (webapp/kafka/client_overrides.py)
-                     "task.shutdown.graceful.timeout.ms=3000\n")
+                     "task.shutdown.graceful.timeout.ms=3000\n"
+                     # the tasks hold their offsets up to 2 s: the sink's count below arrives by the interval's timer
+                     "offset.flush.interval.ms=2000\n")
     node = NodeProcess(node_id="props", rest_port=free_port(), raft_port=free_port(),
                        data_dir=str(tmp_path / "props"), bootstrap_servers=kafka_broker.bootstrap_servers,
                        extra_args=["--config", str(props)])
@@ -48,6 +50,7 @@ def test_client_settings_from_worker_properties_reach_running_tasks(tmp_path, ka
             "producer.compression.type": "gzip", "producer.linger.ms": "5", "consumer.fetch.wait.max.ms": "50",
             "admin.socket.timeout.ms": "20000", "client.id": "rc-props-test", "producer.message.max.bytes": "1048576"}
         assert agent["RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS"] == "3000"
+        assert agent["RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS"] == "2000"
 
         data = tmp_path / "in.csv"
         data.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(ROWS)))

@@ -83,6 +83,7 @@ _FLAG_KEYS: dict[str, tuple[str, str | None]] = {
 # worker key -> environment variable read by the node or its agent
 _ENV_KEYS: dict[str, str] = {
     "task.shutdown.graceful.timeout.ms": "RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS",
+    "offset.flush.interval.ms": "RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS",
     "topic.tracking.enable": "RAFTCONNECT_TOPIC_TRACKING_ENABLE",
     "topic.tracking.allow.reset": "RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET",
     "raftconnect.celery.broker": "RAFTCONNECT_CELERY_BROKER",
@@ -100,7 +101,7 @@ _IGNORED_KEYS = {
     "config.storage.replication.factor", "offset.storage.replication.factor",
     "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
     "key.converter", "value.converter", "header.converter", "key.converter.schemas.enable",
-    "value.converter.schemas.enable", "plugin.path", "plugin.discovery", "offset.flush.interval.ms",
+    "value.converter.schemas.enable", "plugin.path", "plugin.discovery",
     "offset.flush.timeout.ms", "scheduled.rebalance.max.delay.ms", "connect.protocol",
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
@@ -270,6 +271,9 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
                     value = client_overrides.normalize_policy(value)
                 except ValueError as exc:
                     raise PropertiesError(str(exc)) from None
+            elif key == "offset.flush.interval.ms" and not value.strip().isdigit():
+                raise PropertiesError(f"offset.flush.interval.ms: expected a whole number of milliseconds >= 0, "
+                                      f"got {value!r}")
             if _ENV_KEYS[key] not in environ:
                 cfg.env[_ENV_KEYS[key]] = value
         elif key in _REST_KEYS:

@@ -103,6 +103,8 @@ class Worker:
         #: seconds a stopped task may take to finish its batch before it is cancelled (Connect's
         #: task.shutdown.graceful.timeout.ms, default 5 s)
         self.graceful_stop_timeout = environment.task_shutdown_graceful_timeout_s()
+        #: seconds between a task's offset commits (Connect's offset.flush.interval.ms; 0: every batch)
+        self.offset_flush_interval = environment.offset_flush_interval_s()
         self._spark_factory = spark_factory
         self._spark_lock = threading.Lock()
         #: the agent's SparkSession, started by the first batch that runs on Spark (or by :meth:`spark`)
@@ -555,7 +557,8 @@ class Worker:
                            generation=w["generation"], target_state=w["target_state"], client=self.client,
                            spark=self.lazy_spark, kafka_config=self.kafka_config, work_dir=self.data_dir,
                            executor=self.executor, engine=self.engine, end_offsets=self.end_offsets,
-                           restart_seq=w.get("restart", 0), file_changes=self.file_changes)
+                           restart_seq=w.get("restart", 0), file_changes=self.file_changes,
+                           offset_flush_interval=self.offset_flush_interval)
             with self._snapshot_lock:
                 self.tasks[key] = t
             t.start()

@@ -20,7 +20,7 @@ import uuid
 from typing import Any
 
 from webapp import environment
-from webapp.plugin import BatchResult, ConnectorTaskId, TaskContext, partition_key
+from webapp.plugin import BatchResult, ConnectorTaskId, SourceOffset, TaskContext, partition_key
 from webapp.runtime import registry
 from webapp.states import State, TargetState
 
@@ -112,8 +112,13 @@ class WorkerTask:
     ``RAFTCONNECT_TASK_IDLE_MAX_MS`` (1000).
 
     Offsets are committed only after ``run_batch`` returned (the batch's output
-    is durable). A fenced commit (409) means the task moved to another worker:
-    this one stops at once without reporting. The thread-like surface
+    is durable): after every batch by default, or at most every
+    ``offset_flush_interval`` seconds (Connect's ``offset.flush.interval.ms``), the
+    newest offset of each partition since the last commit, and when the task
+    pauses, stops or fails (as Connect's ``WorkerSourceTask`` commits after a
+    failure: the batches before it are durable). A crash replays what was not
+    committed: one batch, or up to one interval. A fenced commit (409) means the task moved to another worker:
+    this one stops at once without reporting, and a cancelled one commits nothing more. The thread-like surface
     (``start``, ``is_alive``, ``join``, ``stop``, ``cancel``) is what the
     worker's reconcile uses.
 
@@ -135,6 +140,8 @@ class WorkerTask:
         idle_backoff: longest wait after a batch that had nothing to do, in seconds.
         restart_seq: the task's restart counter in the view it was started from (see
             ``GroupCoordinator.worker_view``); a different counter in a later view restarts it.
+        offset_flush_interval: seconds between offset commits (0: after every batch; None: the
+            environment's, :func:`webapp.environment.offset_flush_interval_s`).
     """
 
     MIN_IDLE = 0.05
@@ -143,7 +150,7 @@ class WorkerTask:
                  client: ControlPlaneClient, spark: Any, kafka_config: dict[str, str],
                  work_dir: str, executor: TaskExecutor | None = None, engine: Any = None,
                  end_offsets: Any = None, idle_backoff: float | None = None, restart_seq: int = 0,
-                 file_changes: Any = None):
+                 file_changes: Any = None, offset_flush_interval: float | None = None):
         self.name = f"task-{task_id}"
         self.task_id = task_id
         self.config = config
@@ -159,6 +166,13 @@ class WorkerTask:
         self.file_changes = file_changes
         self.idle_backoff = idle_backoff if idle_backoff is not None else environment.task_idle_max_s()
         self.restart_seq = restart_seq
+        self.offset_flush_interval = environment.offset_flush_interval_s() if offset_flush_interval is None \
+            else max(0.0, offset_flush_interval)
+        #: offsets of finished batches not committed yet: {partition key: newest offset}, and their topics
+        self._unflushed: dict[str, SourceOffset] = {}
+        self._unflushed_topics: set[str] = set()
+        self._flush_due: float | None = None  # time.monotonic() by which they are committed
+        self._commit_failed = False
         self.metrics = TaskMetrics()
         self._kind: str | None = None
         self.state = State.UNASSIGNED.value
@@ -335,6 +349,8 @@ class WorkerTask:
             if self._task is None:
                 self._begin()
             if self.target_state == TargetState.PAUSED:
+                if self._unflushed:
+                    self._flush_offsets()
                 self._report(State.PAUSED.value)
                 self._park(None)
                 return
@@ -353,16 +369,24 @@ class WorkerTask:
                 delay = hint() if callable(hint) else None
                 if delay is None:
                     delay, self._idle = self._idle, min(self.idle_backoff, self._idle * 2)
+                if self._flush_due is not None:  # commit what earlier batches did once it is due
+                    left = self._flush_due - time.monotonic()
+                    if left <= 0:
+                        self._flush_offsets()
+                    else:
+                        delay = left if delay is None else min(delay, left)
                 self._park(max(0.0, delay) or self.MIN_IDLE)
                 return
             self._idle = self.MIN_IDLE
             if self._cancelled:  # fenced or past its graceful stop: its work belongs to another worker
                 raise _Cancelled()
             if result.offsets:
-                c0 = time.perf_counter()
-                self.client.commit_offsets(self.task_id, self.generation, list(result.offsets),
-                                           topics=batch_topics(self.config, result))
-                self.metrics.phases.add("commit", time.perf_counter() - c0)
+                self._unflushed.update((partition_key(o.partition), o) for o in result.offsets)
+                self._unflushed_topics.update(batch_topics(self.config, result))
+                if self._flush_due is None:
+                    self._flush_due = time.monotonic() + self.offset_flush_interval
+            if self._flush_due is not None and time.monotonic() >= self._flush_due:
+                self._flush_offsets()
             took = time.monotonic() - t0
             self.metrics.batch_done(result.records, took, tuple(result.offsets))
             if debug:
@@ -373,14 +397,14 @@ class WorkerTask:
         except Fenced as exc:
             log.warning("task %s fenced, stopping: %s", self.task_id, exc)
             self.state = "FENCED"
-            self._finish()
+            self._finish(commit=False)
         except _Cancelled:
             log.warning("task %s stopped: its batch in flight was cancelled", self.task_id)
-            self._finish()
+            self._finish(commit=False)
         except Exception:
             if self._cancelled:  # the batch in flight was cancelled on purpose: not a failure
                 log.warning("task %s stopped: its batch in flight was cancelled", self.task_id)
-                self._finish()
+                self._finish(commit=False)
                 return
             trace = traceback.format_exc()
             log.error("task %s failed:\n%s", self.task_id, trace)
@@ -390,10 +414,36 @@ class WorkerTask:
                 log.exception("could not report failure of %s", self.task_id)
             self._finish()
         except BaseException:
-            self._finish()
+            self._finish(commit=False)
             raise
 
-    def _finish(self) -> None:
+    def _flush_offsets(self) -> None:
+        """Commit the offsets of the batches since the last commit (fenced with this task's generation).
+
+        Errors: those of :meth:`ControlPlaneClient.commit_offsets` (:class:`Fenced`, ...); the offsets stay
+        uncommitted then."""
+        offsets, topics = list(self._unflushed.values()), sorted(self._unflushed_topics)
+        c0 = time.perf_counter()
+        try:
+            self.client.commit_offsets(self.task_id, self.generation, offsets, topics=topics)
+        except BaseException:
+            self._commit_failed = True
+            raise
+        self.metrics.phases.add("commit", time.perf_counter() - c0)
+        self._unflushed, self._unflushed_topics, self._flush_due = {}, set(), None
+
+    def _finish(self, commit: bool = True) -> None:
+        """End the task: commit what it did since its last commit (unless ``commit`` is false, it was
+        cancelled or a commit just failed), then stop it."""
+        if commit and self._unflushed and not self._cancelled and not self._commit_failed:
+            try:
+                self._flush_offsets()
+            except Fenced as exc:
+                log.warning("task %s: its last offsets were refused (fenced: %s); the new owner redoes that work",
+                            self.task_id, exc)
+            except Exception:  # the task ends anyway; what it did is redone after a restart
+                log.warning("task %s: could not commit its last offsets; that work is redone after a restart",
+                            self.task_id, exc_info=True)
         task, self._task = self._task, None
         if task is not None:
             try:

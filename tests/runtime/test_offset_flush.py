@@ -1,0 +1,191 @@
+"""offset.flush.interval.ms: when a task commits its offsets (every batch, on an interval, at pause and stop).
+
+WorkerTask on a real TaskExecutor with an in-process task and a recording control-plane client: no Spark,
+no Kafka, no leader.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tools.launcher import wait_for
+from webapp import environment
+from webapp.connect import workerconfig
+from webapp.plugin import BatchResult, ConnectorTaskId, SourceConnector, SourceOffset, Task
+from webapp.runtime import registry
+from webapp.runtime.client import Fenced
+from webapp.runtime.worker_task import TaskExecutor, WorkerTask
+from webapp.states import TargetState
+
+
+class StepTask(Task):
+    """``batches`` batches of one record, alternating partitions ``p0`` / ``p1`` (offset = batch number),
+    then idle for an hour; raises at batch ``fail_at`` when set."""
+
+    def start(self):
+        self.done = 0
+
+    def run_batch(self):
+        limit = int(self.config["batches"])
+        if self.done >= limit:
+            return None
+        self.done += 1
+        if str(self.done) == self.config.get("fail_at"):
+            raise RuntimeError("batch failed")
+        return BatchResult(1, (SourceOffset({"p": self.done % 2}, {"n": self.done}),))
+
+    def idle_delay(self):
+        return 3600.0
+
+
+class StepConnector(SourceConnector):
+    task_class = StepTask
+    version = "test"
+
+    def task_configs(self, max_tasks):
+        return [dict(self.config)]
+
+
+class Client:
+    """Records commits ``(generation, {partition p: offset n}, topics)`` and the last reported state."""
+
+    def __init__(self, fence_commits: bool = False):
+        self.lock = threading.Lock()
+        self.commits: list[tuple[int, dict[int, int], list[str]]] = []
+        self.states: list[str] = []
+        self.fence_commits = fence_commits
+
+    def report_status(self, connector, task, generation, state, trace=None):
+        with self.lock:
+            self.states.append(state)
+
+    def start_task(self, task_id, generation):
+        return []
+
+    def commit_offsets(self, task_id, generation, offsets, topics=None):
+        if self.fence_commits:
+            raise Fenced(f"{task_id} is owned at a newer generation")
+        with self.lock:
+            self.commits.append((generation, {o.partition["p"]: o.offset["n"] for o in offsets}, list(topics or [])))
+
+
+@pytest.fixture(autouse=True)
+def step_plugin(monkeypatch):
+    desc = registry.PluginDesc("StepConnector", "source", "test", StepConnector)
+    monkeypatch.setattr(registry, "resolve", lambda name: desc)
+
+
+@pytest.fixture
+def executor():
+    ex = TaskExecutor(threads=2)
+    yield ex
+    ex.shutdown()
+
+
+def make_task(executor, client, tmp_path, interval, **config):
+    cfg = {"connector.class": "StepConnector", "topic": "t1", **{k: str(v) for k, v in config.items()}}
+    return WorkerTask(task_id=ConnectorTaskId("c", 0), config=cfg, generation=7, target_state=TargetState.STARTED,
+                      client=client, spark=None, kafka_config={}, work_dir=str(tmp_path), executor=executor,
+                      offset_flush_interval=interval)
+
+
+def test_default_interval_commits_after_every_batch(executor, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", raising=False)
+    client = Client()
+    t = make_task(executor, client, tmp_path, None, batches=4)
+    assert t.offset_flush_interval == 0.0
+    t.start()
+    wait_for(lambda: len(client.commits) == 4, timeout=10)
+    assert [c[1] for c in client.commits] == [{1: 1}, {0: 2}, {1: 3}, {0: 4}]
+    t.stop()
+    t.join(10)
+    assert not t.is_alive() and len(client.commits) == 4  # nothing left to commit at stop
+
+
+def test_long_interval_commits_newest_offsets_once_at_stop(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=5)
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 5, timeout=10)
+    assert client.commits == []  # within the interval: held
+    t.stop()
+    t.join(10)
+    assert not t.is_alive()
+    # one commit, the newest offset of each partition, generation-fenced, with the topics the batches used
+    assert client.commits == [(7, {0: 4, 1: 5}, ["t1"])]
+
+
+def test_idle_task_commits_when_the_interval_is_due(executor, tmp_path):
+    # the task idles for an hour after its batches: the commit must not wait for another batch
+    client = Client()
+    t = make_task(executor, client, tmp_path, 0.3, batches=3)
+    t.start()
+    wait_for(lambda: len(client.commits) >= 1, timeout=10)
+    assert client.commits[-1][1] == {1: 3, 0: 2}
+    assert sum(len(c[1]) for c in client.commits) <= 3  # batches were gathered or committed alone, none twice
+    t.stop()
+    t.join(10)
+    assert client.commits[-1][1][1] == 3
+
+
+def test_pause_commits_what_is_held(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
+    t.set_target_state(TargetState.PAUSED)
+    wait_for(lambda: "PAUSED" in client.states, timeout=10)
+    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
+    t.stop()
+    t.join(10)
+    assert len(client.commits) == 1
+
+
+def test_failed_task_commits_the_batches_before_the_failure(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=5, fail_at=3)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    assert client.states[-1] == "FAILED"
+    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]  # batch 3 failed: its offset is not committed
+
+
+def test_cancelled_task_commits_nothing_more(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
+    t.cancel()
+    t.join(10)
+    assert not t.is_alive() and client.commits == []
+
+
+def test_fenced_commit_at_stop_ends_the_task_quietly(executor, tmp_path):
+    client = Client(fence_commits=True)
+    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
+    t.stop()
+    t.join(10)
+    assert not t.is_alive() and "FAILED" not in client.states
+
+
+def test_worker_property_maps_to_the_environment():
+    cfg = workerconfig.worker_config({"bootstrap.servers": "k:9092", "offset.flush.interval.ms": "10000"},
+                                       environ={})
+    assert cfg.env["RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS"] == "10000"
+    assert "offset.flush.interval.ms" not in cfg.ignored
+    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.interval.ms"):
+        workerconfig.worker_config({"offset.flush.interval.ms": "-5"}, environ={})
+    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.interval.ms"):
+        workerconfig.worker_config({"offset.flush.interval.ms": "ten"}, environ={})
+
+
+def test_environment_interval(monkeypatch):
+    monkeypatch.setenv("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", "2500")
+    assert environment.offset_flush_interval_s() == 2.5
+    monkeypatch.setenv("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", "-1")
+    with pytest.raises(ValueError, match=">= 0"):
+        environment.offset_flush_interval_s()
