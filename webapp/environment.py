@@ -21,6 +21,7 @@ variable                                        default         accessor
 ``RAFTCONNECT_TASK_IDLE_MAX_MS``                1000 ms         :func:`task_idle_max_s`
 ``RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS`` 5000 ms        :func:`task_shutdown_graceful_timeout_s`
 ``RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS``        0 (each batch)  :func:`offset_flush_interval_s`
+``..._SCHEDULED_REBALANCE_MAX_DELAY_MS``        0 (at once)     :func:`scheduled_rebalance_max_delay_ms`
 ``RAFTCONNECT_TASK_ENGINE``                     ``auto``        :func:`task_engine`
 ``RAFTCONNECT_SPARK_MIN_BATCH_ROWS``            the engine's    :func:`spark_min_batch_rows`
 ``RAFTCONNECT_ENGINE_PROCESSES``                CPU cores       :func:`engine_processes`
@@ -47,7 +48,8 @@ __all__ = [
     "REST_FAST_PATH_ENV",
     "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
-    "task_shutdown_graceful_timeout_s", "offset_flush_interval_s", "task_engine", "spark_min_batch_rows", "engine_processes",
+    "task_shutdown_graceful_timeout_s", "offset_flush_interval_s",
+    "scheduled_rebalance_max_delay_ms", "task_engine", "spark_min_batch_rows", "engine_processes",
     "file_watch_interval_s", "sink_wake_interval_s", "config_providers", "config_provider_allowed_paths",
     "config_provider_env_pattern",
 ]
@@ -136,6 +138,18 @@ def offset_flush_interval_s() -> float:
     if ms < 0:
         raise ValueError(f"RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS must be >= 0, got {ms}")
     return ms / 1000.0
+
+
+def scheduled_rebalance_max_delay_ms() -> int:
+    """Connect's ``scheduled.rebalance.max.delay.ms`` (default 0: a departed worker's work moves at once).
+
+    How long the coordinator keeps a departed worker's connectors and tasks for it before reassigning
+    them (``GroupCoordinator``). Errors: ``ValueError`` when not an integer or negative.
+    """
+    ms = int(_get("RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS", "0"))
+    if ms < 0:
+        raise ValueError(f"RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS must be >= 0, got {ms}")
+    return ms
 
 
 def task_engine() -> str:

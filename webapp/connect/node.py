@@ -196,7 +196,9 @@ class ConnectNode:
                                                 local_worker_id=o.node_id if "worker" in o.roles else None,
                                                 shared_broker=_shared_broker(environment.celery_broker())),
                                             session_timeout_ms=o.session_timeout_ms,
-                                            leader_weight_cap=o.leader_weight_cap)
+                                            leader_weight_cap=o.leader_weight_cap,
+                                            scheduled_rebalance_max_delay_ms=(
+                                                environment.scheduled_rebalance_max_delay_ms()))
         self.herder = Herder(store=self.store, members=lambda: self.raft.state.members,
                              assignment=lambda: self.raft.state.assignment, poke=self.coordinator.poke,
                              restarts=lambda name, connector, tasks: self.raft.commands.request_restart(

@@ -84,6 +84,7 @@ _FLAG_KEYS: dict[str, tuple[str, str | None]] = {
 _ENV_KEYS: dict[str, str] = {
     "task.shutdown.graceful.timeout.ms": "RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS",
     "offset.flush.interval.ms": "RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS",
+    "scheduled.rebalance.max.delay.ms": "RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS",
     "topic.tracking.enable": "RAFTCONNECT_TOPIC_TRACKING_ENABLE",
     "topic.tracking.allow.reset": "RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET",
     "raftconnect.celery.broker": "RAFTCONNECT_CELERY_BROKER",
@@ -91,6 +92,9 @@ _ENV_KEYS: dict[str, str] = {
     "raftconnect.log.format": "RAFTCONNECT_LOG_FORMAT",
     "connector.client.config.override.policy": client_overrides.OVERRIDE_POLICY_ENV,
 }
+
+# keys of _ENV_KEYS whose value must be a whole number of milliseconds
+_MS_KEYS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
 
 _REST_KEYS = ("listeners", "rest.advertised.host.name", "rest.advertised.port", "rest.advertised.listener")
 
@@ -102,7 +106,7 @@ _IGNORED_KEYS = {
     "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
     "key.converter", "value.converter", "header.converter", "key.converter.schemas.enable",
     "value.converter.schemas.enable", "plugin.path", "plugin.discovery",
-    "offset.flush.timeout.ms", "scheduled.rebalance.max.delay.ms", "connect.protocol",
+    "offset.flush.timeout.ms", "connect.protocol",
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",
@@ -271,9 +275,8 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
                     value = client_overrides.normalize_policy(value)
                 except ValueError as exc:
                     raise PropertiesError(str(exc)) from None
-            elif key == "offset.flush.interval.ms" and not value.strip().isdigit():
-                raise PropertiesError(f"offset.flush.interval.ms: expected a whole number of milliseconds >= 0, "
-                                      f"got {value!r}")
+            elif key in _MS_KEYS and not value.strip().isdigit():
+                raise PropertiesError(f"{key}: expected a whole number of milliseconds >= 0, got {value!r}")
             if _ENV_KEYS[key] not in environ:
                 cfg.env[_ENV_KEYS[key]] = value
         elif key in _REST_KEYS:

@@ -61,17 +61,25 @@ class GroupCoordinator:
         session_timeout_ms: a worker silent this long is removed (``session.timeout.ms``).
         leader_weight_cap: see :class:`WeightedRoundRobinAssignor`.
         clock: monotonic seconds, injectable for tests.
+        scheduled_rebalance_max_delay_ms: how long the connectors and tasks of a worker that left (its
+            session expired, or it said it leaves) wait for it to come back before they are reassigned
+            (Connect's ``scheduled.rebalance.max.delay.ms``; 0, the default here: reassigned at once).
+            Meanwhile they stay assigned to it, so a worker back in time (a rolling restart) gets its
+            own back and nothing else moves.
     """
 
     def __init__(self, *, raft: RaftNode, store: MetadataStore, node_id: str,
                  dispatcher: Dispatcher | None = None, session_timeout_ms: int = 5000,
                  leader_weight_cap: float = 0.5, clock: Callable[[], float] = time.monotonic,
-                 loop_interval: float = 0.1):
+                 loop_interval: float = 0.1, scheduled_rebalance_max_delay_ms: int = 0):
         self.raft = raft
         self.store = store
         self.node_id = node_id
         self.dispatcher = dispatcher
         self.session_timeout = session_timeout_ms / 1000.0
+        self.rebalance_delay = max(0, scheduled_rebalance_max_delay_ms) / 1000.0
+        #: workers that left while they owned something, with when (clock()): held for rebalance_delay
+        self._departed: dict[str, float] = {}
         self.assignor = WeightedRoundRobinAssignor(leader_weight_cap)
         self.clock = clock
         self.loop_interval = loop_interval
@@ -178,6 +186,8 @@ class GroupCoordinator:
         with self._lock:
             fresh = worker_id not in self.last_seen
             self.last_seen[worker_id] = self.clock()
+            if fresh:
+                self._departed.pop(worker_id, None)
             if running.pop("tasks_delta", False):
                 keys = running.pop("task_keys", None) or []
                 changed = running.get("tasks") or {}
@@ -377,14 +387,33 @@ class GroupCoordinator:
                 self.last_seen[worker_id] = self.clock()
 
     def leave(self, worker_id: str) -> None:
-        """A worker leaves the group voluntarily; its tasks move at once."""
+        """A worker leaves the group voluntarily; its tasks move at once, or after ``rebalance_delay``
+        unless it is back by then."""
         with self._lock:
-            self.last_seen.pop(worker_id, None)
+            if self.last_seen.pop(worker_id, None) is not None:
+                self._depart(worker_id)
             self.reported.pop(worker_id, None)
             self._sent_views.pop(worker_id, None)
             self._forget_view(worker_id)
         log.info("coordinator: worker %s left", worker_id)
         self.rebalance()
+
+    def _depart(self, worker_id: str) -> None:
+        """Note that ``worker_id`` left now, when departures are held (under ``_lock``)."""
+        if self.rebalance_delay > 0:
+            self._departed[worker_id] = self.clock()
+
+    def held_workers(self) -> tuple[str, ...]:
+        """Workers that left less than ``rebalance_delay`` ago and are not back, sorted: their connectors
+        and tasks stay theirs until then (:meth:`rebalance`). Forgets the others."""
+        if not self._departed:
+            return ()
+        now = self.clock()
+        with self._lock:
+            for w, left in list(self._departed.items()):
+                if now - left >= self.rebalance_delay or w in self.last_seen:
+                    del self._departed[w]
+            return tuple(sorted(self._departed))
 
     def live_workers(self) -> dict[str, float]:
         """``{worker_id: weight}`` of workers with a live session."""
@@ -426,15 +455,23 @@ class GroupCoordinator:
             if epoch is None:
                 return False
             workers = self.live_workers()
+            held = self.held_workers()
             connectors, tasks = self._desired_items()
             current = self.raft.state.assignment
             sig = (tuple(sorted(workers.items())), self._leader_worker(), tuple(connectors), tuple(tasks),
-                   current["generation"], current["epoch"])
+                   current["generation"], current["epoch"], held)
             if sig == self._inputs_sig:
                 return False
             prev = Assignment(dict(current["connectors"]), dict(current["tasks"]))
+            kept = Assignment({}, {})
+            if held:  # a departed worker's items stay its own, out of the assignor's pools, until it is due
+                kept, connectors, tasks, base = self._hold(set(held), prev, connectors, tasks)
+            else:
+                base = prev
             new = self.assignor.assign(workers=workers, leader_worker=self._leader_worker(),
-                                       connectors=connectors, tasks=tasks, previous=prev)
+                                       connectors=connectors, tasks=tasks, previous=base)
+            if held:
+                new = Assignment({**new.connectors, **kept.connectors}, {**new.tasks, **kept.tasks})
             if new == prev and current["epoch"] == epoch:
                 self._inputs_sig = sig
                 return False
@@ -447,11 +484,26 @@ class GroupCoordinator:
                 log.warning("coordinator: assignment generation %s not committed: %s", generation, exc)
                 return False
             self._inputs_sig = None  # recompute signature against the new generation next time
-            log.info("coordinator: generation %s: %d connectors, %d tasks over %d workers (moved %d)",
+            log.info("coordinator: generation %s: %d connectors, %d tasks over %d workers (moved %d)%s",
                      generation, len(new.connectors), len(new.tasks), len(workers),
-                     Assignment.moved_in((connector_changes, task_changes), prev))
+                     Assignment.moved_in((connector_changes, task_changes), prev),
+                     f"; {len(kept.connectors)} connectors and {len(kept.tasks)} tasks held for departed "
+                     f"worker(s) {', '.join(held)} (scheduled.rebalance.max.delay.ms)" if held else "")
         self.dispatch()
         return True
+
+    @staticmethod
+    def _hold(held: set[str], prev: Assignment, connectors: list[str], tasks: list[str]
+              ) -> tuple[Assignment, list[str], list[str], Assignment]:
+        """Split the desired items for held workers: ``(kept, connectors, tasks, base)`` where ``kept`` is
+        what ``held`` workers own of the desired items (it stays theirs), ``connectors`` / ``tasks`` the
+        rest for the assignor and ``base`` the previous assignment without the held workers' items."""
+        kept_c = {c: prev.connectors[c] for c in connectors if prev.connectors.get(c) in held}
+        kept_t = {t: prev.tasks[t] for t in tasks if prev.tasks.get(t) in held}
+        base = Assignment({k: w for k, w in prev.connectors.items() if w not in held},
+                          {k: w for k, w in prev.tasks.items() if w not in held})
+        return (Assignment(kept_c, kept_t), [c for c in connectors if c not in kept_c],
+                [t for t in tasks if t not in kept_t], base)
 
     def _leader_worker(self) -> str | None:
         members = self.raft.state.members
@@ -575,10 +627,12 @@ class GroupCoordinator:
             # (through a member that now forwards) while all of them rejoin at once; at 100 workers
             # and 100,000 tasks some took longer than one session, expired, and 4,324 tasks moved away
             # and back a few seconds later (benchmarks/scale). Kafka Connect waits up to
-            # scheduled.rebalance.max.delay.ms (5 min) for a departed worker for the same reason.
+            # scheduled.rebalance.max.delay.ms (5 min) for a departed worker for the same reason; here
+            # that delay (rebalance_delay, default 0) starts when the grace runs out.
             grace = now + self.session_timeout
             self.last_seen = {w: grace for w, m in self.raft.state.members.items()
                               if "worker" in m.get("roles", []) and w in owners}
+            self._departed.clear()  # the grace above covers them: one that does not come back departs then
             self._sent_views.clear()
             self._views.clear()  # each marker names the epoch: views are reassembled from fragments
             self._given.clear()
@@ -594,6 +648,7 @@ class GroupCoordinator:
             dead = [w for w, t in self.last_seen.items() if now - t > self.session_timeout]
             for w in dead:
                 del self.last_seen[w]
+                self._depart(w)
                 self.reported.pop(w, None)
                 self._sent_views.pop(w, None)
                 self._forget_view(w)
@@ -623,7 +678,7 @@ class GroupCoordinator:
                     # changed (a poke, a replicated write that can change a view, a member came or
                     # went) or every 5 s, so neither an idle cluster of thousands of tasks nor a busy
                     # one's status reports and offset commits make it rebuild anything here
-                    marker = (self._view_marker(), tuple(sorted(self.live_workers())))
+                    marker = (self._view_marker(), tuple(sorted(self.live_workers())), self.held_workers())
                     now = time.monotonic()
                     if woken or marker != last_marker or now - last_full >= 5.0:
                         if now < self._rest_until:  # what comes meanwhile is gathered into this generation
@@ -631,7 +686,8 @@ class GroupCoordinator:
                             if self._stop.is_set():
                                 break
                             self._wake.clear()
-                            marker = (self._view_marker(), tuple(sorted(self.live_workers())))
+                            marker = (self._view_marker(), tuple(sorted(self.live_workers())),
+                                      self.held_workers())
                         spent = self.cpu_clock()
                         self.rebalance()
                         self.dispatch()
