@@ -156,6 +156,18 @@ class Connector(ABC):
     def stop(self) -> None:
         """Release resources. Must not raise."""
 
+    def task_configs_recheck_s(self) -> float | None:
+        """Seconds between re-runs of :meth:`task_configs` while the connector runs, or ``None`` (never).
+
+        Connect's connectors watch their source in a thread of their own and call
+        ``context.requestTaskReconfiguration()`` when the work changed (the JDBC source's table
+        monitor). Here a connector instance lives only for :meth:`start`, :meth:`task_configs` and
+        :meth:`stop`, so the worker that owns the connector re-runs those three every this many
+        seconds instead, and stores the task configs when they differ (the tasks are then
+        reconfigured, as after a config change). Called after :meth:`start`.
+        """
+        return None
+
 
 class SourceConnector(Connector, ABC):
     """A connector that reads an external system and produces to Kafka."""

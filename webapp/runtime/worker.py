@@ -129,6 +129,11 @@ class Worker:
         self._pending: dict[str, Any] | None = None  # newest view not yet applied
         self._pending_cv = threading.Condition()
         self._connector_pool = None  # starts connector instances of a view in parallel (created on first need)
+        #: connector -> (time.monotonic() of its next task-config recheck, seconds between them), for the
+        #: connectors run here whose plugin asks for it (Connector.task_configs_recheck_s)
+        self._rechecks: dict[str, tuple[float, float]] = {}
+        self._rechecking: set[str] = set()  # rechecks running now, on _recheck_pool
+        self._recheck_pool = None  # created on first need: a recheck may wait on an unreachable database
         self._last_view: dict[str, Any] | None = None  # the newest full view (its digest rides on heartbeats)
         #: digest -> view of the views the last heartbeats named, newest last (replaced, never changed in place)
         self._named_views: dict[str, dict[str, Any]] = {}
@@ -200,8 +205,9 @@ class Worker:
         self.end_offsets.stop()
         self.file_changes.stop()
         self.executor.shutdown()
-        if self._connector_pool is not None:
-            self._connector_pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._connector_pool, self._recheck_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
         self.engine.shutdown()
         self.tasks_file.write({}, force=True)  # the node drops this agent's task series at once
         try:
@@ -432,15 +438,18 @@ class Worker:
     def _reconcile_loop(self) -> None:
         while not self._stop.is_set():
             with self._pending_cv:
-                while self._pending is None and not self._stop.is_set():
+                if self._pending is None:  # at least once a second: the task-config rechecks are due here
                     self._pending_cv.wait(1.0)
                 view, self._pending = self._pending, None
-            if view is None or self._stop.is_set():
+            if self._stop.is_set():
                 continue
-            try:
-                self.reconcile(view)
-            except Exception:
-                log.exception("reconcile failed")
+            if view is not None:
+                try:
+                    self.reconcile(view)
+                except Exception:
+                    log.exception("reconcile failed")
+            if self._rechecks:
+                self._recheck_task_configs()
 
     def reconcile(self, view: dict[str, Any]) -> None:
         """Make what runs here match ``view`` now; idempotent (called by the reconcile thread)."""
@@ -463,6 +472,7 @@ class Worker:
             if name not in wanted:
                 with self._snapshot_lock:
                     self.connectors.pop(name)
+                self._rechecks.pop(name, None)
         changed = []
         for name, c in wanted.items():
             have = self.connectors.get(name)
@@ -490,14 +500,14 @@ class Worker:
         try:
             if have is not None and have.get("restart", 0) != c.get("restart", 0) and c["target_state"] != TargetState.STOPPED:
                 self.client.report_status(name, None, c["generation"], State.RESTARTING.value)
-            if c["target_state"] != TargetState.STOPPED and (fresh or have["target_state"] == TargetState.STOPPED):
-                plugin = registry.resolve(c["config"].get("connector.class", ""))
-                connector = plugin.cls()
-                resolved = config_providers.transform(c["config"])  # ${provider:...} resolved only here
-                connector.start(resolved)
-                configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
-                connector.stop()
-                configs = config_providers.reverse_transform(c["config"], resolved, configs)
+            if c["target_state"] == TargetState.STOPPED:
+                self._rechecks.pop(name, None)
+            elif fresh or have["target_state"] == TargetState.STOPPED:
+                configs, recheck = self._split(c["config"])
+                if recheck:
+                    self._rechecks[name] = (time.monotonic() + recheck, recheck)
+                else:
+                    self._rechecks.pop(name, None)
                 if configs != c["tasks"]:
                     self.client.put_task_configs(name, c["generation"], configs)
             state = reported_state(c["target_state"]).value
@@ -513,6 +523,69 @@ class Worker:
                 self.client.report_status(name, None, c["generation"], State.FAILED.value, trace)
             except Exception:
                 log.exception("could not report connector failure")
+
+    @staticmethod
+    def _split(config: dict[str, str]) -> tuple[list[dict[str, str]], float | None]:
+        """``(task configs, recheck seconds or None)`` of a connector: an instance of its plugin started with
+        ``config`` (``${provider:...}`` references resolved only here, and put back in the task configs),
+        asked for its task configs and stopped. Errors: the plugin's."""
+        plugin = registry.resolve(config.get("connector.class", ""))
+        connector = plugin.cls()
+        resolved = config_providers.transform(config)
+        connector.start(resolved)
+        try:
+            configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
+            recheck = connector.task_configs_recheck_s() if hasattr(connector, "task_configs_recheck_s") else None
+        finally:
+            connector.stop()
+        return config_providers.reverse_transform(config, resolved, configs), recheck
+
+    def _recheck_task_configs(self) -> None:
+        """Start the task-config recheck of each connector run here whose recheck is due (:meth:`_recheck`),
+        each on a pool of 2 threads, one at a time per connector. Called by the reconcile thread, between
+        reconciles: a recheck may wait long on a database, which must not hold up views."""
+        now = time.monotonic()
+        for name, (due, every) in list(self._rechecks.items()):
+            if now < due or name in self._rechecking:
+                continue
+            c = self.connectors.get(name)
+            if c is None or c["target_state"] == TargetState.STOPPED:
+                self._rechecks.pop(name, None)
+                continue
+            self._rechecks[name] = (now + every, every)
+            if self._recheck_pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._recheck_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recheck")
+            self._rechecking.add(name)
+            try:
+                self._recheck_pool.submit(self._recheck, name, c)
+            except RuntimeError:  # shut down meanwhile
+                self._rechecking.discard(name)
+
+    def _recheck(self, name: str, c: dict[str, Any]) -> None:
+        """Re-run connector ``name``'s task split (its entry ``c`` of :attr:`connectors`) and store its task
+        configs when they changed (new work found, such as a table created since; Connect's connectors
+        request a task reconfiguration for it). A failed recheck is logged and tried again at the next one:
+        the connector keeps running its current tasks."""
+        try:
+            try:
+                configs, _ = self._split(c["config"])
+                now = self.connectors.get(name)
+                if now is None or now["config"] != c["config"] or now["generation"] != c["generation"]:
+                    return  # changed meanwhile: the reconcile that changed it split the new config itself
+                if configs != c["tasks"]:
+                    log.info("connector %s: its work changed: %d task config(s) now, %d before", name, len(configs),
+                             len(c["tasks"]))
+                    self.client.put_task_configs(name, c["generation"], configs)
+            except Fenced as exc:
+                log.info("connector %s: task configs of generation %s refused (%s): it moved", name,
+                         c["generation"], exc)
+                self._rechecks.pop(name, None)
+            except Exception:  # the next recheck tries again; the running tasks are unaffected
+                log.warning("connector %s: could not recheck its task configs", name, exc_info=True)
+        finally:
+            self._rechecking.discard(name)
 
     def _reconcile_tasks(self, wanted: dict[str, Any]) -> None:
         for key in list(self.tasks):

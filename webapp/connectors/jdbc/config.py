@@ -77,6 +77,10 @@ _SOURCE = (
               documentation="Topic = prefix + table name; with query, the topic itself."),
     ConfigKey("poll.interval.ms", "INT", "5000", importance="HIGH",
               documentation="How often a table without new rows is polled again."),
+    ConfigKey("table.poll.interval.ms", "LONG", "60000", importance="LOW",
+              documentation="How often the tables are listed again, so that tables created or dropped after "
+                            "the connector started are copied or dropped (tasks are reconfigured); 0 never. "
+                            "Not used with table.whitelist or query, which name the work."),
     ConfigKey("batch.max.rows", "INT", "10000", importance="LOW",
               documentation="Rows per micro-batch per table (Confluent's default is 100; a Spark job per 100 rows "
                             "would be slow, so the default here is 10000)."),

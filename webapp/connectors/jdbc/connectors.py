@@ -39,7 +39,7 @@ class JdbcSourceConnector(SourceConnector):
     Config keys (Confluent's): ``connection.url``, ``connection.user``,
     ``connection.password``, ``mode``, ``incrementing.column.name``,
     ``timestamp.column.name``, ``table.whitelist``, ``table.blacklist``, ``query``,
-    ``topic.prefix``, ``poll.interval.ms``, ``batch.max.rows``,
+    ``topic.prefix``, ``poll.interval.ms``, ``table.poll.interval.ms``, ``batch.max.rows``,
     ``timestamp.delay.interval.ms``, ``tasks.max``; plus ``topic.creation.default.*``
     (partitions, replication factor and topic configs such as ``max.message.bytes``, see
     :func:`topic_creation_config`) and ``producer.override.*``. Task configs add ``tables`` (JSON list).
@@ -60,6 +60,10 @@ class JdbcSourceConnector(SourceConnector):
             errors["query"].append("query cannot be combined with table.whitelist or table.blacklist")
         if config.get("table.whitelist") and config.get("table.blacklist"):
             errors["table.blacklist"].append("table.whitelist and table.blacklist are mutually exclusive")
+        raw = config.get("table.poll.interval.ms")
+        if raw is not None and str(raw).strip().lstrip("-").isdigit() and int(raw) < 0:
+            errors["table.poll.interval.ms"].append(
+                f"Invalid value {raw} for configuration table.poll.interval.ms: Value must be at least 0")
         return merge_errors(errors, _at_least_one(config, ("tasks.max", "batch.max.rows",
                                                            "topic.creation.default.partitions")))
 
@@ -82,6 +86,15 @@ class JdbcSourceConnector(SourceConnector):
         except Exception as e:
             raise ConnectException(f"Cannot list the tables of {shown_url(self.config.get('connection.url'))}: {e}") from e
         return [t for t in found if not any(fnmatch.fnmatchcase(t, b) or t == b for b in black)]
+
+    def task_configs_recheck_s(self) -> float | None:
+        """``table.poll.interval.ms`` in seconds when the tables are listed from the database (no
+        ``table.whitelist``, no ``query``): tables created or dropped later are then picked up, as
+        Confluent's table monitor does; ``None`` otherwise or when it is 0."""
+        if self.config.get("query") or self.config.get("table.whitelist"):
+            return None
+        ms = AbstractConfig(self.config_def, self.config).get_long("table.poll.interval.ms")
+        return ms / 1000.0 if ms > 0 else None
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Tables round-robin over at most ``max_tasks`` tasks; one task for ``query``; [] without tables."""
