@@ -57,6 +57,8 @@ export interface ClusterNode {
   raft_address: string | null;
   weight: number;
   alive: boolean;
+  /** seconds until a departed worker's held work is reassigned (scheduled.rebalance.max.delay.ms), or null */
+  reassign_in_s: number | null;
   raft: RaftStatus | null;
   raft_lag: number | null;
   connectors: string[];

@@ -76,6 +76,8 @@ def test_a_worker_back_within_the_delay_gets_its_own_back_and_nothing_moves(make
     assert w2_items != ([], [])
     pass_time(c, clock, SESSION_S * 3)  # w2 silent: its session expires
     assert "w2" not in c.live_workers() and c.held_workers() == ("w2",)
+    left = c.held_for()["w2"]  # what GET /raftconnect/v1/cluster shows as the node's reassign_in_s
+    assert 60 - SESSION_S * 3 < left < 60
     c.rebalance()
     assert owned(c, "w2") == w2_items  # held for it, not given to w1
     c.heartbeat("w2", MEMBER, {})  # back before the delay ran out

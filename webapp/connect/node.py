@@ -476,6 +476,7 @@ class ConnectNode:
         assignment = st.assignment
         active = self.coordinator is not None and self.coordinator.active
         live = self.coordinator.live_workers() if active else {}
+        held = self.coordinator.held_for() if active else {}
         reported = dict(self.coordinator.reported) if active else {}
         nodes = []
         members = dict(st.members)
@@ -486,6 +487,7 @@ class ConnectNode:
                 "id": node_id, "roles": m.get("roles"), "rest_address": m.get("rest_address"),
                 "raft_address": m.get("raft_address"), "weight": m.get("weight"),
                 "alive": node_id in live,
+                "reassign_in_s": round(held[node_id], 1) if node_id in held else None,
                 "raft": None if r is None else {k: r.get(k) for k in
                                                 ("state", "term", "leader", "commit_index", "applied_index")},
                 "raft_lag": None if r is None or r.get("applied_index") is None

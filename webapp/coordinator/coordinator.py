@@ -406,14 +406,18 @@ class GroupCoordinator:
     def held_workers(self) -> tuple[str, ...]:
         """Workers that left less than ``rebalance_delay`` ago and are not back, sorted: their connectors
         and tasks stay theirs until then (:meth:`rebalance`). Forgets the others."""
+        return tuple(sorted(self.held_for()))
+
+    def held_for(self) -> dict[str, float]:
+        """``{worker: seconds until its work is reassigned}`` of the :meth:`held_workers`."""
         if not self._departed:
-            return ()
+            return {}
         now = self.clock()
         with self._lock:
             for w, left in list(self._departed.items()):
                 if now - left >= self.rebalance_delay or w in self.last_seen:
                     del self._departed[w]
-            return tuple(sorted(self._departed))
+            return {w: left + self.rebalance_delay - now for w, left in self._departed.items()}
 
     def live_workers(self) -> dict[str, float]:
         """``{worker_id: weight}`` of workers with a live session."""

@@ -98,6 +98,11 @@ export function Overview() {
                 <td className="muted">{n.rest_address}</td>
                 <td title="a live group session: the worker heartbeats the coordinator">
                   {n.roles.includes("worker") ? <StateBadge state={n.alive ? "ALIVE" : "NO SESSION"} /> : "–"}
+                  {n.reassign_in_s != null ? (
+                    <span className="muted small" data-testid="held">
+                      {" "}its work waits for it: reassigned in {Math.ceil(n.reassign_in_s)} s
+                    </span>
+                  ) : null}
                 </td>
                 <td>{n.raft ? <StateBadge state={n.raft.state} /> : "–"}</td>
                 <td>{n.raft?.term ?? "–"}</td>

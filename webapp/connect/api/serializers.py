@@ -108,6 +108,9 @@ class ClusterNodeSerializer(serializers.Serializer):
     raft_address = serializers.CharField(allow_null=True, help_text="Raft address; null for a worker-only node")
     weight = serializers.FloatField(allow_null=True, help_text="the worker's share in assignment")
     alive = serializers.BooleanField(help_text="whether its agent's heartbeats reach the coordinator")
+    reassign_in_s = serializers.FloatField(
+        allow_null=True, help_text="its session ended and scheduled.rebalance.max.delay.ms holds its connectors and "
+                                   "tasks for it: seconds until they are reassigned (null otherwise)")
     raft = ClusterNodeRaftSerializer(allow_null=True, help_text="null for a worker-only node")
     raft_lag = serializers.IntegerField(allow_null=True, help_text="leader's commit index minus its applied index")
     connectors = _strings(help_text="connectors assigned to it")
