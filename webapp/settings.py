@@ -16,6 +16,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from webapp import environment
+from webapp.connect import cors
 from webapp.logconfig import logging_config
 from webapp.plugin.version import RAFTCONNECT_VERSION
 
@@ -43,6 +44,21 @@ ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").spl
 # The console's session writes are CSRF-checked against the Origin; behind a TLS-terminating proxy name its
 # public origins here (e.g. https://connect.example.com).
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("RAFTCONNECT_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Cross-origin access to the REST API for browser applications on other origins: Connect's
+# access.control.allow.origin / .methods (webapp.connect.cors); none unless set.
+try:
+    _CORS = cors.cors_settings(os.environ.get(cors.ORIGINS_ENV), os.environ.get(cors.METHODS_ENV))
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"{cors.ORIGINS_ENV} / {cors.METHODS_ENV}: {_exc}") from None
+CORS_ALLOW_ALL_ORIGINS = _CORS["CORS_ALLOW_ALL_ORIGINS"]
+CORS_ALLOWED_ORIGINS = _CORS["CORS_ALLOWED_ORIGINS"]
+CORS_ALLOWED_ORIGIN_REGEXES = _CORS["CORS_ALLOWED_ORIGIN_REGEXES"]
+CORS_ALLOW_METHODS = _CORS["CORS_ALLOW_METHODS"]
+CORS_ALLOW_CREDENTIALS = _CORS["CORS_ALLOW_CREDENTIALS"]
+CORS_URLS_REGEX = _CORS["CORS_URLS_REGEX"]
+#: whether any origin may call the API cross-origin: only then does django-cors-headers' middleware run (it
+#: adds ``Vary: Origin`` to every response it sees, which the REST fast path then adds too)
+CORS_ENABLED = bool(CORS_ALLOW_ALL_ORIGINS or CORS_ALLOWED_ORIGINS or CORS_ALLOWED_ORIGIN_REGEXES)
 
 INSTALLED_APPS = [
     "webapp.admin_site.RaftConnectAdminConfig",  # django.contrib.admin with the metadata store page
@@ -55,6 +71,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",  # API tokens (Authorization: Token/Bearer KEY)
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / ReDoc files, served locally
+    "corsheaders",  # cross-origin REST access (CORS_* above)
     "webapp.connect",
     "webapp.coordinator",
     "webapp.storage",
@@ -67,6 +84,8 @@ MIDDLEWARE = [
     "webapp.connect.api.release.ReleaseRequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (webapp/console/dist) and admin static files
+    # before anything else that answers: preflights, CORS headers (only when some origin is allowed)
+    *(["corsheaders.middleware.CorsMiddleware"] if CORS_ENABLED else []),
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -41,6 +41,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from webapp.connect import cors
 from webapp.kafka import client_overrides
 from webapp.kafka.client_config import (
     KAFKA_CLIENT_CONFIG_ENV,
@@ -85,6 +86,8 @@ _ENV_KEYS: dict[str, str] = {
     "task.shutdown.graceful.timeout.ms": "RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS",
     "offset.flush.interval.ms": "RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS",
     "scheduled.rebalance.max.delay.ms": "RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS",
+    "access.control.allow.origin": cors.ORIGINS_ENV,
+    "access.control.allow.methods": cors.METHODS_ENV,
     "topic.tracking.enable": "RAFTCONNECT_TOPIC_TRACKING_ENABLE",
     "topic.tracking.allow.reset": "RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET",
     "raftconnect.celery.broker": "RAFTCONNECT_CELERY_BROKER",
@@ -110,8 +113,7 @@ _IGNORED_KEYS = {
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",
-    "access.control.allow.origin",
-    "access.control.allow.methods", "admin.listeners", "rest.extension.classes", "metric.reporters",
+    "admin.listeners", "rest.extension.classes", "metric.reporters",
     "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "response.http.headers.config",
 }
 
@@ -277,6 +279,12 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
                     raise PropertiesError(str(exc)) from None
             elif key in _MS_KEYS and not value.strip().isdigit():
                 raise PropertiesError(f"{key}: expected a whole number of milliseconds >= 0, got {value!r}")
+            elif key.startswith("access.control.allow."):
+                try:  # checked here, with the file's name for the key, rather than when settings load
+                    cors.cors_settings(value if key.endswith("origin") else None,
+                                       value if key.endswith("methods") else None)
+                except ValueError as exc:
+                    raise PropertiesError(str(exc)) from None
             if _ENV_KEYS[key] not in environ:
                 cfg.env[_ENV_KEYS[key]] = value
         elif key in _REST_KEYS:

@@ -21,7 +21,8 @@ A request takes the fast path only when all of these hold, checked in this order
 
 * ``PUT /connectors/<name>/config`` (``<name>`` as Django's ``str`` converter: no ``/``) or
   ``POST /connectors``, no query string, ``Content-Type: application/json`` (UTF-8), an ``Accept`` DRF's
-  negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``);
+  negotiation can only answer with JSON (absent, ``*/*`` or ``application/json``), no ``Origin`` (a
+  browser's request, whose CORS headers django-cors-headers' middleware decides);
 * the fast path is enabled (``RAFTCONNECT_REST_FAST_PATH``, default on) and this node is a Raft
   member (a worker-only node's requests take the full path);
 * the ``Host`` is allowed (``ALLOWED_HOSTS``; Django answers 400 otherwise) and
@@ -73,6 +74,7 @@ from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 from django.middleware.security import SecurityMiddleware
 from django.urls import set_script_prefix
+from django.utils.cache import patch_vary_headers
 from django.utils.log import log_response
 from prometheus_client import REGISTRY
 
@@ -240,6 +242,8 @@ class ConnectWSGIHandler(WSGIHandler):
         else:
             REST_FAST_PATH.inc()
             response = self._security.process_response(request, response)
+            if settings.CORS_ENABLED:  # as django-cors-headers' middleware marks the full path's answers
+                patch_vary_headers(response, ("origin",))
             response._resource_closers.append(request.close)  # as BaseHandler.get_response does
             if response.status_code >= 400:  # logged as Django logs the full path's errors
                 log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
@@ -267,7 +271,7 @@ class ConnectWSGIHandler(WSGIHandler):
         else:
             return None
         if (meta.get("CONTENT_TYPE", "").lower() not in _JSON_TYPES or not accepts_plain_json(meta)
-                or not enabled()):
+                or "HTTP_ORIGIN" in meta or not enabled()):  # a browser's request: CORS is the middleware's
             return None
         return route, match
 
