@@ -37,10 +37,11 @@ class TaskMetrics:
 
     ``records`` and ``batches`` count since the task started here; the rate is over
     the last :attr:`RATE_WINDOW` seconds (0 when idle that long); ``lag`` is the
-    consumer lag of a sink task in records (Kafka's end offset minus the committed
+    consumer lag of a sink task in records (Kafka's end offset minus the task's
     position, summed over its partitions; set by
     :class:`~webapp.runtime.lag.SinkLagMonitor`), ``None`` while unknown.
-    ``sink_positions`` is ``{(topic, partition): next offset to read}`` as committed.
+    ``sink_positions`` is ``{(topic, partition): next offset to read}`` after the last
+    durable batch (committed with it, or within ``offset.flush.interval.ms`` when that is set).
     """
 
     RATE_WINDOW = 30.0
