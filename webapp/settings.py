@@ -16,7 +16,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from webapp import environment
-from webapp.connect import cors
+from webapp.connect import cors, response_headers
 from webapp.logconfig import logging_config
 from webapp.plugin.version import RAFTCONNECT_VERSION
 
@@ -59,6 +59,11 @@ CORS_URLS_REGEX = _CORS["CORS_URLS_REGEX"]
 #: whether any origin may call the API cross-origin: only then does django-cors-headers' middleware run (it
 #: adds ``Vary: Origin`` to every response it sees, which the REST fast path then adds too)
 CORS_ENABLED = bool(CORS_ALLOW_ALL_ORIGINS or CORS_ALLOWED_ORIGINS or CORS_ALLOWED_ORIGIN_REGEXES)
+# Headers added to every response: Connect's response.http.headers.config (webapp.connect.response_headers)
+try:
+    REST_RESPONSE_HEADER_RULES = response_headers.parse_rules(os.environ.get(response_headers.ENV))
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"{response_headers.ENV}: {_exc}") from None
 
 INSTALLED_APPS = [
     "webapp.admin_site.RaftConnectAdminConfig",  # django.contrib.admin with the metadata store page
@@ -82,6 +87,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first, so it runs last on the way out: frees each request's objects once its response is done
     "webapp.connect.api.release.ReleaseRequestMiddleware",
+    # next, so that its headers go on every answer below, preflights and errors included (only with rules)
+    *(["webapp.connect.response_headers.ResponseHeadersMiddleware"] if REST_RESPONSE_HEADER_RULES else []),
     "django.middleware.security.SecurityMiddleware",
     "webapp.console.middleware.ConsoleFilesMiddleware",  # /console/ (webapp/console/dist) and admin static files
     # before anything else that answers: preflights, CORS headers (only when some origin is allowed)

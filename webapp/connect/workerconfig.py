@@ -41,7 +41,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from webapp.connect import cors
+from webapp.connect import cors, response_headers
 from webapp.kafka import client_overrides
 from webapp.kafka.client_config import (
     KAFKA_CLIENT_CONFIG_ENV,
@@ -88,6 +88,7 @@ _ENV_KEYS: dict[str, str] = {
     "scheduled.rebalance.max.delay.ms": "RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS",
     "access.control.allow.origin": cors.ORIGINS_ENV,
     "access.control.allow.methods": cors.METHODS_ENV,
+    "response.http.headers.config": response_headers.ENV,
     "topic.tracking.enable": "RAFTCONNECT_TOPIC_TRACKING_ENABLE",
     "topic.tracking.allow.reset": "RAFTCONNECT_TOPIC_TRACKING_ALLOW_RESET",
     "raftconnect.celery.broker": "RAFTCONNECT_CELERY_BROKER",
@@ -114,7 +115,7 @@ _IGNORED_KEYS = {
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",
     "admin.listeners", "rest.extension.classes", "metric.reporters",
-    "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level", "response.http.headers.config",
+    "metrics.num.samples", "metrics.sample.window.ms", "metrics.recording.level",
 }
 
 _KAFKA_KEYS_EXACT = ("security.protocol", "client.id", "client.dns.lookup", "socket.connection.setup.timeout.ms",
@@ -279,6 +280,11 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
                     raise PropertiesError(str(exc)) from None
             elif key in _MS_KEYS and not value.strip().isdigit():
                 raise PropertiesError(f"{key}: expected a whole number of milliseconds >= 0, got {value!r}")
+            elif key == "response.http.headers.config":
+                try:
+                    response_headers.parse_rules(value)
+                except ValueError as exc:
+                    raise PropertiesError(str(exc)) from None
             elif key.startswith("access.control.allow."):
                 try:  # checked here, with the file's name for the key, rather than when settings load
                     cors.cors_settings(value if key.endswith("origin") else None,

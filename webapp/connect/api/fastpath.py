@@ -82,6 +82,7 @@ from raftnode import without_leader_wait
 from webapp import environment
 from webapp.connect.herder import Herder
 from webapp.connect.locator import current_or_none
+from webapp.connect.response_headers import apply_rules
 from webapp.coordinator.signing import verify_request
 from webapp.metrics import REST_FAST_PATH
 from webapp.storage.raft import RaftMetadataStore
@@ -244,6 +245,7 @@ class ConnectWSGIHandler(WSGIHandler):
             response = self._security.process_response(request, response)
             if settings.CORS_ENABLED:  # as django-cors-headers' middleware marks the full path's answers
                 patch_vary_headers(response, ("origin",))
+            apply_rules(response, settings.REST_RESPONSE_HEADER_RULES)  # response.http.headers.config
             response._resource_closers.append(request.close)  # as BaseHandler.get_response does
             if response.status_code >= 400:  # logged as Django logs the full path's errors
                 log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
