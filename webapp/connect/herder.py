@@ -15,7 +15,7 @@ from typing import Any
 
 from webapp.connect.listing import ListingCache
 from webapp.kafka.client_overrides import override_errors
-from webapp.runtime import registry
+from webapp.runtime import converter_defaults, registry
 from webapp.runtime.config_providers import (
     HIDDEN,
     has_references,
@@ -607,7 +607,10 @@ def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc)
     (``errors.*``, a dead letter queue for sinks), the task engine's keys, the Kafka client override
     keys (``producer.override.*``, ``consumer.override.*``, ``admin.override.*``: known, mappable to
     librdkafka, allowed by the worker's ``connector.client.config.override.policy``) and ``tasks.max``.
+    The config is checked with the worker's converters where it names none of its own
+    (:mod:`webapp.runtime.converter_defaults`), as the worker runs it.
     """
+    config = converter_defaults.with_defaults(config, converter_defaults.from_environment())  # the worker's
     errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
     for extra in (auto_restart_errors(config), validate_transforms(config),
                   validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config),

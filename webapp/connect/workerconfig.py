@@ -25,8 +25,12 @@ keys onto a node's settings:
   tasks' librdkafka settings (:data:`KAFKA_CLIENT_CONFIG_ENV`, JSON), translated
   from the Java client's names where librdkafka differs (the table of
   :mod:`webapp.kafka.client_overrides`, shared with connectors' override keys);
-* Connect keys that have no meaning here (internal topics, group id, converters
-  of the worker, ...) are logged as ignored; any other key warns.
+* the worker's converters (``key.converter``, ``value.converter``, ``header.converter``
+  and their settings) become the defaults of connectors that name none of their own
+  (:mod:`webapp.runtime.converter_defaults`, JSON in its variable); a class RaftConnect
+  does not have warns, since connectors relying on it will be refused;
+* Connect keys that have no meaning here (internal topics, group id, ...) are
+  logged as ignored; any other key warns.
 
 Imports nothing from Django: it runs before settings are loaded (the data
 directory decides where the node's database lives).
@@ -43,6 +47,7 @@ from typing import Mapping
 
 from webapp.connect import cors, response_headers
 from webapp.kafka import client_overrides
+from webapp.runtime import converter_defaults
 from webapp.kafka.client_config import (
     KAFKA_CLIENT_CONFIG_ENV,
     ClientConfigError,
@@ -100,16 +105,18 @@ _ENV_KEYS: dict[str, str] = {
 # keys of _ENV_KEYS whose value must be a whole number of milliseconds
 _MS_KEYS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
 
+#: the converter classes RaftConnect has (webapp.runtime.converters)
+_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "org.apache.kafka.connect.storage.StringConverter")
+
 _REST_KEYS = ("listeners", "rest.advertised.host.name", "rest.advertised.port", "rest.advertised.listener")
 
-# Connect worker keys that RaftConnect does not need (its metadata lives in Raft / the metadata store,
-# connector converters are per connector): accepted and reported once, at info level.
+# Connect worker keys that RaftConnect does not need (its metadata lives in Raft / the metadata store, plugins
+# are Python entry points, metrics are Prometheus'): accepted and reported once, at info level.
 _IGNORED_KEYS = {
     "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic",
     "config.storage.replication.factor", "offset.storage.replication.factor",
     "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
-    "key.converter", "value.converter", "header.converter", "key.converter.schemas.enable",
-    "value.converter.schemas.enable", "plugin.path", "plugin.discovery",
+    "plugin.path", "plugin.discovery",
     "offset.flush.timeout.ms", "connect.protocol",
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
@@ -268,6 +275,7 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
     common: dict[str, str] = {}
     prefixed: dict[str, dict[str, str]] = {p: {} for p in CLIENT_PREFIXES}
     flags: list[tuple[str, str, str | None]] = []
+    converters: dict[str, str] = {}
     for key, value in props.items():
         if key in _FLAG_KEYS:
             flag, env = _FLAG_KEYS[key]
@@ -302,11 +310,18 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
             common[key] = value
         elif key == "config.providers" or key.startswith("config.providers."):
             continue  # below, together
-        elif key in _IGNORED_KEYS or key.startswith(("key.converter.", "value.converter.",
-                                                     "header.converter.", "metrics.", "listeners.https.")):
+        elif converter_defaults.is_converter_key(key):
+            converters[key] = value
+        elif key in _IGNORED_KEYS or key.startswith(("metrics.", "listeners.https.")):
             cfg.ignored.append(key)
         else:
             cfg.warnings.append(f"{key}: unknown worker setting; ignored")
+    if converters and converter_defaults.ENV not in environ:
+        cfg.env[converter_defaults.ENV] = json.dumps(converters, sort_keys=True)
+        for kind in ("key.converter", "value.converter"):
+            if converters.get(kind, _CONVERTERS[0]).strip() not in _CONVERTERS:
+                cfg.warnings.append(f"{kind}={converters[kind]}: not available in RaftConnect ({', '.join(_CONVERTERS)} "
+                                    f"are); connectors that name no {kind} of their own will be refused")
     flags += _rest_flags(props, cfg.warnings)
     for env, value in _config_providers(props, cfg.warnings).items():
         if env not in environ:

@@ -25,7 +25,7 @@ from webapp.plugin import ConnectorTaskId
 from webapp.runtime import registry
 from webapp.states import State, TargetState, reported_state
 
-from . import config_providers
+from . import config_providers, converter_defaults
 from webapp.agent_tasks import AgentTasksWriter
 
 from .agent_status import AgentStatusWriter
@@ -531,14 +531,16 @@ class Worker:
         asked for its task configs and stopped. Errors: the plugin's."""
         plugin = registry.resolve(config.get("connector.class", ""))
         connector = plugin.cls()
-        resolved = config_providers.transform(config)
+        # the worker's converters where the connector names none of its own (converter_defaults)
+        defaulted = converter_defaults.with_defaults(config, converter_defaults.from_environment())
+        resolved = config_providers.transform(defaulted)
         connector.start(resolved)
         try:
             configs = connector.task_configs(int(resolved.get("tasks.max", "1")))
             recheck = connector.task_configs_recheck_s() if hasattr(connector, "task_configs_recheck_s") else None
         finally:
             connector.stop()
-        return config_providers.reverse_transform(config, resolved, configs), recheck
+        return config_providers.reverse_transform(defaulted, resolved, configs), recheck
 
     def _recheck_task_configs(self) -> None:
         """Start the task-config recheck of each connector run here whose recheck is due (:meth:`_recheck`),

@@ -24,7 +24,7 @@ from webapp.plugin import BatchResult, ConnectorTaskId, SourceOffset, TaskContex
 from webapp.runtime import registry
 from webapp.states import State, TargetState
 
-from . import config_providers
+from . import config_providers, converter_defaults
 from .client import ControlPlaneClient, Fenced
 from .engine import LazySpark, use_phases
 from .task_metrics import TaskMetrics, batch_topics
@@ -319,7 +319,9 @@ class WorkerTask:
                               engine=self.engine, end_offsets=self.end_offsets, wake=self.wake,
                               file_changes=self.file_changes, metrics=self.metrics)
         # secrets are resolved here, in the worker, just before the task starts (config_providers)
-        task = plugin.cls.task_class(context, config_providers.transform(self.config))
+        # the worker's converters where the connector names none (converter_defaults), as it was validated
+        config = converter_defaults.with_defaults(self.config, converter_defaults.from_environment())
+        task = plugin.cls.task_class(context, config_providers.transform(config))
         self._task = task
         task.start()
 
