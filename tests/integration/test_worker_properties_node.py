@@ -1,6 +1,7 @@
 """A raft,worker node configured by a Kafka Connect worker properties file moves data with the file's
 producer./consumer./admin. client settings: the agent receives exactly them, librdkafka accepts them in
-real clients, and the raftconnect client restarts the running connector."""
+real clients, the worker's converter settings become the connectors' (schemaless JSON on the wire), and the
+raftconnect client restarts the running connector."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.kafka_helpers import read_messages
 from tools.demo import SINK_CLASS, SOURCE_CLASS
 from tools.launcher import REPO_ROOT, NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
@@ -39,7 +41,10 @@ def test_client_settings_from_worker_properties_reach_running_tasks(tmp_path, ka
                      "producer.max.request.size=1048576\n"  # Java's name: mapped (webapp/kafka/client_overrides.py)
                      "task.shutdown.graceful.timeout.ms=3000\n"
                      # the tasks hold their offsets up to 2 s: the sink's count below arrives by the interval's timer
-                     "offset.flush.interval.ms=2000\n")
+                     "offset.flush.interval.ms=2000\n"
+                     # the worker's converter: connectors that name none write and read schemaless JSON
+                     "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
+                     "value.converter.schemas.enable=false\n")
     node = NodeProcess(node_id="props", rest_port=free_port(), raft_port=free_port(),
                        data_dir=str(tmp_path / "props"), bootstrap_servers=kafka_broker.bootstrap_servers,
                        extra_args=["--config", str(props)])
@@ -65,6 +70,8 @@ def test_client_settings_from_worker_properties_reach_running_tasks(tmp_path, ka
             assert not failures, failures
             return c.sink_offsets_total("props-sink") >= ROWS
         wait_for(consumed, 180, interval=0.5, what=f"the sink to consume {ROWS} records")
+        first = json.loads(read_messages(kafka_broker.bootstrap_servers, "props-topic")[0].value())
+        assert "schema" not in first and "payload" not in first and set(first) == {"id", "name"}
 
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_") or k == "RAFTCONNECT_DEVELOPMENT"},
                "RAFTCONNECT_URL": node.url, "RAFTCONNECT_USER": node.auth[0], "RAFTCONNECT_PASSWORD": node.auth[1],
