@@ -122,6 +122,16 @@ def test_a_worker_that_leaves_is_held_too_and_a_deleted_connector_is_not(make):
     assert set(kept_tasks) == {t for t in tasks if not t.startswith(gone + "-")}
 
 
+def test_a_worker_that_owned_nothing_is_not_held(make):
+    c, clock = make(60_000)
+    for name in ("a", "b"):
+        c.store.remove_connector_config(name)
+    c.rebalance()
+    assert owned(c, "w2") == ([], [])
+    c.leave("w2")
+    assert c.held_workers() == ()
+
+
 def test_a_new_leader_gives_grace_instead(make):
     """A new coordinator epoch starts from the committed assignment: its owners get two sessions
     (``_activate``), and one that does not come back is held from its expiry on."""

@@ -399,9 +399,12 @@ class GroupCoordinator:
         self.rebalance()
 
     def _depart(self, worker_id: str) -> None:
-        """Note that ``worker_id`` left now, when departures are held (under ``_lock``)."""
+        """Note that ``worker_id`` left now, when departures are held and it owns something (under ``_lock``;
+        a walk of the assignment, once per departure)."""
         if self.rebalance_delay > 0:
-            self._departed[worker_id] = self.clock()
+            a = self.raft.state.assignment
+            if worker_id in a["connectors"].values() or worker_id in a["tasks"].values():
+                self._departed[worker_id] = self.clock()
 
     def held_workers(self) -> tuple[str, ...]:
         """Workers that left less than ``rebalance_delay`` ago and are not back, sorted: their connectors
