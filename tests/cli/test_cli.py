@@ -231,3 +231,21 @@ def test_users_and_tokens_commands(context, cli_node, run_cli):
     assert run_cli("--url", cli_node.url, "--token", key, "get", "connectors").code == 1
     assert run_cli_("users", "delete", "cli-user").code == 0
     assert run_cli(*as_user, "get", "connectors").code == 1
+
+
+def test_cluster_table_says_how_long_a_departed_workers_tasks_are_held(monkeypatch):
+    from webapp.cli import app
+
+    class Answer:
+        def get(self, path):
+            assert path == "/raftconnect/v1/cluster"
+            node = {"roles": ["worker"], "rest_address": "h:8083", "raft_address": None, "raft": None, "tasks": ["a-0"]}
+            return {"leader": "r1:7001", "generation": 9, "metadata_store": "raft", "nodes": [
+                {**node, "id": "w1", "alive": True, "reassign_in_s": None},
+                {**node, "id": "w2", "alive": False, "reassign_in_s": 41.2},
+                {**node, "id": "w3", "alive": False, "reassign_in_s": None}]}
+
+    monkeypatch.setattr(app, "_client", lambda ctx: Answer())
+    out = CliRunner().invoke(app.cli, ["cluster"], prog_name="raftconnect").output
+    rows = {line.split()[0]: line for line in out.splitlines()[1:] if line.strip()}
+    assert " yes " in rows["w1"] and "no (tasks held 42s)" in rows["w2"] and "held" not in rows["w3"]

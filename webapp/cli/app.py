@@ -323,8 +323,17 @@ def cluster(ctx: click.Context, output: str) -> None:
                f"metadata store {data.get('metadata_store')}")
     _table(("NODE", "ROLES", "REST", "RAFT", "ALIVE", "RAFT STATE", "TASKS"),
            [(n.get("id"), ",".join(n.get("roles") or []), n.get("rest_address"), n.get("raft_address") or "-",
-             "yes" if n.get("alive") else "no", (n.get("raft") or {}).get("state") or "-", len(n.get("tasks") or []))
+             _alive(n), (n.get("raft") or {}).get("state") or "-", len(n.get("tasks") or []))
             for n in data.get("nodes", [])])
+
+
+def _alive(node: dict[str, Any]) -> str:
+    """``yes``, ``no``, or for a departed worker whose work waits for it (scheduled.rebalance.max.delay.ms)
+    ``no (tasks held Ns)``."""
+    if node.get("alive"):
+        return "yes"
+    held = node.get("reassign_in_s")
+    return "no" if held is None else f"no (tasks held {int(-(-held // 1))}s)"
 
 
 
