@@ -156,3 +156,21 @@ def test_environment_delay(monkeypatch):
     monkeypatch.setenv("RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS", "-3")
     with pytest.raises(ValueError, match=">= 0"):
         environment.scheduled_rebalance_max_delay_ms()
+
+
+def test_a_worker_back_as_a_new_process_gets_its_own_back_granted_anew(make):
+    """A rolling restart: the agent comes back as a new process (another incarnation) within the delay. Its
+    held connectors and tasks stay its own and are granted anew, so its old process's late writes are fenced."""
+    c, clock = make(60_000)
+    c.heartbeat("w2", {**MEMBER, "incarnation": "first"}, {})
+    before = dict(c.raft.state.assignment["tasks"])
+    mine = owned(c, "w2")
+    granted = {k: g for k, g in c.raft.state.assignment["assigned_at"].items()}
+    pass_time(c, clock, SESSION_S * 3)
+    c.rebalance()
+    assert c.held_workers() == ("w2",)
+    c.heartbeat("w2", {**MEMBER, "incarnation": "second"}, {})
+    c.rebalance()
+    assert owned(c, "w2") == mine and dict(c.raft.state.assignment["tasks"]) == before
+    after = c.raft.state.assignment["assigned_at"]
+    assert all(after[k] > granted[k] for k in mine[1])  # granted anew: a newer generation than before
