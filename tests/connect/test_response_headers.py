@@ -61,8 +61,8 @@ def rules(settings):
     settings.MIDDLEWARE = ["webapp.connect.response_headers.ResponseHeadersMiddleware", *settings.MIDDLEWARE]
 
 
-def test_every_answer_carries_them_on_both_paths(rules, apps, tmp_path):
-    fast, full = apps
+def test_every_answer_carries_them_on_both_paths(rules, apps, tmp_path):  # noqa: F811 - the imported fixture
+    _, full = apps
     (created, reference, taken) = both(apps, "POST", "/connectors", {"name": "rh", "config": source_config(tmp_path)},
                                        auth=basic("operator", "pw"))
     assert taken, "the fast path did not answer the create"
@@ -73,7 +73,7 @@ def test_every_answer_carries_them_on_both_paths(rules, apps, tmp_path):
     assert refused[0] == 401 and refused[1]["x-frame-options"] == "DENY"  # errors too
 
 
-def test_none_by_default(apps, settings):
+def test_none_by_default(apps, settings):  # noqa: F811 - the imported fixture
     assert settings.REST_RESPONSE_HEADER_RULES == ()
     assert "webapp.connect.response_headers.ResponseHeadersMiddleware" not in settings.MIDDLEWARE
     _, full = apps

@@ -109,7 +109,7 @@ def test_without_a_delay_the_work_moves_at_once(make):
 
 
 def test_a_worker_that_leaves_is_held_too_and_a_deleted_connector_is_not(make):
-    c, clock = make(60_000)
+    c, _ = make(60_000)
     connectors, tasks = owned(c, "w2")
     c.leave("w2")
     assert c.held_workers() == ("w2",)
@@ -123,7 +123,7 @@ def test_a_worker_that_leaves_is_held_too_and_a_deleted_connector_is_not(make):
 
 
 def test_a_worker_that_owned_nothing_is_not_held(make):
-    c, clock = make(60_000)
+    c, _ = make(60_000)
     for name in ("a", "b"):
         c.store.remove_connector_config(name)
     c.rebalance()
