@@ -70,6 +70,14 @@ def _ms_as_s(name: str, default_ms: int) -> float:
     return int(_get(name, str(default_ms))) / 1000.0
 
 
+def _whole_ms(name: str) -> int:
+    """Variable ``name`` as a whole number of milliseconds >= 0 (default 0); ``ValueError`` naming it."""
+    raw = _get(name, "0").strip()
+    if not raw.isdigit():
+        raise ValueError(f"{name} must be a whole number of milliseconds >= 0, got {raw!r}")
+    return int(raw)
+
+
 def data_dir(default: str = "var/default") -> str:
     """``RAFTCONNECT_DATA_DIR`` as given (relative paths are relative to the working directory)."""
     return _get(DATA_DIR_ENV, default)
@@ -134,10 +142,7 @@ def offset_flush_interval_s() -> float:
     replays up to this long of its work instead of one batch. Errors: ``ValueError`` when not an
     integer or negative.
     """
-    ms = int(_get("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", "0"))
-    if ms < 0:
-        raise ValueError(f"RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS must be >= 0, got {ms}")
-    return ms / 1000.0
+    return _whole_ms("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS") / 1000.0
 
 
 def scheduled_rebalance_max_delay_ms() -> int:
@@ -146,10 +151,7 @@ def scheduled_rebalance_max_delay_ms() -> int:
     How long the coordinator keeps a departed worker's connectors and tasks for it before reassigning
     them (``GroupCoordinator``). Errors: ``ValueError`` when not an integer or negative.
     """
-    ms = int(_get("RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS", "0"))
-    if ms < 0:
-        raise ValueError(f"RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS must be >= 0, got {ms}")
-    return ms
+    return _whole_ms("RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS")
 
 
 def task_engine() -> str:

@@ -630,3 +630,26 @@ def test_a_forward_to_a_port_nobody_listens_on_is_a_target_unreachable_and_other
         assert exc.value.status == 503
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS", "10s"),
+    ("RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS", "-1"),
+    ("RAFTCONNECT_CONVERTER_DEFAULTS", "value.converter=x"),
+])
+def test_runnode_with_a_bad_worker_setting_exits_naming_it(tmp_path, variable, value):
+    """Read later by the agent or by each validation, these are checked when the node starts."""
+    from tools.launcher import NodeProcess, wait_for
+
+    node = NodeProcess(node_id="bad", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "n"),
+                       bootstrap_servers="127.0.0.1:9", roles="raft", env={variable: value})
+    try:
+        node.start(wait=False)
+        wait_for(lambda: node.proc.poll() is not None, 120, what="the node with a bad setting to exit")
+        assert node.proc.returncode != 0
+        with open(node.log_path) as fh:
+            log_text = fh.read()
+        assert variable in log_text, log_text[-2000:]
+    finally:
+        if node.proc.poll() is None:
+            node.kill()

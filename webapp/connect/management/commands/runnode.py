@@ -22,7 +22,7 @@ from webapp.connect.api.accounts import bootstrap_users
 from webapp.connect import census, malloc
 from webapp.connect.node import ConnectNode, NodeOptions
 from webapp.connect.restserver import rest_server
-from webapp.runtime import file_access
+from webapp.runtime import converter_defaults, file_access
 from webapp.connect.nodeargs import add_node_arguments, with_default_port
 from webapp.kafka import client_overrides
 from webapp.connect.workerconfig import (PropertiesError, check_client_config, kafka_client_config_from_env,
@@ -101,6 +101,10 @@ class Command(BaseCommand):
             # set by prepare_runnode from --config's Kafka client keys (producer./consumer./admin. included)
             client_config, _ = check_client_config(kafka_client_config_from_env())
             client_overrides.override_policy()  # Connect refuses to start with an unknown policy, so do we
+            # read later by the agent and by each validation: a bad value stops the node now, with its name
+            environment.offset_flush_interval_s()
+            environment.scheduled_rebalance_max_delay_ms()
+            converter_defaults.from_environment()
         except (PropertiesError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         # raftconnect.file.allowed.paths: the flag (or the variable) becomes this process's variable, made
