@@ -48,7 +48,7 @@ __all__ = [
     "REST_FAST_PATH_ENV",
     "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
-    "task_shutdown_graceful_timeout_s", "offset_flush_interval_s",
+    "task_shutdown_graceful_timeout_s", "whole_ms", "offset_flush_interval_s",
     "scheduled_rebalance_max_delay_ms", "task_engine", "spark_min_batch_rows", "engine_processes",
     "file_watch_interval_s", "sink_wake_interval_s", "config_providers", "config_provider_allowed_paths",
     "config_provider_env_pattern",
@@ -70,12 +70,17 @@ def _ms_as_s(name: str, default_ms: int) -> float:
     return int(_get(name, str(default_ms))) / 1000.0
 
 
-def _whole_ms(name: str) -> int:
-    """Variable ``name`` as a whole number of milliseconds >= 0 (default 0); ``ValueError`` naming it."""
-    raw = _get(name, "0").strip()
-    if not raw.isdigit():
+def whole_ms(name: str, raw: str) -> int:
+    """``raw``, the value of setting ``name``, as a whole number of milliseconds >= 0; ``ValueError`` naming
+    ``name`` otherwise. Shared by the variables below and the worker properties that set them."""
+    if not raw.strip().isdigit():
         raise ValueError(f"{name} must be a whole number of milliseconds >= 0, got {raw!r}")
     return int(raw)
+
+
+def _whole_ms(name: str) -> int:
+    """Variable ``name`` as :func:`whole_ms` (default 0)."""
+    return whole_ms(name, _get(name, "0"))
 
 
 def data_dir(default: str = "var/default") -> str:

@@ -610,7 +610,7 @@ def connector_config_errors(config: dict[str, str], plugin: registry.PluginDesc)
     The config is checked with the worker's converters where it names none of its own
     (:mod:`webapp.runtime.converter_defaults`), as the worker runs it.
     """
-    config = converter_defaults.with_defaults(config, converter_defaults.from_environment())  # the worker's
+    config = converter_defaults.with_worker_defaults(config)  # the worker's
     errors = {k: list(v) for k, v in plugin.cls().validate(config).items() if not has_references(config.get(k))}
     for extra in (auto_restart_errors(config), validate_transforms(config),
                   validate_error_config(config, sink=plugin.type == "sink"), engine_config_errors(config),

@@ -47,7 +47,8 @@ from typing import Mapping
 
 from webapp.connect import cors, response_headers
 from webapp.kafka import client_overrides
-from webapp.runtime import converter_defaults
+from webapp import environment
+from webapp.runtime import converter_defaults, converters
 from webapp.kafka.client_config import (
     KAFKA_CLIENT_CONFIG_ENV,
     ClientConfigError,
@@ -105,8 +106,8 @@ _ENV_KEYS: dict[str, str] = {
 # keys of _ENV_KEYS whose value must be a whole number of milliseconds
 _MS_KEYS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
 
-#: the converter classes RaftConnect has (webapp.runtime.converters)
-_CONVERTERS = ("org.apache.kafka.connect.json.JsonConverter", "org.apache.kafka.connect.storage.StringConverter")
+#: the converter classes RaftConnect has
+_CONVERTERS = (converters.JSON_CONVERTER_CLASS, converters.STRING_CONVERTER_CLASS)
 
 _REST_KEYS = ("listeners", "rest.advertised.host.name", "rest.advertised.port", "rest.advertised.listener")
 
@@ -275,7 +276,7 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
     common: dict[str, str] = {}
     prefixed: dict[str, dict[str, str]] = {p: {} for p in CLIENT_PREFIXES}
     flags: list[tuple[str, str, str | None]] = []
-    converters: dict[str, str] = {}
+    worker_converters: dict[str, str] = {}
     for key, value in props.items():
         if key in _FLAG_KEYS:
             flag, env = _FLAG_KEYS[key]
@@ -286,17 +287,15 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
                     value = client_overrides.normalize_policy(value)
                 except ValueError as exc:
                     raise PropertiesError(str(exc)) from None
-            elif key in _MS_KEYS and not value.strip().isdigit():
-                raise PropertiesError(f"{key}: expected a whole number of milliseconds >= 0, got {value!r}")
-            elif key == "response.http.headers.config":
-                try:
-                    response_headers.parse_rules(value)
-                except ValueError as exc:
-                    raise PropertiesError(str(exc)) from None
-            elif key.startswith("access.control.allow."):
-                try:  # checked here, with the file's name for the key, rather than when settings load
-                    cors.cors_settings(value if key.endswith("origin") else None,
-                                       value if key.endswith("methods") else None)
+            else:
+                try:  # checked here, with the file's name for the key, rather than when read at run time
+                    if key in _MS_KEYS:
+                        environment.whole_ms(key, value)
+                    elif key == "response.http.headers.config":
+                        response_headers.parse_rules(value)
+                    elif key.startswith("access.control.allow."):
+                        cors.cors_settings(value if key.endswith("origin") else None,
+                                           value if key.endswith("methods") else None)
                 except ValueError as exc:
                     raise PropertiesError(str(exc)) from None
             if _ENV_KEYS[key] not in environ:
@@ -311,16 +310,16 @@ def worker_config(props: Mapping[str, str], environ: Mapping[str, str] | None = 
         elif key == "config.providers" or key.startswith("config.providers."):
             continue  # below, together
         elif converter_defaults.is_converter_key(key):
-            converters[key] = value
+            worker_converters[key] = value
         elif key in _IGNORED_KEYS or key.startswith(("metrics.", "listeners.https.")):
             cfg.ignored.append(key)
         else:
             cfg.warnings.append(f"{key}: unknown worker setting; ignored")
-    if converters and converter_defaults.ENV not in environ:
-        cfg.env[converter_defaults.ENV] = json.dumps(converters, sort_keys=True)
+    if worker_converters and converter_defaults.ENV not in environ:
+        cfg.env[converter_defaults.ENV] = json.dumps(worker_converters, sort_keys=True)
         for kind in ("key.converter", "value.converter"):
-            if converters.get(kind, _CONVERTERS[0]).strip() not in _CONVERTERS:
-                cfg.warnings.append(f"{kind}={converters[kind]}: not available in RaftConnect ({', '.join(_CONVERTERS)} "
+            if worker_converters.get(kind, _CONVERTERS[0]).strip() not in _CONVERTERS:
+                cfg.warnings.append(f"{kind}={worker_converters[kind]}: not available in RaftConnect ({', '.join(_CONVERTERS)} "
                                     f"are); connectors that name no {kind} of their own will be refused")
     flags += _rest_flags(props, cfg.warnings)
     for env, value in _config_providers(props, cfg.warnings).items():

@@ -19,7 +19,7 @@ import json
 import os
 from typing import Mapping
 
-__all__ = ["ENV", "KINDS", "is_converter_key", "from_environment", "with_defaults"]
+__all__ = ["ENV", "KINDS", "is_converter_key", "from_environment", "with_defaults", "with_worker_defaults"]
 
 ENV = "RAFTCONNECT_CONVERTER_DEFAULTS"
 #: the three converters a connector has, each a key naming its class and keys ``<kind>.<setting>``
@@ -60,3 +60,9 @@ def with_defaults(config: Mapping[str, str], defaults: Mapping[str, str]) -> dic
         added.update((k, v) for k, v in defaults.items()
                      if (k == kind or k.startswith(prefix)) and k not in config)
     return {**config, **added} if added else config  # type: ignore[return-value]
+
+
+def with_worker_defaults(config: Mapping[str, str]) -> dict[str, str]:
+    """:func:`with_defaults` of this process's worker settings (:func:`from_environment`): what the leader
+    validates and the worker runs."""
+    return with_defaults(config, from_environment())

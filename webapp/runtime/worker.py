@@ -532,7 +532,7 @@ class Worker:
         plugin = registry.resolve(config.get("connector.class", ""))
         connector = plugin.cls()
         # the worker's converters where the connector names none of its own (converter_defaults)
-        defaulted = converter_defaults.with_defaults(config, converter_defaults.from_environment())
+        defaulted = converter_defaults.with_worker_defaults(config)
         resolved = config_providers.transform(defaulted)
         connector.start(resolved)
         try:
@@ -571,21 +571,20 @@ class Worker:
         request a task reconfiguration for it). A failed recheck is logged and tried again at the next one:
         the connector keeps running its current tasks."""
         try:
-            try:
-                configs, _ = self._split(c["config"])
-                now = self.connectors.get(name)
-                if now is None or now["config"] != c["config"] or now["generation"] != c["generation"]:
-                    return  # changed meanwhile: the reconcile that changed it split the new config itself
-                if configs != c["tasks"]:
-                    log.info("connector %s: its work changed: %d task config(s) now, %d before", name, len(configs),
-                             len(c["tasks"]))
-                    self.client.put_task_configs(name, c["generation"], configs)
-            except Fenced as exc:
-                log.info("connector %s: task configs of generation %s refused (%s): it moved", name,
-                         c["generation"], exc)
-                self._rechecks.pop(name, None)
-            except Exception:  # the next recheck tries again; the running tasks are unaffected
-                log.warning("connector %s: could not recheck its task configs", name, exc_info=True)
+            configs, _ = self._split(c["config"])
+            now = self.connectors.get(name)
+            if now is None or now["config"] != c["config"] or now["generation"] != c["generation"]:
+                return  # changed meanwhile: the reconcile that changed it split the new config itself
+            if configs != c["tasks"]:
+                log.info("connector %s: its work changed: %d task config(s) now, %d before", name, len(configs),
+                         len(c["tasks"]))
+                self.client.put_task_configs(name, c["generation"], configs)
+        except Fenced as exc:
+            log.info("connector %s: task configs of generation %s refused (%s): it moved", name,
+                     c["generation"], exc)
+            self._rechecks.pop(name, None)
+        except Exception:  # the next recheck tries again; the running tasks are unaffected
+            log.warning("connector %s: could not recheck its task configs", name, exc_info=True)
         finally:
             self._rechecking.discard(name)
 

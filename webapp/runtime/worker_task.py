@@ -320,7 +320,7 @@ class WorkerTask:
                               file_changes=self.file_changes, metrics=self.metrics)
         # secrets are resolved here, in the worker, just before the task starts (config_providers)
         # the worker's converters where the connector names none (converter_defaults), as it was validated
-        config = converter_defaults.with_defaults(self.config, converter_defaults.from_environment())
+        config = converter_defaults.with_worker_defaults(self.config)
         task = plugin.cls.task_class(context, config_providers.transform(config))
         self._task = task
         task.start()
