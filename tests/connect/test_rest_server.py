@@ -477,26 +477,36 @@ def test_a_stopped_granian_server_closes_only_its_own_descriptor():
         os.close(fd)
 
 
+def _log_of_a_node_that_exits(node, what: str) -> str:
+    """Start ``node`` (a ``tools.launcher.NodeProcess``), wait for it to exit, assert it failed; its log.
+    Kills it if it is still running when the caller's check fails."""
+    from tools.launcher import wait_for
+
+    try:
+        node.start(wait=False)
+        wait_for(lambda: node.proc.poll() is not None, 120, what=what)
+        assert node.proc.returncode != 0
+        with open(node.log_path) as fh:
+            return fh.read()
+    finally:
+        if node.proc is not None and node.proc.poll() is None:
+            node.proc.kill()
+
+
 def test_runnode_on_a_taken_rest_port_exits_saying_so(tmp_path):
     """Another process holds the node's REST port: the node stops with the address in its message
     (with granian's own socket it would have shared the port and served half of its connections)."""
-    from tools.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess
 
     holder = socket.create_server(("127.0.0.1", 0))
     port = holder.getsockname()[1]
     node = NodeProcess(node_id="taken", rest_port=port, raft_port=free_port(), data_dir=str(tmp_path / "n"),
                        bootstrap_servers="127.0.0.1:9", roles="raft")
     try:
-        node.start(wait=False)
-        wait_for(lambda: node.proc.poll() is not None, 120, what="the node on a taken port to exit")
-        assert node.proc.returncode != 0
-        with open(node.log_path) as fh:
-            log_text = fh.read()
+        log_text = _log_of_a_node_that_exits(node, "the node on a taken port to exit")
         assert f"REST server on 127.0.0.1:{port}" in log_text and "Address already in use" in log_text, \
             log_text[-2000:]
     finally:
-        if node.proc is not None and node.proc.poll() is None:
-            node.proc.kill()
         holder.close()
 
 
@@ -641,17 +651,9 @@ def test_a_forward_to_a_port_nobody_listens_on_is_a_target_unreachable_and_other
 ])
 def test_runnode_with_a_bad_worker_setting_exits_naming_it(tmp_path, variable, value):
     """Read later by the agent or by each validation, these are checked when the node starts."""
-    from tools.launcher import NodeProcess, wait_for
+    from tools.launcher import NodeProcess
 
     node = NodeProcess(node_id="bad", rest_port=free_port(), raft_port=free_port(), data_dir=str(tmp_path / "n"),
                        bootstrap_servers="127.0.0.1:9", roles="raft", env={variable: value})
-    try:
-        node.start(wait=False)
-        wait_for(lambda: node.proc.poll() is not None, 120, what="the node with a bad setting to exit")
-        assert node.proc.returncode != 0
-        with open(node.log_path) as fh:
-            log_text = fh.read()
-        assert variable in log_text, log_text[-2000:]
-    finally:
-        if node.proc.poll() is None:
-            node.kill()
+    log_text = _log_of_a_node_that_exits(node, "the node with a bad setting to exit")
+    assert variable in log_text, log_text[-2000:]
