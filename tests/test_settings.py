@@ -1,4 +1,4 @@
-"""webapp.settings: no secret key outside explicit development mode means no start."""
+"""webapp.settings: no secret key outside explicit development mode means no start; the session age."""
 import os
 import subprocess
 import sys
@@ -10,10 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
 
 
-def load_settings(**variables: str) -> subprocess.CompletedProcess:
+def load_settings(script: str = SCRIPT, **variables: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAFTCONNECT_")}
     env.update(DJANGO_SETTINGS_MODULE="webapp.settings", **variables)
-    return subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)
 
 
@@ -41,3 +41,21 @@ def test_the_suite_itself_runs_in_development_mode():
 
     assert settings.DEVELOPMENT is True
     assert os.environ["DJANGO_SETTINGS_MODULE"] == "webapp.settings"  # what subprocess nodes load
+
+
+AGE = "import django; django.setup(); from django.conf import settings; print(settings.SESSION_COOKIE_AGE)"
+
+
+@pytest.mark.parametrize(("value", "age"), [(None, "43200"), ("3600", "3600")])
+def test_the_session_age(value, age):
+    out = load_settings(AGE, RAFTCONNECT_DEVELOPMENT="1",
+                        **({"RAFTCONNECT_SESSION_COOKIE_AGE_S": value} if value else {}))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == age
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "12h", "1.5"])
+def test_a_bad_session_age_fails_fast_naming_the_variable(value):
+    out = load_settings(AGE, RAFTCONNECT_DEVELOPMENT="1", RAFTCONNECT_SESSION_COOKIE_AGE_S=value)
+    assert out.returncode != 0
+    assert "RAFTCONNECT_SESSION_COOKIE_AGE_S: a whole number of seconds above 0" in out.stderr and repr(value) in out.stderr

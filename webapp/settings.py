@@ -5,7 +5,7 @@ node's configuration is one set of variables; ``runnode`` sets the per-node
 ones (data dir, addresses) before Django starts. Fails fast
 (``ImproperlyConfigured``) without a secret key unless the process is in
 development mode (``RAFTCONNECT_DEVELOPMENT=1``, see ``DEVELOPMENT``). Each node keeps its Django
-database (users, sessions, admin log) in SQLite under its data directory;
+database (mirrored users, admin log) in SQLite under its data directory;
 cluster metadata lives in Raft or the configured metadata store, never here.
 """
 from __future__ import annotations
@@ -44,6 +44,17 @@ ALLOWED_HOSTS = [h for h in os.environ.get("RAFTCONNECT_ALLOWED_HOSTS", "*").spl
 # The console's session writes are CSRF-checked against the Origin; behind a TLS-terminating proxy name its
 # public origins here (e.g. https://connect.example.com).
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("RAFTCONNECT_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Console and admin sessions are signed cookies, valid on every node that signs with the same key
+# (webapp.connect.api.sessions); they cannot be revoked, hence an age shorter than Django's two weeks.
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_AGE_ENV = "RAFTCONNECT_SESSION_COOKIE_AGE_S"
+try:
+    SESSION_COOKIE_AGE = int(os.environ.get(SESSION_COOKIE_AGE_ENV) or 12 * 3600)
+    if SESSION_COOKIE_AGE <= 0:
+        raise ValueError("must be positive")
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"{SESSION_COOKIE_AGE_ENV}: a whole number of seconds above 0 is needed, "
+                               f"got {os.environ.get(SESSION_COOKIE_AGE_ENV)!r} ({_exc})") from None
 # Cross-origin access to the REST API for browser applications on other origins: Connect's
 # access.control.allow.origin / .methods (webapp.connect.cors); none unless set.
 try:
@@ -96,7 +107,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.connect.api.sessions.ClusterAuthenticationMiddleware",  # Django's, sessions valid on every node
     "webapp.admin_site.LazyMessageMiddleware",  # Django's MessageMiddleware, storage made when used
 ]
 

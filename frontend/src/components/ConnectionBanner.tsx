@@ -83,7 +83,7 @@ export function ConnectionBanner({ navigate = (url: string) => window.location.a
               <button type="button" className="link" onClick={() => setCountdown(null)}>
                 stay
               </button>
-              ; log in there: sessions are per node)
+              ; a login holds there unless the node has another host name)
             </>
           ) : null}
         </>
