@@ -48,3 +48,48 @@ def test_connectors_name_their_task_classes():
     assert FileSourceConnector.task_class is FileSourceTask
     assert FileSinkConnector.task_class is FileSinkTask
     assert FileSourceConnector.type == "source" and FileSinkConnector.type == "sink"
+
+
+def test_a_passed_path_check_is_reused_for_a_second_and_a_failed_one_never(tmp_path, monkeypatch):
+    from webapp.connectors.file import connectors
+
+    clock = [100.0]
+    monkeypatch.setattr(connectors, "_passed", connectors.RecentlyPassed(1.0, clock=lambda: clock[0]))
+    made = []
+    real_check = connectors._check_source_path
+    monkeypatch.setattr(connectors, "_check_source_path", lambda *a: made.append(a[1]) or real_check(*a))
+    conn = FileSourceConnector()
+    csv = tmp_path / "in.csv"
+    config = {"path": str(csv), "topic": "t", "format": "csv"}
+
+    assert "does not exist" in conn.validate(config)["path"][0]
+    csv.write_text("a\n1\n")  # created right after the error: seen at once (failures are not kept)
+    assert conn.validate(config)["path"] == []
+    assert made == [str(csv), str(csv)]
+    csv.unlink()
+    assert conn.validate(config)["path"] == []  # a pass is reused within the second...
+    assert len(made) == 2
+    clock[0] += 1.0
+    assert "does not exist" in conn.validate(config)["path"][0]  # ...and checked again after it
+    assert len(made) == 3
+
+    csv.write_text("a\n1\n")
+    assert conn.validate(config)["path"] == []
+    other_pattern = {**config, "file.pattern": "*.csv"}
+    assert conn.validate(other_pattern)["path"] == [] and len(made) == 5  # another pattern: its own check
+    monkeypatch.setenv("RAFTCONNECT_FILE_ALLOWED_PATHS", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr("webapp.runtime.file_access._policies", {})
+    assert "not under" in conn.validate(config)["path"][0]  # other allowed roots: checked again
+    assert len(made) == 6
+
+
+def test_recently_passed_keeps_at_most_its_limit_oldest_forgotten_first():
+    from webapp.connectors.file.connectors import RecentlyPassed
+
+    passed = RecentlyPassed(60.0, max_entries=3, clock=lambda: 0.0)
+    for key in "abcd":
+        passed.add(key)
+    assert [k in passed for k in "abcd"] == [False, True, True, True]
+    passed.add("b")  # added again: now the newest
+    passed.add("e")
+    assert [k in passed for k in "bcde"] == [True, False, True, True]

@@ -17,8 +17,10 @@ import json
 import math
 import os
 import stat
+import threading
+import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from webapp.kafka.topics import is_valid_topic_name
 from webapp.plugin import (
@@ -84,6 +86,86 @@ def _stat_mode(path: str) -> int | None:
         return None
 
 
+def _source_path_errors(path: str, pattern: str, format_given: bool) -> tuple[tuple[str, str], ...]:
+    """``((key, message), ...)``: what is wrong with a file source's ``path`` (allowed, exists, a readable
+    file or directory whose files are allowed too) and, without ``format``, with inferring its format.
+
+    A check that found nothing wrong is not made again for :data:`PATH_CHECK_TTL_S` for the same
+    ``(path, pattern, format_given)`` and allowed roots (:class:`RecentlyPassed`); one that found a
+    problem is made again every time, so a file created after an error is seen at once."""
+    access = file_access.policy()
+    key = (path, pattern, format_given, access)
+    if key in _passed:
+        return ()
+    errors = _check_source_path(access, path, pattern, format_given)
+    if not errors:
+        _passed.add(key)
+    return errors
+
+
+def _check_source_path(access: file_access.FileAccessPolicy, path: str, pattern: str,
+                       format_given: bool) -> tuple[tuple[str, str], ...]:
+    denied = access.violation(path)  # first: nothing is said about paths outside the allowed roots
+    mode = None if denied else _stat_mode(path)
+    if denied:
+        return (("path", denied),)
+    if mode is None:
+        return (("path", f"Path {path} does not exist"),)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return (("path", f"Path {path} is neither a file nor a directory"),)
+    if not os.access(path, os.R_OK):
+        return (("path", f"Path {path} is not readable"),)
+    if stat.S_ISDIR(mode):
+        files = _list_files(path, pattern)
+        denied = next(filter(None, map(access.violation, files)), None)  # its symlinks too
+    else:
+        files, denied = [path], None  # checked above
+    if denied:
+        return (("path", denied),)
+    if not format_given and files and _format_from_name(files[0]) is None:
+        return (("format", (f"Cannot infer the format of {files[0]} from its extension; "
+                            f"set format to one of {', '.join(SOURCE_FORMATS)}")),)
+    return ()
+
+
+#: seconds a file source's passed path check is reused (:func:`_source_path_errors`)
+PATH_CHECK_TTL_S = 1.0
+
+
+class RecentlyPassed:
+    """Keys of checks that passed in the last ``ttl`` seconds (``clock``: ``time.monotonic``); at most
+    ``max_entries`` kept, the oldest forgotten first. Thread-safe.
+
+    A file source's config write checks its path with five system calls (resolve, stat, access), and
+    each lets the interpreter lock go: under 32 concurrent REST writes on the Raft leader each came
+    back to a wait for the lock, and the check was ~12% of the leader's time holding it (py-spy
+    ``--gil``, benchmarks/cluster, issue 16). A pass may thus be up to ``ttl`` old, as any check's
+    result may be a moment later: the tasks check their paths again before they read or write.
+    """
+
+    def __init__(self, ttl: float, max_entries: int = 1024, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._at: dict[Any, float] = {}
+
+    def __contains__(self, key: Any) -> bool:
+        at = self._at.get(key)
+        return at is not None and self._clock() - at < self.ttl
+
+    def add(self, key: Any) -> None:
+        """Remember that ``key``'s check passed now."""
+        with self._lock:
+            self._at.pop(key, None)
+            self._at[key] = self._clock()
+            while len(self._at) > self.max_entries:
+                del self._at[next(iter(self._at))]
+
+
+_passed = RecentlyPassed(PATH_CHECK_TTL_S)
+
+
 def _next_line_start(f, offset: int, size: int) -> int:
     """Smallest position >= offset that starts a line (just after a newline), or ``size``."""
     if offset <= 0:
@@ -124,28 +206,9 @@ class FileSourceConnector(SourceConnector):
                                _positive(conf, ("tasks.max", "batch.max.rows", "topic.creation.default.partitions")))
         path = config.get("path")
         if path:
-            access = file_access.policy()
-            denied = access.violation(path)  # first: nothing is said about paths outside the allowed roots
-            mode = None if denied else _stat_mode(path)
-            if denied:
-                errors["path"].append(denied)
-            elif mode is None:
-                errors["path"].append(f"Path {path} does not exist")
-            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                errors["path"].append(f"Path {path} is neither a file nor a directory")
-            elif not os.access(path, os.R_OK):
-                errors["path"].append(f"Path {path} is not readable")
-            else:
-                if stat.S_ISDIR(mode):
-                    files = _list_files(path, config.get("file.pattern") or "*")
-                    denied = next(filter(None, map(access.violation, files)), None)  # its symlinks too
-                else:
-                    files, denied = [path], None  # checked above
-                if denied:
-                    errors["path"].append(denied)
-                elif not config.get("format") and files and _format_from_name(files[0]) is None:
-                    errors["format"].append(f"Cannot infer the format of {files[0]} from its extension; "
-                                            f"set format to one of {', '.join(SOURCE_FORMATS)}")
+            for key, message in _source_path_errors(path, config.get("file.pattern") or "*",
+                                                    bool(config.get("format"))):
+                errors[key].append(message)
         topic = config.get("topic")
         if topic and not is_valid_topic_name(topic):
             errors["topic"].append(f"Invalid topic name {topic!r}: use up to 249 of [a-zA-Z0-9._-]")
