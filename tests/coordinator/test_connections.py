@@ -104,3 +104,34 @@ def test_a_signed_request_verifies_with_its_body_and_headers_and_goes_direct_pas
     assert (put.data, get.data) == (b"ok", b"ok")
     assert wrong.data == b"Internal request signature does not match"
     assert app.headers[0]["CONTENT_TYPE"] == "application/json"
+
+
+def test_a_signed_get_for_json_gives_the_body_or_one_kind_of_error_for_each_way_it_fails():
+    from webapp.coordinator import signing
+    from webapp.coordinator.connections import NotAnswered
+
+    def app(env, start_response):
+        def header(name: str) -> str | None:
+            return env.get("HTTP_" + name.upper().replace("-", "_"))
+
+        if signing.verify("s3cret", "GET", env["PATH_INFO"], b"", header(signing.TS_HEADER), header(signing.SIG_HEADER),
+                          nonce=header(signing.NONCE_HEADER)) is not None:  # not signed with the secret: refused
+            start_response("401 Unauthorized", [("Content-Type", "application/json")])
+            return [b'{"error_code": 401, "message": "not signed"}']
+        if env["PATH_INFO"] == "/gone":
+            start_response("503 Service Unavailable", [("Content-Type", "application/json")])
+            return [b'{"error_code": 503, "message": "no leader"}']
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b'{"leader": "n1"}' if env["PATH_INFO"] == "/json" else b"<html>"]
+
+    http = ClusterConnections(maxsize=1)
+    with serving(app, "waitress") as (_, port):
+        address = f"127.0.0.1:{port}"
+        assert http.signed_get_json(address, "/json", secret="s3cret", timeout=5) == {"leader": "n1"}
+        with pytest.raises(NotAnswered, match="HTTP 503: no leader") as failed:
+            http.signed_get_json(address, "/gone", secret="s3cret", timeout=5)
+        assert isinstance(failed.value, urllib3.exceptions.HTTPError)
+        with pytest.raises(NotAnswered, match="HTTP 401: not signed"):
+            http.signed_get_json(address, "/json", secret="another", timeout=5)
+        with pytest.raises(ValueError):
+            http.signed_get_json(address, "/html", secret="s3cret", timeout=5)

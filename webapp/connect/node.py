@@ -304,9 +304,8 @@ class ConnectNode:
             found = None
             for address in self.options.cluster:
                 try:
-                    resp = OCCASIONAL.signed("GET", address, "/raftconnect/v1/internal/leader", secret=self.secret,
-                                             timeout=2)
-                    answer = json.loads(resp.data) if resp.status < 400 else {}
+                    answer = OCCASIONAL.signed_get_json(address, "/raftconnect/v1/internal/leader",
+                                                        secret=self.secret, timeout=2)
                 except (urllib3.exceptions.HTTPError, ValueError):
                     continue
                 if isinstance(answer, dict) and answer.get("leader_rest_address"):
@@ -457,9 +456,8 @@ class ConnectNode:
             if node_id == self.options.node_id:
                 return node_id, self.raft.status()
             try:
-                resp = OCCASIONAL.signed("GET", m["rest_address"], "/raftconnect/v1/internal/raft",
-                                         secret=self.secret, timeout=timeout)
-                return node_id, json.loads(resp.data) if resp.status < 400 else {"state": "UNREACHABLE"}
+                return node_id, OCCASIONAL.signed_get_json(m["rest_address"], "/raftconnect/v1/internal/raft",
+                                                           secret=self.secret, timeout=timeout)
             except (urllib3.exceptions.HTTPError, ValueError):
                 return node_id, {"state": "UNREACHABLE"}
 

@@ -85,6 +85,23 @@ class ClusterConnections:
             sent.update(headers)
         return self.request(method, address, path, body=body or None, headers=sent, timeout=timeout)
 
+    def signed_get_json(self, address: str, path: str, *, secret: str, timeout: float) -> object:
+        """The decoded JSON body of a :meth:`signed` ``GET`` of ``path`` at ``address``.
+
+        Errors: :class:`NotAnswered` (a ``urllib3`` ``HTTPError``) for an answer of status 300 or
+        above, naming the status and the body's message; ``urllib3``'s errors as :meth:`request`;
+        ``ValueError`` for a body that is not JSON. A caller catching ``(urllib3.exceptions.HTTPError,
+        ValueError)`` thus catches every way the call can fail.
+        """
+        resp = self.signed("GET", address, path, secret=secret, timeout=timeout)
+        if resp.status >= 300:
+            raise NotAnswered(f"HTTP {resp.status}: {error_message(resp.data)}")
+        return json.loads(resp.data)
+
+
+class NotAnswered(urllib3.exceptions.HTTPError):
+    """An internal call answered with an error status (:meth:`ClusterConnections.signed_get_json`)."""
+
 
 def error_message(data: bytes) -> str:
     """What an error answer says: the ``message`` of a Connect error body (``{"error_code", "message"}``),

@@ -139,8 +139,6 @@ class RemoteDirectory:
 def _fetch_from_cluster(node) -> dict[str, Any]:
     """The users and tokens, asked of the ``--cluster`` members in turn (``GET /raftconnect/v1/internal/users``,
     signed, direct). Errors: ``ConnectionError`` naming what each member answered."""
-    import json
-
     import urllib3
 
     from webapp.coordinator.connections import OCCASIONAL
@@ -148,10 +146,7 @@ def _fetch_from_cluster(node) -> dict[str, Any]:
     errors = []
     for address in node.options.cluster:
         try:
-            resp = OCCASIONAL.signed("GET", address, "/raftconnect/v1/internal/users", secret=node.secret, timeout=2)
-            if resp.status < 300:
-                return json.loads(resp.data)
-            errors.append(f"{address}: HTTP {resp.status}")
+            return OCCASIONAL.signed_get_json(address, "/raftconnect/v1/internal/users", secret=node.secret, timeout=2)
         except (urllib3.exceptions.HTTPError, ValueError) as exc:
             errors.append(f"{address}: {exc}")
     raise ConnectionError("; ".join(errors) or "no --cluster address")
