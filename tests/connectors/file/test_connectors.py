@@ -6,6 +6,7 @@ import pytest
 
 from webapp.plugin import ConnectException
 from webapp.connectors.file import FileSinkConnector, FileSinkTask, FileSourceConnector, FileSourceTask
+from webapp.runtime.recent import RecentKeys
 
 
 def test_source_validation_reports_per_key_errors(tmp_path):
@@ -54,7 +55,7 @@ def test_a_passed_path_check_is_reused_for_a_second_and_a_failed_one_never(tmp_p
     from webapp.connectors.file import connectors
 
     clock = [100.0]
-    monkeypatch.setattr(connectors, "_passed", connectors.RecentlyPassed(1.0, clock=lambda: clock[0]))
+    monkeypatch.setattr(connectors, "_passed", RecentKeys(1.0, 1024, clock=lambda: clock[0]))
     made = []
     real_check = connectors._check_source_path
     monkeypatch.setattr(connectors, "_check_source_path", lambda *a: made.append(a[1]) or real_check(*a))
@@ -81,15 +82,3 @@ def test_a_passed_path_check_is_reused_for_a_second_and_a_failed_one_never(tmp_p
     monkeypatch.setattr("webapp.runtime.file_access._policies", {})
     assert "not under" in conn.validate(config)["path"][0]  # other allowed roots: checked again
     assert len(made) == 6
-
-
-def test_recently_passed_keeps_at_most_its_limit_oldest_forgotten_first():
-    from webapp.connectors.file.connectors import RecentlyPassed
-
-    passed = RecentlyPassed(60.0, max_entries=3, clock=lambda: 0.0)
-    for key in "abcd":
-        passed.add(key)
-    assert [k in passed for k in "abcd"] == [False, True, True, True]
-    passed.add("b")  # added again: now the newest
-    passed.add("e")
-    assert [k in passed for k in "bcde"] == [True, False, True, True]

@@ -8,44 +8,27 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import threading
-import time
-from collections import OrderedDict
 
 from django.conf import settings
+
+from webapp.runtime.recent import RecentKeys
 
 __all__ = ["cache", "remember_verified"]
 
 
-class _VerifiedCache:
+class _VerifiedCache(RecentKeys):
     """Keys (HMACs of user, password and stored hash) verified within ``ttl`` seconds; at most ``max_entries``."""
 
     def __init__(self, max_entries: int = 4096, ttl: float = 300.0):
-        self.max_entries = max_entries
-        self.ttl = ttl
-        self._data: OrderedDict[str, float] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(ttl, max_entries)
 
     def key(self, username: str, password: str, stored_hash: str) -> str:
         msg = "\x00".join((username, password, stored_hash)).encode()
         return hmac.new(settings.SECRET_KEY.encode(), msg, hashlib.sha256).hexdigest()
 
     def hit(self, key: str) -> bool:
-        with self._lock:
-            expires = self._data.get(key)
-            if expires is None:
-                return False
-            if expires < time.monotonic():
-                del self._data[key]
-                return False
-            return True
-
-    def add(self, key: str) -> None:
-        with self._lock:
-            self._data[key] = time.monotonic() + self.ttl
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
+        """Whether ``key`` was verified within ``ttl`` seconds (``key in cache``)."""
+        return key in self
 
 
 cache = _VerifiedCache()

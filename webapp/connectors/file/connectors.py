@@ -17,10 +17,8 @@ import json
 import math
 import os
 import stat
-import threading
-import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from webapp.kafka.topics import is_valid_topic_name
 from webapp.plugin import (
@@ -33,6 +31,7 @@ from webapp.plugin import (
     raise_if_errors,
 )
 from webapp.runtime import file_access
+from webapp.runtime.recent import RecentKeys
 
 from .config import (
     _COMMON_KEYS,
@@ -91,7 +90,7 @@ def _source_path_errors(path: str, pattern: str, format_given: bool) -> tuple[tu
     file or directory whose files are allowed too) and, without ``format``, with inferring its format.
 
     A check that found nothing wrong is not made again for :data:`PATH_CHECK_TTL_S` for the same
-    ``(path, pattern, format_given)`` and allowed roots (:class:`RecentlyPassed`); one that found a
+    ``(path, pattern, format_given)`` and allowed roots (``_passed``); one that found a
     problem is made again every time, so a file created after an error is seen at once."""
     access = file_access.policy()
     key = (path, pattern, format_given, access)
@@ -128,42 +127,15 @@ def _check_source_path(access: file_access.FileAccessPolicy, path: str, pattern:
     return ()
 
 
-#: seconds a file source's passed path check is reused (:func:`_source_path_errors`)
+#: seconds a file source's passed path check is reused (:func:`_source_path_errors`). Its five system calls
+#: (resolve, stat, access) each let the interpreter lock go: under 32 concurrent REST writes on the Raft
+#: leader each came back to a wait for the lock, and the check was ~12% of the leader's time holding it
+#: (py-spy ``--gil``, benchmarks/cluster, issue 16). A pass may thus be up to this old, as any check's
+#: result may be a moment later: the tasks check their paths again before they read or write.
 PATH_CHECK_TTL_S = 1.0
 
 
-class RecentlyPassed:
-    """Keys of checks that passed in the last ``ttl`` seconds (``clock``: ``time.monotonic``); at most
-    ``max_entries`` kept, the oldest forgotten first. Thread-safe.
-
-    A file source's config write checks its path with five system calls (resolve, stat, access), and
-    each lets the interpreter lock go: under 32 concurrent REST writes on the Raft leader each came
-    back to a wait for the lock, and the check was ~12% of the leader's time holding it (py-spy
-    ``--gil``, benchmarks/cluster, issue 16). A pass may thus be up to ``ttl`` old, as any check's
-    result may be a moment later: the tasks check their paths again before they read or write.
-    """
-
-    def __init__(self, ttl: float, max_entries: int = 1024, clock: Callable[[], float] = time.monotonic) -> None:
-        self.ttl = ttl
-        self.max_entries = max_entries
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._at: dict[Any, float] = {}
-
-    def __contains__(self, key: Any) -> bool:
-        at = self._at.get(key)
-        return at is not None and self._clock() - at < self.ttl
-
-    def add(self, key: Any) -> None:
-        """Remember that ``key``'s check passed now."""
-        with self._lock:
-            self._at.pop(key, None)
-            self._at[key] = self._clock()
-            while len(self._at) > self.max_entries:
-                del self._at[next(iter(self._at))]
-
-
-_passed = RecentlyPassed(PATH_CHECK_TTL_S)
+_passed = RecentKeys(PATH_CHECK_TTL_S, max_entries=1024)
 
 
 def _next_line_start(f, offset: int, size: int) -> int:
