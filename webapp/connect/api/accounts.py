@@ -52,7 +52,7 @@ from webapp.connect.locator import NodeNotReady, current, current_or_none
 
 from .roles import ADMIN, ROLES
 
-__all__ = ["ReplicatedUserBackend", "RemoteDirectory", "directory", "mirror", "forget_mirrors", "token_digest", "user_list", "user_get", "user_create",
+__all__ = ["ReplicatedUserBackend", "RemoteDirectory", "active_row", "directory", "mirror", "forget_mirrors", "token_digest", "user_list", "user_get", "user_create",
            "user_update", "user_delete", "token_list", "token_create", "token_revoke", "token_record", "token_user",
            "export_users", "import_users", "bootstrap_users", "MIGRATED_MARKER"]
 
@@ -509,10 +509,16 @@ class ReplicatedUserBackend(ModelBackend):
         state = directory()
         if user is None or state is None:
             return user
-        rec = state.user(user.get_username())
-        if rec is None or not rec["active"]:
-            return None
-        return mirror(user.get_username(), rec)
+        return active_row(state, user.get_username())
+
+
+def active_row(state, name: str):
+    """This node's ``auth_user`` row of the replicated user ``name``, mirrored first (:func:`mirror`);
+    ``None`` when ``state`` (see :func:`directory`) has no such user or it is inactive."""
+    rec = state.user(name)
+    if rec is None or not rec["active"]:
+        return None
+    return mirror(name, rec)
 
 
 # ------------------------------------------------------------ backup, bootstrap

@@ -35,7 +35,7 @@ from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.auth.middleware import get_user as cached_user
 from django.utils.functional import SimpleLazyObject
 
-from .accounts import directory, mirror
+from .accounts import active_row, directory
 
 __all__ = ["USER_NAME_KEY", "ClusterAuthenticationMiddleware", "localize", "remember_user_name"]
 
@@ -55,10 +55,7 @@ def _local_row(name: str):
     state = directory()
     if state is None:  # no replicated users here: the node's own database
         return get_user_model()._default_manager.filter(**{get_user_model().USERNAME_FIELD: name}).first()
-    rec = state.user(name)
-    if rec is None or not rec["active"]:
-        return None
-    return mirror(name, rec)
+    return active_row(state, name)
 
 
 def localize(request: Any) -> None:
