@@ -18,6 +18,7 @@ the contexts (``config``) and :func:`main`;
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from typing import Any, Iterable, Sequence
@@ -333,9 +334,7 @@ def _alive(node: dict[str, Any]) -> str:
     if node.get("alive"):
         return "yes"
     held = node.get("reassign_in_s")
-    return "no" if held is None else f"no (tasks held {int(-(-held // 1))}s)"
-
-
+    return "no" if held is None else f"no (tasks held {math.ceil(held)}s)"
 
 
 # ------------------------------------------------------------------ contexts
