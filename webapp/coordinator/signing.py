@@ -9,9 +9,12 @@ and ``X-RaftConnect-Signature``: hex HMAC-SHA256 over
 Replay protection, and why a wall-clock jump does not break it:
 
 * The timestamp comes from :func:`clock_ms`, the wall clock read once when the
-  process started plus ``time.monotonic()`` since: a later step of the host's
-  wall clock (NTP, an operator, a VM resume; ±1 h in ``make chaos``) changes
-  neither what a process signs nor what it accepts. Before, a member whose wall
+  process started plus the time elapsed since on the boot clock (Linux
+  ``CLOCK_BOOTTIME``: monotonic, and it counts a host's suspension, which
+  ``time.monotonic()`` does not; ``time.monotonic()`` elsewhere): a later step of
+  the host's wall clock (NTP, an operator; ±1 h in ``make chaos``) changes
+  neither what a process signs nor what it accepts, and a process that lived
+  through a VM suspension does not fall behind one started after it. Before, a member whose wall
   clock jumped refused every heartbeat and was refused by every peer (60 s skew).
 * A request is accepted when its timestamp is within ``max_skew_ms`` of the
   receiver's :func:`clock_ms` and its nonce was not seen in the last
@@ -43,18 +46,24 @@ TS_HEADER = "X-RaftConnect-Timestamp"
 NONCE_HEADER = "X-RaftConnect-Nonce"
 DEFAULT_MAX_SKEW_MS = 60_000
 
-# the wall clock as this process found it at start, advanced by the monotonic clock only
+if hasattr(time, "CLOCK_BOOTTIME"):
+    def _elapsed_clock() -> float:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+else:  # pragma: no cover - not Linux
+    _elapsed_clock = time.monotonic
+
+# the wall clock as this process found it at start, advanced by the boot clock only
 _WALL0_MS = time.time() * 1000.0
-_MONO0 = time.monotonic()
+_MONO0 = _elapsed_clock()
 
 
 def clock_ms() -> int:
-    """This process's clock for signing, in Unix ms: the wall clock at process start plus the monotonic time since.
+    """This process's clock for signing, in Unix ms: the wall clock at process start plus the boot-clock time since.
 
     Immune to steps of the wall clock after start (see module docstring); tracks real
-    time as closely as the monotonic clock does (NTP slews it too).
+    time as closely as the boot clock does (NTP slews it too, and it counts suspension).
     """
-    return int(_WALL0_MS + (time.monotonic() - _MONO0) * 1000.0)
+    return int(_WALL0_MS + (_elapsed_clock() - _MONO0) * 1000.0)
 
 
 class ReplayCache:
