@@ -127,11 +127,14 @@ class RelationalMetadataStore(RelationalOffsets, MetadataStore):
         self.backend = self.backend_for_engine(self._settings["ENGINE"])
         self.fence = fence
         self._term: int | None = None
-        # MySQL/MariaDB: two transactions at a time, not four. Each fenced upsert costs the server a
-        # JSON_TABLE and a locking read of the lease whatever its size, so fewer, larger ones do more
-        # per CPU; 32 committing threads made 11.1-11.6 thousand commits/s with two against 9.0-10.9
-        # with four (benchmarks/stores, in-process). PostgreSQL shares its WAL flush among four.
-        self._group = OffsetGroupCommit(self, max_flushes=2 if self.backend == "mysql" else 4)
+        # Two transactions at a time: one being built while the other is in the server. Each fenced
+        # upsert costs the server a JSON parse and a locking read of the lease whatever its size, and
+        # costs this process a round trip's hand-offs between threads, so fewer, larger ones do more per
+        # CPU; the callers in flight are as many either way, so the rate does not need more of them.
+        # 32 committing threads (benchmarks/stores, in-process): MySQL/MariaDB 11.1-11.6 thousand
+        # commits/s with two against 9.0-10.9 with four; PostgreSQL 10.9-11.2 thousand with two against
+        # 8.9-9.6 with four (server CPU per commit 63 against 83-92 µs).
+        self._group = OffsetGroupCommit(self, max_flushes=2)
         #: the statement of ``_fenced_upsert`` (``None``: none for this backend), made on first use
         self._fenced_sql: str | None | bool = False
         #: whether Django's backend can upsert (``INSERT ... ON CONFLICT``); ``False`` on Oracle
