@@ -312,6 +312,11 @@ class ConnectMetricsCollector(Collector):
             "pause_ratio": _gauge(ct, "pause_ratio", "1 while the task is paused, else 0", labels),
             "offset_commit_avg_time_ms": _gauge(ct, "offset_commit_avg_time_ms",
                                                 "Milliseconds per offset commit, on average", labels),
+            "offset_commit_failure_percentage": _gauge(ct, "offset_commit_failure_percentage",
+                                                       "Percent of offset commit attempts that could not reach "
+                                                       "the control plane", labels),
+            "offset_commit_success_percentage": _gauge(ct, "offset_commit_success_percentage",
+                                                       "Percent of offset commit attempts that committed", labels),
             "source_record_poll_total": _gauge(src, "source_record_poll_total", "Records read from the source",
                                                labels),
             "source_record_write_total": _gauge(src, "source_record_write_total", "Records written to Kafka",
@@ -353,6 +358,12 @@ class ConnectMetricsCollector(Collector):
                 m["running_ratio"].add_metric(lv, 1.0 if state == "RUNNING" else 0.0)
                 m["pause_ratio"].add_metric(lv, 1.0 if state == "PAUSED" else 0.0)
                 m["offset_commit_avg_time_ms"].add_metric(lv, 1000.0 * commit_s / batches if batches else 0.0)
+                failed = float(t.get("commit_failures", 0) or 0)  # present once an attempt failed
+                attempts = failed + float(t.get("commits", 0) or 0)
+                failure_pct = 100.0 * failed / attempts if attempts else 0.0
+                m["offset_commit_failure_percentage"].add_metric(lv, failure_pct)
+                m["offset_commit_success_percentage"].add_metric(lv, 100.0 - failure_pct if attempts or batches
+                                                                 else 0.0)
                 kind = t.get("type")
                 if kind == "source":  # read = written + skipped by errors.tolerance=all, as for a sink
                     e = t.get("errors") or {}

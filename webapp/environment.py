@@ -21,6 +21,7 @@ variable                                        default         accessor
 ``RAFTCONNECT_TASK_IDLE_MAX_MS``                1000 ms         :func:`task_idle_max_s`
 ``RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS`` 5000 ms        :func:`task_shutdown_graceful_timeout_s`
 ``RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS``        0 (each batch)  :func:`offset_flush_interval_s`
+``RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS``         5000 ms         :func:`offset_flush_timeout_s`
 ``..._SCHEDULED_REBALANCE_MAX_DELAY_MS``        0 (at once)     :func:`scheduled_rebalance_max_delay_ms`
 ``RAFTCONNECT_TASK_ENGINE``                     ``auto``        :func:`task_engine`
 ``RAFTCONNECT_SPARK_MIN_BATCH_ROWS``            the engine's    :func:`spark_min_batch_rows`
@@ -48,7 +49,7 @@ __all__ = [
     "REST_FAST_PATH_ENV",
     "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
-    "task_shutdown_graceful_timeout_s", "whole_ms", "offset_flush_interval_s",
+    "task_shutdown_graceful_timeout_s", "whole_ms", "offset_flush_interval_s", "offset_flush_timeout_s",
     "scheduled_rebalance_max_delay_ms", "task_engine", "spark_min_batch_rows", "engine_processes",
     "file_watch_interval_s", "sink_wake_interval_s", "config_providers", "config_provider_allowed_paths",
     "config_provider_env_pattern",
@@ -148,6 +149,18 @@ def offset_flush_interval_s() -> float:
     integer or negative.
     """
     return _whole_ms("RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS") / 1000.0
+
+
+def offset_flush_timeout_s() -> float:
+    """Connect's ``offset.flush.timeout.ms`` in seconds (default 5, Connect's default).
+
+    How long one offset commit keeps trying to reach the control plane (its requests retried with
+    backoff) before the task gives that attempt up. The task then keeps its offsets, runs no new batch
+    and tries again a second later, until a commit succeeds, the task is fenced or it stops
+    (:class:`~webapp.runtime.worker_task.WorkerTask`): as in Connect, an unavailable offset store does
+    not fail the task. 0: one request per attempt. Errors: ``ValueError`` when not an integer or negative.
+    """
+    return whole_ms("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", _get("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "5000")) / 1000.0
 
 
 def scheduled_rebalance_max_delay_ms() -> int:

@@ -159,6 +159,8 @@ def report_a_sink_task_with_errors(node) -> None:
         first_batch(tm)
         tm.batch_done(80, 0.75)
         tm.record_errors(failed=5, skipped=5, logged=5, dlq_sent=5)
+        for ok in (True, False, True, True):  # one commit attempt of four could not reach the control plane
+            tm.commit_done(ok)
 
     report_a_sink_task(node, fill)
 
@@ -178,6 +180,8 @@ def test_connect_groups_show_a_sink_task_and_the_records_it_skipped(api, node):
     assert value(m["kafka_connect_connector_task_metrics_batch_size_avg"], **task) == 100.0
     assert value(m["kafka_connect_connector_task_metrics"], status="running", **task) == 1.0
     assert value(m["kafka_connect_connector_task_metrics_running_ratio"], **task) == 1.0
+    assert value(m["kafka_connect_connector_task_metrics_offset_commit_failure_percentage"], **task) == 25.0
+    assert value(m["kafka_connect_connector_task_metrics_offset_commit_success_percentage"], **task) == 75.0
     assert "kafka_connect_source_task_metrics_source_record_poll_total" not in m or \
         not any(s.labels.get("connector") == "sink" for s in m["kafka_connect_source_task_metrics_source_record_poll_total"])
     assert value(m["kafka_connect_connect_worker_metrics_connector_running_task_count"], connector="sink") == 1

@@ -1,4 +1,5 @@
-"""offset.flush.interval.ms: when a task commits its offsets (every batch, on an interval, at pause and stop).
+"""offset.flush.interval.ms: when a task commits its offsets (every batch, on an interval, at pause and stop);
+offset.flush.timeout.ms: a commit that cannot reach the control plane holds the task instead of failing it.
 
 WorkerTask on a real TaskExecutor with an in-process task and a recording control-plane client: no Spark,
 no Kafka, no leader.
@@ -14,7 +15,7 @@ from webapp import environment
 from webapp.connect import workerconfig
 from webapp.plugin import BatchResult, ConnectorTaskId, SourceConnector, SourceOffset, Task
 from webapp.runtime import registry
-from webapp.runtime.client import Fenced
+from webapp.runtime.client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from webapp.runtime.worker_task import TaskExecutor, WorkerTask
 from webapp.states import TargetState
 
@@ -55,6 +56,9 @@ class Client:
         self.commits: list[tuple[int, dict[int, int], list[str]]] = []
         self.states: list[str] = []
         self.fence_commits = fence_commits
+        #: while set, every commit attempt fails as an unreachable control plane does; counted
+        self.unavailable = threading.Event()
+        self.refused = 0
 
     def report_status(self, connector, task, generation, state, trace=None):
         with self.lock:
@@ -66,6 +70,10 @@ class Client:
     def commit_offsets(self, task_id, generation, offsets, topics=None):
         if self.fence_commits:
             raise Fenced(f"{task_id} is owned at a newer generation")
+        if self.unavailable.is_set():
+            with self.lock:
+                self.refused += 1
+            raise ControlPlaneUnavailable("no node answered")
         with self.lock:
             self.commits.append((generation, {o.partition["p"]: o.offset["n"] for o in offsets}, list(topics or [])))
 
@@ -170,6 +178,88 @@ def test_fenced_commit_at_stop_ends_the_task_quietly(executor, tmp_path):
     t.stop()
     t.join(10)
     assert not t.is_alive() and "FAILED" not in client.states
+
+
+def start_unreachable(executor, tmp_path, batches):
+    """A task committing after every batch, started while no commit gets through; retries every 50 ms."""
+    client = Client()
+    client.unavailable.set()
+    t = make_task(executor, client, tmp_path, None, batches=batches)
+    t.COMMIT_RETRY_S = 0.05
+    t.start()
+    return client, t
+
+
+def test_an_unreachable_control_plane_holds_the_task_until_its_offsets_commit(executor, tmp_path):
+    client, t = start_unreachable(executor, tmp_path, batches=5)
+    wait_for(lambda: client.refused >= 3, timeout=10)  # tried again, and again
+    # held, not failed: no new batch runs while batch 1's offset is not committed
+    assert t.is_alive() and "FAILED" not in client.states and t._task.done == 1
+    assert t.metrics.as_json()["commit_failures"] >= 3
+    client.unavailable.clear()
+    wait_for(lambda: len(client.commits) == 5, timeout=10)
+    # batch 1's offset was committed first, and every batch after it ran and committed in order
+    assert [c[1] for c in client.commits] == [{1: 1}, {0: 2}, {1: 3}, {0: 4}, {1: 5}]
+    assert t.metrics.as_json()["commits"] == 5 and client.states[-1] == "RUNNING"
+    t.stop()
+    t.join(10)
+    assert not t.is_alive() and "FAILED" not in client.states
+
+
+def test_a_held_task_stops_without_failing_and_keeps_its_offsets_for_its_successor(executor, tmp_path):
+    client, t = start_unreachable(executor, tmp_path, batches=3)
+    wait_for(lambda: client.refused >= 1, timeout=10)
+    assert t._task.done == 1
+    t.stop()
+    t.join(10)
+    # stopped with its last attempt refused too: nothing committed, so its successor redoes batch 1
+    assert not t.is_alive() and client.commits == [] and "FAILED" not in client.states
+    assert client.refused >= 2
+
+
+def test_a_paused_held_task_reports_paused_once_its_offsets_commit(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
+    t.COMMIT_RETRY_S = 0.05
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
+    client.unavailable.set()
+    t.set_target_state(TargetState.PAUSED)
+    wait_for(lambda: client.refused >= 2, timeout=10)
+    assert "PAUSED" not in client.states and client.commits == []
+    client.unavailable.clear()
+    wait_for(lambda: "PAUSED" in client.states, timeout=10)
+    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
+    t.stop()
+    t.join(10)
+
+
+def test_the_commit_timeout_bounds_each_commit_attempt():
+    client = ControlPlaneClient(["127.0.0.1:1"], "secret", "w1", timeout=0.5, commit_timeout=0.2)
+    seen: list[float | None] = []
+    real = client.call
+
+    def call(*args, **kwargs):
+        seen.append(kwargs.get("retry_for"))
+        return real(*args, **kwargs)
+
+    client.call = call
+    with pytest.raises(ControlPlaneUnavailable):
+        client.commit_offsets(ConnectorTaskId("c", 0), 1, [SourceOffset({"p": 0}, {"n": 1})])
+    assert seen == [0.2]  # not the 15 s other internal calls retry for
+
+
+def test_the_flush_timeout_property_maps_to_the_environment(monkeypatch):
+    cfg = workerconfig.worker_config({"bootstrap.servers": "k:9092", "offset.flush.timeout.ms": "20000"},
+                                       environ={})
+    assert cfg.env["RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS"] == "20000"
+    assert "offset.flush.timeout.ms" not in cfg.ignored
+    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.timeout.ms"):
+        workerconfig.worker_config({"offset.flush.timeout.ms": "soon"}, environ={})
+    monkeypatch.delenv("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", raising=False)
+    assert environment.offset_flush_timeout_s() == 5.0  # Connect's default
+    monkeypatch.setenv("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "1500")
+    assert environment.offset_flush_timeout_s() == 1.5
 
 
 def test_worker_property_maps_to_the_environment():

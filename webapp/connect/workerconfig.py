@@ -91,6 +91,7 @@ _FLAG_KEYS: dict[str, tuple[str, str | None]] = {
 _ENV_KEYS: dict[str, str] = {
     "task.shutdown.graceful.timeout.ms": "RAFTCONNECT_TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS",
     "offset.flush.interval.ms": "RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS",
+    "offset.flush.timeout.ms": "RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS",
     "scheduled.rebalance.max.delay.ms": "RAFTCONNECT_SCHEDULED_REBALANCE_MAX_DELAY_MS",
     "access.control.allow.origin": cors.ORIGINS_ENV,
     "access.control.allow.methods": cors.METHODS_ENV,
@@ -104,7 +105,7 @@ _ENV_KEYS: dict[str, str] = {
 }
 
 # keys of _ENV_KEYS whose value must be a whole number of milliseconds
-_MS_KEYS = ("offset.flush.interval.ms", "scheduled.rebalance.max.delay.ms")
+_MS_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms", "scheduled.rebalance.max.delay.ms")
 
 #: the converter classes RaftConnect has
 _CONVERTERS = (converters.JSON_CONVERTER_CLASS, converters.STRING_CONVERTER_CLASS)
@@ -118,7 +119,7 @@ _IGNORED_KEYS = {
     "config.storage.replication.factor", "offset.storage.replication.factor",
     "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
     "plugin.path", "plugin.discovery",
-    "offset.flush.timeout.ms", "connect.protocol",
+    "connect.protocol",
     "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
     "exactly.once.source.support", "inter.worker.key.generation.algorithm", "inter.worker.key.size",
     "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm", "inter.worker.verification.algorithms",

@@ -13,6 +13,8 @@ import signal
 
 from celery import signals
 
+from webapp import environment
+
 from .client import ControlPlaneClient
 from .worker import Worker
 
@@ -26,7 +28,8 @@ def build_worker_from_env() -> Worker:
     """A :class:`Worker` configured from ``RAFTCONNECT_*`` variables (see ``ConnectNode.agent_env``)."""
     env = os.environ
     worker_id = env["RAFTCONNECT_NODE_ID"]
-    client = ControlPlaneClient(env["RAFTCONNECT_CLUSTER"].split(","), env["RAFTCONNECT_CLUSTER_SECRET"], worker_id)
+    client = ControlPlaneClient(env["RAFTCONNECT_CLUSTER"].split(","), env["RAFTCONNECT_CLUSTER_SECRET"], worker_id,
+                                commit_timeout=environment.offset_flush_timeout_s())
     member = {"rest_address": env.get("RAFTCONNECT_REST_ADDRESS") or env["RAFTCONNECT_CLUSTER"].split(",")[0],
               "raft_address": env.get("RAFTCONNECT_RAFT_ADDRESS") or None,
               "weight": float(env.get("RAFTCONNECT_WEIGHT", "1.0")),

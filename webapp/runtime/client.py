@@ -138,13 +138,17 @@ class ControlPlaneClient:
         secret: the cluster secret (HMAC key).
         worker_id: this agent's worker id.
         timeout: seconds per HTTP request.
+        commit_timeout: seconds an offset commit keeps retrying before it raises
+            :class:`ControlPlaneUnavailable` (Connect's ``offset.flush.timeout.ms``; other calls retry 15 s).
     """
 
-    def __init__(self, cluster: list[str], secret: str, worker_id: str, timeout: float = 10.0):
+    def __init__(self, cluster: list[str], secret: str, worker_id: str, timeout: float = 10.0,
+                 commit_timeout: float = 5.0):
         self.cluster = list(cluster)
         self.secret = secret
         self.worker_id = worker_id
         self.timeout = timeout
+        self.commit_timeout = commit_timeout
         #: connections to the nodes, direct as between members (``ClusterConnections``): an agent's proxy for
         #: the outside world (``HTTP_PROXY``) is not the way to its own cluster, and a signed internal
         #: request has no business there; ~0.4 ms less per call than the requests session used before
@@ -276,12 +280,13 @@ class ControlPlaneClient:
         return self._send_batch(STATUSES_PATH, "statuses", items, self._report_one)
 
     def _send_batch(self, path: str, field: str, items: list[dict[str, Any]],
-                    one: Callable[[dict[str, Any]], None]) -> list[Exception | None]:
-        """``POST path`` with ``{"worker_id", field: items}``; one outcome per item from its ``results``.
-        Against a node without that endpoint (404), ``one(item)`` for each item, now and from then on."""
+                    one: Callable[[dict[str, Any]], None], retry_for: float = 15.0) -> list[Exception | None]:
+        """``POST path`` with ``{"worker_id", field: items}`` (retried for ``retry_for`` seconds); one outcome
+        per item from its ``results``. Against a node without that endpoint (404), ``one(item)`` for each
+        item, now and from then on."""
         if path not in self._unbatched:
             try:
-                answer = self.call("POST", path, {"worker_id": self.worker_id, field: items})
+                answer = self.call("POST", path, {"worker_id": self.worker_id, field: items}, retry_for=retry_for)
             except _NoSuchEndpoint:
                 log.info("the cluster has no %s endpoint: sending one request per item", path)
                 self._unbatched.add(path)
@@ -377,8 +382,9 @@ class ControlPlaneClient:
         """Commit one batch's offsets (fenced); ``topics``: Kafka topics the batch produced to or consumed
         from, which the leader records as the connector's active topics. Returns once committed.
 
-        Errors: :class:`Fenced` (this worker no longer owns the task), :class:`ControlPlaneUnavailable`,
-        ``RuntimeError``. Commits of this agent's tasks made at the same time share one request
+        Errors: :class:`Fenced` (this worker no longer owns the task), :class:`ControlPlaneUnavailable`
+        (after ``commit_timeout`` seconds of retries), ``RuntimeError``. Commits of this agent's tasks made
+        at the same time share one request
         (``POST /raftconnect/v1/internal/offsets``, one Raft log entry on the Raft store), as status
         reports do (:meth:`report_status`); each stays atomic and fenced on its own. Against a node
         without that endpoint, one request per commit as before.
@@ -404,8 +410,9 @@ class ControlPlaneClient:
         a few percent now; the single endpoint stays, answering 204 without a results body."""
         if len(items) == 1:
             return [self._outcome_of(self._commit_one, items[0])]
-        return self._send_batch(OFFSETS_PATH, "commits", items, self._commit_one)
+        return self._send_batch(OFFSETS_PATH, "commits", items, self._commit_one, retry_for=self.commit_timeout)
 
     def _commit_one(self, item: dict[str, Any]) -> None:
         body = {"worker_id": self.worker_id, **{k: v for k, v in item.items() if k != "connector"}}
-        self.call("POST", f"/raftconnect/v1/internal/connectors/{item['connector']}/offsets", body)
+        self.call("POST", f"/raftconnect/v1/internal/connectors/{item['connector']}/offsets", body,
+                  retry_for=self.commit_timeout)

@@ -62,6 +62,9 @@ class TaskMetrics:
         self.errors: dict[str, int] = {}
         #: seconds of all batches since start (Connect's batch averages)
         self.batch_seconds_total = 0.0
+        #: offset commit attempts since start that committed, and that could not reach the control plane
+        self.commits = 0
+        self.commit_failures = 0
         self._version = 0  # bumped by every batch
         self._json: tuple[tuple, dict[str, Any]] | None = None  # as_json of an idle task, reused
 
@@ -81,6 +84,15 @@ class TaskMetrics:
                 p = o.partition
                 if "kafka_topic" in p and "kafka_offset" in o.offset:
                     self.sink_positions[(p["kafka_topic"], int(p["kafka_partition"]))] = int(o.offset["kafka_offset"])
+
+    def commit_done(self, ok: bool) -> None:
+        """Count one offset commit attempt: ``ok`` when it committed, else it could not reach the control plane."""
+        with self._lock:
+            if ok:
+                self.commits += 1
+            else:
+                self.commit_failures += 1
+            self._version += 1
 
     def record_errors(self, *, failed: int = 0, skipped: int = 0, logged: int = 0, dlq_sent: int = 0,
                       dlq_failed: int = 0) -> None:
@@ -112,7 +124,8 @@ class TaskMetrics:
 
     def as_json(self) -> dict[str, Any]:
         """``{"records", "batches", "last_batch_seconds", "batch_seconds_total", "records_per_second"[, "lag"]
-        [, "phases"][, "errors"]}``.
+        [, "phases"][, "errors"][, "commits", "commit_failures"]}`` (the last two once an offset commit could
+        not reach the control plane: attempts that committed and that did not, since start).
 
         A task without a batch for longer than :attr:`RATE_WINDOW` gets the same
         dict back until something changes (a heartbeat carries a thousand of these
@@ -129,6 +142,8 @@ class TaskMetrics:
                "batch_seconds_total": round(self.batch_seconds_total, 3)}
         if self.errors:
             out["errors"] = dict(self.errors)
+        if self.commit_failures:
+            out["commits"], out["commit_failures"] = self.commits, self.commit_failures
         if self.lag is not None:
             out["lag"] = self.lag
         phases = self.phases.as_json()

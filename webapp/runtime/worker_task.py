@@ -25,7 +25,7 @@ from webapp.runtime import registry
 from webapp.states import State, TargetState
 
 from . import config_providers, converter_defaults
-from .client import ControlPlaneClient, Fenced
+from .client import ControlPlaneClient, ControlPlaneUnavailable, Fenced
 from .engine import LazySpark, use_phases
 from .task_metrics import TaskMetrics, batch_topics
 
@@ -117,7 +117,11 @@ class WorkerTask:
     newest offset of each partition since the last commit, and when the task
     pauses, stops or fails (as Connect's ``WorkerSourceTask`` commits after a
     failure: the batches before it are durable). A crash replays what was not
-    committed: one batch, or up to one interval. A fenced commit (409) means the task moved to another worker:
+    committed: one batch, or up to one interval. A commit that cannot reach the control plane within
+    ``offset.flush.timeout.ms`` (the client's ``commit_timeout``) does not fail the task, as in Connect: the
+    task keeps the offsets, runs no new batch (so a crash still replays no more than before) and tries the
+    commit again every :attr:`COMMIT_RETRY_S` seconds until it succeeds, is fenced, or the task stops.
+    A fenced commit (409) means the task moved to another worker:
     this one stops at once without reporting, and a cancelled one commits nothing more. The thread-like surface
     (``start``, ``is_alive``, ``join``, ``stop``, ``cancel``) is what the
     worker's reconcile uses.
@@ -145,6 +149,8 @@ class WorkerTask:
     """
 
     MIN_IDLE = 0.05
+    #: seconds between a held task's attempts to commit offsets that could not reach the control plane
+    COMMIT_RETRY_S = 1.0
 
     def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
                  client: ControlPlaneClient, spark: Any, kafka_config: dict[str, str],
@@ -173,6 +179,9 @@ class WorkerTask:
         self._unflushed_topics: set[str] = set()
         self._flush_due: float | None = None  # time.monotonic() by which they are committed
         self._commit_failed = False
+        #: while offsets could not be committed: time.monotonic() of the first failed attempt, and of the next try
+        self._held_since: float | None = None
+        self._retry_at: float | None = None
         self.metrics = TaskMetrics()
         self._kind: str | None = None
         self.state = State.UNASSIGNED.value
@@ -350,9 +359,12 @@ class WorkerTask:
                 return
             if self._task is None:
                 self._begin()
+            if self._held():
+                return
             if self.target_state == TargetState.PAUSED:
-                if self._unflushed:
-                    self._flush_offsets()
+                if self._unflushed and not self._flush_offsets():
+                    self._park(self.COMMIT_RETRY_S)
+                    return
                 self._report(State.PAUSED.value)
                 self._park(None)
                 return
@@ -374,7 +386,8 @@ class WorkerTask:
                 if self._flush_due is not None:  # commit what earlier batches did once it is due
                     left = self._flush_due - time.monotonic()
                     if left <= 0:
-                        self._flush_offsets()
+                        if not self._flush_offsets():
+                            delay = self.COMMIT_RETRY_S
                     else:
                         delay = left if delay is None else min(delay, left)
                 self._park(max(0.0, delay) or self.MIN_IDLE)
@@ -419,27 +432,61 @@ class WorkerTask:
             self._finish(commit=False)
             raise
 
-    def _flush_offsets(self) -> None:
+    def _held(self) -> bool:
+        """Whether offsets that could not be committed hold the task: ``True`` when this step must end here
+        (it has been parked until the next try); ``False`` when nothing is held or the try just committed.
+        Errors: those of :meth:`_flush_offsets`."""
+        if self._retry_at is None:
+            return False
+        left = self._retry_at - time.monotonic()
+        if left > 0:
+            self._park(left)
+            return True
+        if self._flush_offsets():
+            return False
+        self._park(self.COMMIT_RETRY_S)
+        return True
+
+    def _flush_offsets(self) -> bool:
         """Commit the offsets of the batches since the last commit (fenced with this task's generation).
 
-        Errors: those of :meth:`ControlPlaneClient.commit_offsets` (:class:`Fenced`, ...); the offsets stay
-        uncommitted then."""
+        Returns ``True`` once committed; ``False`` when the control plane could not be reached within the
+        client's ``commit_timeout``: the offsets stay, and the task is held (:meth:`_held`, class docstring).
+        Errors: the other errors of :meth:`ControlPlaneClient.commit_offsets` (:class:`Fenced`, ...); the
+        offsets stay uncommitted then, and the task commits nothing more."""
         offsets, topics = list(self._unflushed.values()), sorted(self._unflushed_topics)
         c0 = time.perf_counter()
         try:
             self.client.commit_offsets(self.task_id, self.generation, offsets, topics=topics)
+        except ControlPlaneUnavailable as exc:
+            self.metrics.commit_done(ok=False)
+            now = time.monotonic()
+            if self._held_since is None:
+                self._held_since = now
+                log.warning("task %s: could not commit its offsets (%s); it runs no new batch until they are "
+                            "committed, trying again every %.0f s", self.task_id, exc, self.COMMIT_RETRY_S)
+            self._retry_at = now + self.COMMIT_RETRY_S
+            return False
         except BaseException:
             self._commit_failed = True
             raise
+        self.metrics.commit_done(ok=True)
         self.metrics.phases.add("commit", time.perf_counter() - c0)
         self._unflushed, self._unflushed_topics, self._flush_due = {}, set(), None
+        if self._held_since is not None:
+            log.warning("task %s: offsets committed after %.1f s; running again", self.task_id,
+                        time.monotonic() - self._held_since)
+            self._held_since = self._retry_at = None
+        return True
 
     def _finish(self, commit: bool = True) -> None:
         """End the task: commit what it did since its last commit (unless ``commit`` is false, it was
         cancelled or a commit just failed), then stop it."""
         if commit and self._unflushed and not self._cancelled and not self._commit_failed:
             try:
-                self._flush_offsets()
+                if not self._flush_offsets():
+                    log.warning("task %s: could not commit its last offsets; that work is redone after a restart",
+                                self.task_id)
             except Fenced as exc:
                 log.warning("task %s: its last offsets were refused (fenced: %s); the new owner redoes that work",
                             self.task_id, exc)

@@ -103,6 +103,7 @@ class Command(BaseCommand):
             client_overrides.override_policy()  # Connect refuses to start with an unknown policy, so do we
             # read later by the agent and by each validation: a bad value stops the node now, with its name
             environment.offset_flush_interval_s()
+            environment.offset_flush_timeout_s()
             environment.scheduled_rebalance_max_delay_ms()
             converter_defaults.from_environment()
         except (PropertiesError, ValueError) as exc:
