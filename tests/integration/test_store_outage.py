@@ -76,7 +76,7 @@ def test_a_task_holds_through_a_store_outage_and_resumes_without_failing(tmp_pat
         finally:
             set_connections(db, allowed=True)
         assert read_during < ROWS  # held mid-file: no batch ran while its commit could not get through
-        wait_for(lambda: "offsets committed after" in agent_log(), 60, what="the held commit")
+        wait_for(lambda: "the control plane answered after" in agent_log(), 60, what="the held commit")
         # it carries on to the end of the file: every row arrives, the task never FAILED
         wait_for(lambda: len(read_topic(kafka.bootstrap_servers, "outage")) >= ROWS, 120, what="the rest of the file")
         assert client.all_running("src", 1) and not client.failures("src")

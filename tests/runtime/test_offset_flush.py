@@ -59,12 +59,22 @@ class Client:
         #: while set, every commit attempt fails as an unreachable control plane does; counted
         self.unavailable = threading.Event()
         self.refused = 0
+        #: calls (``start_task``, ``report_status``) that fail the same way while named here
+        self.unreachable: set[str] = set()
+
+    def _gate(self, call: str) -> None:
+        if call in self.unreachable:
+            with self.lock:
+                self.refused += 1
+            raise ControlPlaneUnavailable("no node answered")
 
     def report_status(self, connector, task, generation, state, trace=None):
+        self._gate("report_status")
         with self.lock:
             self.states.append(state)
 
     def start_task(self, task_id, generation):
+        self._gate("start_task")
         return []
 
     def commit_offsets(self, task_id, generation, offsets, topics=None):
@@ -232,6 +242,37 @@ def test_a_paused_held_task_reports_paused_once_its_offsets_commit(executor, tmp
     assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
     t.stop()
     t.join(10)
+
+
+def test_a_start_the_control_plane_does_not_take_holds_the_task_until_it_does(executor, tmp_path):
+    client = Client()
+    client.unreachable = {"start_task", "report_status"}
+    t = make_task(executor, client, tmp_path, None, batches=2)
+    t.COMMIT_RETRY_S = 0.05
+    t.start()
+    wait_for(lambda: client.refused >= 3, timeout=10)
+    assert t.is_alive() and t._task is None and client.states == []  # not started, not FAILED
+    client.unreachable = set()
+    wait_for(lambda: len(client.commits) == 2, timeout=10)
+    assert client.states == ["RUNNING"]
+
+
+def test_a_state_report_the_leader_does_not_take_is_sent_again(executor, tmp_path):
+    client = Client()
+    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
+    t.COMMIT_RETRY_S = 0.05
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
+    client.unreachable = {"report_status"}
+    t.set_target_state(TargetState.PAUSED)
+    wait_for(lambda: client.refused >= 2, timeout=10)
+    assert t.is_alive() and client.states == ["RUNNING"]  # PAUSED not taken yet; the offsets were committed
+    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
+    client.unreachable = set()
+    wait_for(lambda: client.states == ["RUNNING", "PAUSED"], timeout=10)
+    t.stop()
+    t.join(10)
+    assert "FAILED" not in client.states
 
 
 def test_the_commit_timeout_bounds_each_commit_attempt():

@@ -117,10 +117,13 @@ class WorkerTask:
     newest offset of each partition since the last commit, and when the task
     pauses, stops or fails (as Connect's ``WorkerSourceTask`` commits after a
     failure: the batches before it are durable). A crash replays what was not
-    committed: one batch, or up to one interval. A commit that cannot reach the control plane within
-    ``offset.flush.timeout.ms`` (the client's ``commit_timeout``) does not fail the task, as in Connect: the
-    task keeps the offsets, runs no new batch (so a crash still replays no more than before) and tries the
-    commit again every :attr:`COMMIT_RETRY_S` seconds until it succeeds, is fenced, or the task stops.
+    committed: one batch, or up to one interval. A control plane that does not answer (no leader, the
+    metadata store down: :class:`ControlPlaneUnavailable`) fails no task, as Connect retries its offset
+    flushes and status writes: a commit that cannot get through within ``offset.flush.timeout.ms`` (the
+    client's ``commit_timeout``), a task start that cannot read its offsets, or a state report the leader
+    did not take *holds* the task: it keeps its offsets, runs no new batch (so a crash still replays no
+    more than before) and tries again every :attr:`COMMIT_RETRY_S` seconds until the control plane
+    answers, the task is fenced, or it stops.
     A fenced commit (409) means the task moved to another worker:
     this one stops at once without reporting, and a cancelled one commits nothing more. The thread-like surface
     (``start``, ``is_alive``, ``join``, ``stop``, ``cancel``) is what the
@@ -149,7 +152,7 @@ class WorkerTask:
     """
 
     MIN_IDLE = 0.05
-    #: seconds between a held task's attempts to commit offsets that could not reach the control plane
+    #: seconds between a held task's tries to reach the control plane (class docstring)
     COMMIT_RETRY_S = 1.0
 
     def __init__(self, *, task_id: ConnectorTaskId, config: dict[str, str], generation: int, target_state: str,
@@ -179,9 +182,10 @@ class WorkerTask:
         self._unflushed_topics: set[str] = set()
         self._flush_due: float | None = None  # time.monotonic() by which they are committed
         self._commit_failed = False
-        #: while offsets could not be committed: time.monotonic() of the first failed attempt, and of the next try
+        #: while the task is held (class docstring): time.monotonic() of the first failed call, and of the next try
         self._held_since: float | None = None
         self._retry_at: float | None = None
+        self._unreported = False  # the last state report did not reach the leader
         self.metrics = TaskMetrics()
         self._kind: str | None = None
         self.state = State.UNASSIGNED.value
@@ -297,11 +301,39 @@ class WorkerTask:
             self.executor.schedule(self, delay, token)
 
     # -- steps -------------------------------------------------------------------------
-    def _report(self, state: str, trace: str | None = None) -> None:
-        if state == self.state and trace is None:
-            return
+    def _report(self, state: str, trace: str | None = None) -> bool:
+        """Report ``state`` unless it was reported last; ``False`` when the leader could not be reached (the
+        task is then held, and the state reported at its next try). Errors: the other errors of
+        :meth:`ControlPlaneClient.report_status`."""
+        if state == self.state and trace is None and not self._unreported:
+            return True
         self.state = state
-        self.client.report_status(self.task_id.connector, self.task_id.task, self.generation, state, trace)
+        try:
+            self.client.report_status(self.task_id.connector, self.task_id.task, self.generation, state, trace)
+        except ControlPlaneUnavailable as exc:
+            self._unreported = True
+            self._control_plane_down(f"report its state {state}", exc)
+            return False
+        self._unreported = False
+        self._control_plane_back()
+        return True
+
+    def _control_plane_down(self, what: str, exc: Exception) -> None:
+        """Hold the task: ``what`` could not reach the control plane. Warns once per outage; the next try is
+        :attr:`COMMIT_RETRY_S` seconds away."""
+        now = time.monotonic()
+        if self._held_since is None:
+            self._held_since = now
+            log.warning("task %s: could not %s (%s); it runs no new batch until the control plane answers, "
+                        "trying again every %.0f s", self.task_id, what, exc, self.COMMIT_RETRY_S)
+        self._retry_at = now + self.COMMIT_RETRY_S
+
+    def _control_plane_back(self) -> None:
+        """End a hold (a call just got through)."""
+        if self._held_since is not None:
+            log.warning("task %s: the control plane answered after %.1f s; running again", self.task_id,
+                        time.monotonic() - self._held_since)
+            self._held_since = self._retry_at = None
 
     def _spark_session(self):
         spark = self.spark
@@ -312,10 +344,16 @@ class WorkerTask:
             self.spark = spark
         return spark
 
-    def _begin(self) -> None:
+    def _begin(self) -> bool:
+        """Start the task from its committed offsets; ``False`` when the leader could not be reached (held)."""
         plugin = registry.resolve(self.config.get("connector.class", ""))
         # recorded through Raft first: a late commit of an earlier instance of this task is refused from now on
-        offsets = self.client.start_task(self.task_id, self.generation)
+        try:
+            offsets = self.client.start_task(self.task_id, self.generation)
+        except ControlPlaneUnavailable as exc:
+            self._control_plane_down("start (read its committed offsets)", exc)
+            return False
+        self._control_plane_back()
         # what a task started from, so that an offset that went back can be traced to the instance that
         # moved it (benchmarks/chaos): its generation and the first committed offsets it read
         log.info("task %s starting at generation %s from %d committed offset(s)%s", self.task_id, self.generation,
@@ -333,6 +371,7 @@ class WorkerTask:
         task = plugin.cls.task_class(context, config_providers.transform(config))
         self._task = task
         task.start()
+        return True
 
     def _bind_job_group(self) -> None:
         """Name this task's Spark job group for the step's pool thread (bound when the step touches Spark)."""
@@ -357,18 +396,24 @@ class WorkerTask:
             if self.stopping:
                 self._finish()
                 return
-            if self._task is None:
-                self._begin()
-            if self._held():
+            if self._retry_at is not None and self._retry_at > time.monotonic():  # held: not yet time to try
+                self._park(self._retry_at - time.monotonic())
+                return
+            if self._task is None and not self._begin():
+                self._park(self.COMMIT_RETRY_S)
+                return
+            if self._held_since is not None and self._unflushed and not self._flush_offsets():
+                self._park(self.COMMIT_RETRY_S)
                 return
             if self.target_state == TargetState.PAUSED:
-                if self._unflushed and not self._flush_offsets():
+                if self._unflushed and not self._flush_offsets() or not self._report(State.PAUSED.value):
                     self._park(self.COMMIT_RETRY_S)
                     return
-                self._report(State.PAUSED.value)
                 self._park(None)
                 return
-            self._report(State.RUNNING.value)
+            if not self._report(State.RUNNING.value):
+                self._park(self.COMMIT_RETRY_S)
+                return
             self._bind_job_group()
             t0 = time.monotonic()
             debug = log.isEnabledFor(logging.DEBUG)
@@ -423,8 +468,10 @@ class WorkerTask:
                 return
             trace = traceback.format_exc()
             log.error("task %s failed:\n%s", self.task_id, trace)
-            try:
-                self._report(State.FAILED.value, trace)
+            self.state = State.FAILED.value
+            try:  # once: the task ends here, there is no next try
+                self.client.report_status(self.task_id.connector, self.task_id.task, self.generation, self.state,
+                                          trace)
             except Exception:
                 log.exception("could not report failure of %s", self.task_id)
             self._finish()
@@ -432,26 +479,11 @@ class WorkerTask:
             self._finish(commit=False)
             raise
 
-    def _held(self) -> bool:
-        """Whether offsets that could not be committed hold the task: ``True`` when this step must end here
-        (it has been parked until the next try); ``False`` when nothing is held or the try just committed.
-        Errors: those of :meth:`_flush_offsets`."""
-        if self._retry_at is None:
-            return False
-        left = self._retry_at - time.monotonic()
-        if left > 0:
-            self._park(left)
-            return True
-        if self._flush_offsets():
-            return False
-        self._park(self.COMMIT_RETRY_S)
-        return True
-
     def _flush_offsets(self) -> bool:
         """Commit the offsets of the batches since the last commit (fenced with this task's generation).
 
         Returns ``True`` once committed; ``False`` when the control plane could not be reached within the
-        client's ``commit_timeout``: the offsets stay, and the task is held (:meth:`_held`, class docstring).
+        client's ``commit_timeout``: the offsets stay, and the task is held (class docstring).
         Errors: the other errors of :meth:`ControlPlaneClient.commit_offsets` (:class:`Fenced`, ...); the
         offsets stay uncommitted then, and the task commits nothing more."""
         offsets, topics = list(self._unflushed.values()), sorted(self._unflushed_topics)
@@ -460,12 +492,7 @@ class WorkerTask:
             self.client.commit_offsets(self.task_id, self.generation, offsets, topics=topics)
         except ControlPlaneUnavailable as exc:
             self.metrics.commit_done(ok=False)
-            now = time.monotonic()
-            if self._held_since is None:
-                self._held_since = now
-                log.warning("task %s: could not commit its offsets (%s); it runs no new batch until they are "
-                            "committed, trying again every %.0f s", self.task_id, exc, self.COMMIT_RETRY_S)
-            self._retry_at = now + self.COMMIT_RETRY_S
+            self._control_plane_down("commit its offsets", exc)
             return False
         except BaseException:
             self._commit_failed = True
@@ -473,10 +500,7 @@ class WorkerTask:
         self.metrics.commit_done(ok=True)
         self.metrics.phases.add("commit", time.perf_counter() - c0)
         self._unflushed, self._unflushed_topics, self._flush_due = {}, set(), None
-        if self._held_since is not None:
-            log.warning("task %s: offsets committed after %.1f s; running again", self.task_id,
-                        time.monotonic() - self._held_since)
-            self._held_since = self._retry_at = None
+        self._control_plane_back()
         return True
 
     def _finish(self, commit: bool = True) -> None:
