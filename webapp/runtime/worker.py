@@ -516,6 +516,13 @@ class Worker:
             log.warning("connector %s fenced: %s", name, exc)
             with self._snapshot_lock:
                 self.connectors.pop(name, None)
+        except ControlPlaneUnavailable as exc:
+            # not the connector's failure (as Connect retries its status and config writes): forgotten here,
+            # so the next application of the view (each heartbeat's, once the leader answers) starts it again
+            log.warning("connector %s: the control plane did not answer (%s); started again with the next view",
+                        name, exc)
+            with self._snapshot_lock:
+                self.connectors.pop(name, None)
         except Exception:
             trace = traceback.format_exc()
             log.error("connector %s failed:\n%s", name, trace)
