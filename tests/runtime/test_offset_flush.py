@@ -56,11 +56,10 @@ class Client:
         self.commits: list[tuple[int, dict[int, int], list[str]]] = []
         self.states: list[str] = []
         self.fence_commits = fence_commits
-        #: while set, every commit attempt fails as an unreachable control plane does; counted
-        self.unavailable = threading.Event()
-        self.refused = 0
-        #: calls (``start_task``, ``report_status``) that fail the same way while named here
+        #: calls (``start_task``, ``report_status``, ``commit_offsets``) that fail as an unreachable control
+        #: plane makes them fail while they are named here; the refusals are counted
         self.unreachable: set[str] = set()
+        self.refused = 0
 
     def _gate(self, call: str) -> None:
         if call in self.unreachable:
@@ -80,10 +79,7 @@ class Client:
     def commit_offsets(self, task_id, generation, offsets, topics=None):
         if self.fence_commits:
             raise Fenced(f"{task_id} is owned at a newer generation")
-        if self.unavailable.is_set():
-            with self.lock:
-                self.refused += 1
-            raise ControlPlaneUnavailable("no node answered")
+        self._gate("commit_offsets")
         with self.lock:
             self.commits.append((generation, {o.partition["p"]: o.offset["n"] for o in offsets}, list(topics or [])))
 
@@ -103,9 +99,19 @@ def executor():
 
 def make_task(executor, client, tmp_path, interval, **config):
     cfg = {"connector.class": "StepConnector", "topic": "t1", **{k: str(v) for k, v in config.items()}}
-    return WorkerTask(task_id=ConnectorTaskId("c", 0), config=cfg, generation=7, target_state=TargetState.STARTED,
+    task = WorkerTask(task_id=ConnectorTaskId("c", 0), config=cfg, generation=7, target_state=TargetState.STARTED,
                       client=client, spark=None, kafka_config={}, work_dir=str(tmp_path), executor=executor,
                       offset_flush_interval=interval)
+    task.COMMIT_RETRY_S = 0.05  # a held task tries again every 50 ms
+    return task
+
+
+def run_batches(executor, client, tmp_path, interval, batches):
+    """A started task once it has run its ``batches`` batches."""
+    t = make_task(executor, client, tmp_path, interval, batches=batches)
+    t.start()
+    wait_for(lambda: t._task is not None and t._task.done == batches, timeout=10)
+    return t
 
 
 def test_default_interval_commits_after_every_batch(executor, tmp_path, monkeypatch):
@@ -193,9 +199,8 @@ def test_fenced_commit_at_stop_ends_the_task_quietly(executor, tmp_path):
 def start_unreachable(executor, tmp_path, batches):
     """A task committing after every batch, started while no commit gets through; retries every 50 ms."""
     client = Client()
-    client.unavailable.set()
+    client.unreachable = {"commit_offsets"}
     t = make_task(executor, client, tmp_path, None, batches=batches)
-    t.COMMIT_RETRY_S = 0.05
     t.start()
     return client, t
 
@@ -206,7 +211,7 @@ def test_an_unreachable_control_plane_holds_the_task_until_its_offsets_commit(ex
     # held, not failed: no new batch runs while batch 1's offset is not committed
     assert t.is_alive() and "FAILED" not in client.states and t._task.done == 1
     assert t.metrics.as_json()["commit_failures"] >= 3
-    client.unavailable.clear()
+    client.unreachable = set()
     wait_for(lambda: len(client.commits) == 5, timeout=10)
     # batch 1's offset was committed first, and every batch after it ran and committed in order
     assert [c[1] for c in client.commits] == [{1: 1}, {0: 2}, {1: 3}, {0: 4}, {1: 5}]
@@ -227,52 +232,34 @@ def test_a_held_task_stops_without_failing_and_keeps_its_offsets_for_its_success
     assert client.refused >= 2
 
 
-def test_a_paused_held_task_reports_paused_once_its_offsets_commit(executor, tmp_path):
+@pytest.mark.parametrize("call", ["commit_offsets", "report_status"])
+def test_a_pause_the_control_plane_does_not_take_is_reported_once_it_does(executor, tmp_path, call):
+    # the offsets to commit at the pause, or the PAUSED report after them, get no answer for a while
     client = Client()
-    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
-    t.COMMIT_RETRY_S = 0.05
-    t.start()
-    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
-    client.unavailable.set()
+    t = run_batches(executor, client, tmp_path, 3600.0, 2)
+    client.unreachable = {call}
     t.set_target_state(TargetState.PAUSED)
     wait_for(lambda: client.refused >= 2, timeout=10)
-    assert "PAUSED" not in client.states and client.commits == []
-    client.unavailable.clear()
-    wait_for(lambda: "PAUSED" in client.states, timeout=10)
-    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
+    assert t.is_alive() and client.states == ["RUNNING"]  # held: PAUSED not reported yet, nothing FAILED
+    assert client.commits == ([] if call == "commit_offsets" else [(7, {1: 1, 0: 2}, ["t1"])])
+    client.unreachable = set()
+    wait_for(lambda: client.states == ["RUNNING", "PAUSED"], timeout=10)
+    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]  # committed once, before the pause was reported
     t.stop()
     t.join(10)
+    assert "FAILED" not in client.states
 
 
 def test_a_start_the_control_plane_does_not_take_holds_the_task_until_it_does(executor, tmp_path):
     client = Client()
     client.unreachable = {"start_task", "report_status"}
     t = make_task(executor, client, tmp_path, None, batches=2)
-    t.COMMIT_RETRY_S = 0.05
     t.start()
     wait_for(lambda: client.refused >= 3, timeout=10)
     assert t.is_alive() and t._task is None and client.states == []  # not started, not FAILED
     client.unreachable = set()
     wait_for(lambda: len(client.commits) == 2, timeout=10)
     assert client.states == ["RUNNING"]
-
-
-def test_a_state_report_the_leader_does_not_take_is_sent_again(executor, tmp_path):
-    client = Client()
-    t = make_task(executor, client, tmp_path, 3600.0, batches=2)
-    t.COMMIT_RETRY_S = 0.05
-    t.start()
-    wait_for(lambda: t._task is not None and t._task.done == 2, timeout=10)
-    client.unreachable = {"report_status"}
-    t.set_target_state(TargetState.PAUSED)
-    wait_for(lambda: client.refused >= 2, timeout=10)
-    assert t.is_alive() and client.states == ["RUNNING"]  # PAUSED not taken yet; the offsets were committed
-    assert client.commits == [(7, {1: 1, 0: 2}, ["t1"])]
-    client.unreachable = set()
-    wait_for(lambda: client.states == ["RUNNING", "PAUSED"], timeout=10)
-    t.stop()
-    t.join(10)
-    assert "FAILED" not in client.states
 
 
 def test_the_commit_timeout_bounds_each_commit_attempt():
