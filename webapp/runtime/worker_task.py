@@ -396,8 +396,9 @@ class WorkerTask:
             if self.stopping:
                 self._finish()
                 return
-            if self._retry_at is not None and self._retry_at > time.monotonic():  # held: not yet time to try
-                self._park(self._retry_at - time.monotonic())
+            wait = 0.0 if self._retry_at is None else self._retry_at - time.monotonic()
+            if wait > 0:  # held (class docstring): not yet time to try again
+                self._park(wait)
                 return
             if self._task is None and not self._begin():
                 self._park(self.COMMIT_RETRY_S)
