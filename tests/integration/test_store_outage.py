@@ -23,7 +23,7 @@ from tests.storage.conftest import PG_URL, drop_database
 
 pytestmark = pytest.mark.integration
 
-ROWS = 400
+ROWS = 1000  # one per batch: the outage begins a few rows in, long before the end of the file
 
 
 def set_connections(db: str, allowed: bool) -> None:
