@@ -232,6 +232,15 @@ def test_a_held_task_stops_without_failing_and_keeps_its_offsets_for_its_success
     assert client.refused >= 2
 
 
+def test_a_held_task_whose_work_moved_meanwhile_stops_quietly_at_its_next_try(executor, tmp_path):
+    client, t = start_unreachable(executor, tmp_path, batches=3)
+    wait_for(lambda: client.refused >= 1, timeout=10)
+    client.fence_commits = True  # the leader answers again, and the task is another worker's now
+    client.unreachable = set()
+    t.join(10)
+    assert not t.is_alive() and t.state == "FENCED" and client.commits == [] and "FAILED" not in client.states
+
+
 @pytest.mark.parametrize("call", ["commit_offsets", "report_status"])
 def test_a_pause_the_control_plane_does_not_take_is_reported_once_it_does(executor, tmp_path, call):
     # the offsets to commit at the pause, or the PAUSED report after them, get no answer for a while
