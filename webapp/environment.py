@@ -79,9 +79,9 @@ def whole_ms(name: str, raw: str) -> int:
     return int(raw)
 
 
-def _whole_ms(name: str) -> int:
-    """Variable ``name`` as :func:`whole_ms` (default 0)."""
-    return whole_ms(name, _get(name, "0"))
+def _whole_ms(name: str, default: str = "0") -> int:
+    """Variable ``name`` as :func:`whole_ms` (``default`` when unset)."""
+    return whole_ms(name, _get(name, default))
 
 
 def data_dir(default: str = "var/default") -> str:
@@ -160,7 +160,7 @@ def offset_flush_timeout_s() -> float:
     (:class:`~webapp.runtime.worker_task.WorkerTask`): as in Connect, an unavailable offset store does
     not fail the task. 0: one request per attempt. Errors: ``ValueError`` when not an integer or negative.
     """
-    return whole_ms("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", _get("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "5000")) / 1000.0
+    return _whole_ms("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "5000") / 1000.0
 
 
 def scheduled_rebalance_max_delay_ms() -> int:

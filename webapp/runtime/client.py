@@ -139,8 +139,12 @@ class ControlPlaneClient:
         worker_id: this agent's worker id.
         timeout: seconds per HTTP request.
         commit_timeout: seconds an offset commit keeps retrying before it raises
-            :class:`ControlPlaneUnavailable` (Connect's ``offset.flush.timeout.ms``; other calls retry 15 s).
+            :class:`ControlPlaneUnavailable` (Connect's ``offset.flush.timeout.ms``; other calls retry
+            :attr:`RETRY_S`).
     """
+
+    #: seconds an internal call is retried by default (:meth:`call`)
+    RETRY_S = 15.0
 
     def __init__(self, cluster: list[str], secret: str, worker_id: str, timeout: float = 10.0,
                  commit_timeout: float = 5.0):
@@ -191,7 +195,7 @@ class ControlPlaneClient:
             return json.loads(resp.data) if resp.data else None
         raise _Retryable(str(last))
 
-    def call(self, method: str, path: str, payload: Any | None = None, retry_for: float = 15.0,
+    def call(self, method: str, path: str, payload: Any | None = None, retry_for: float = RETRY_S,
              timeout: float | None = None) -> Any:
         """One internal call, retried with exponential backoff for ``retry_for`` seconds.
 
@@ -280,7 +284,7 @@ class ControlPlaneClient:
         return self._send_batch(STATUSES_PATH, "statuses", items, self._report_one)
 
     def _send_batch(self, path: str, field: str, items: list[dict[str, Any]],
-                    one: Callable[[dict[str, Any]], None], retry_for: float = 15.0) -> list[Exception | None]:
+                    one: Callable[[dict[str, Any]], None], retry_for: float = RETRY_S) -> list[Exception | None]:
         """``POST path`` with ``{"worker_id", field: items}`` (retried for ``retry_for`` seconds); one outcome
         per item from its ``results``. Against a node without that endpoint (404), ``one(item)`` for each
         item, now and from then on."""

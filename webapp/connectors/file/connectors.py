@@ -105,9 +105,9 @@ def _source_path_errors(path: str, pattern: str, format_given: bool) -> tuple[tu
 def _check_source_path(access: file_access.FileAccessPolicy, path: str, pattern: str,
                        format_given: bool) -> tuple[tuple[str, str], ...]:
     denied = access.violation(path)  # first: nothing is said about paths outside the allowed roots
-    mode = None if denied else _stat_mode(path)
     if denied:
         return (("path", denied),)
+    mode = _stat_mode(path)
     if mode is None:
         return (("path", f"Path {path} does not exist"),)
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
