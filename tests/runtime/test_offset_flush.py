@@ -286,28 +286,22 @@ def test_the_commit_timeout_bounds_each_commit_attempt():
     assert seen == [0.2]  # not the 15 s other internal calls retry for
 
 
-def test_the_flush_timeout_property_maps_to_the_environment(monkeypatch):
-    cfg = workerconfig.worker_config({"bootstrap.servers": "k:9092", "offset.flush.timeout.ms": "20000"},
-                                       environ={})
-    assert cfg.env["RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS"] == "20000"
-    assert "offset.flush.timeout.ms" not in cfg.ignored
-    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.timeout.ms"):
-        workerconfig.worker_config({"offset.flush.timeout.ms": "soon"}, environ={})
+@pytest.mark.parametrize("key, variable", [("offset.flush.interval.ms", "RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS"),
+                                           ("offset.flush.timeout.ms", "RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS")])
+def test_worker_property_maps_to_the_environment(key, variable):
+    cfg = workerconfig.worker_config({"bootstrap.servers": "k:9092", key: "10000"}, environ={})
+    assert cfg.env[variable] == "10000"
+    assert key not in cfg.ignored
+    for bad in ("-5", "ten"):
+        with pytest.raises(workerconfig.PropertiesError, match=key):
+            workerconfig.worker_config({key: bad}, environ={})
+
+
+def test_environment_timeout(monkeypatch):
     monkeypatch.delenv("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", raising=False)
     assert environment.offset_flush_timeout_s() == 5.0  # Connect's default
     monkeypatch.setenv("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "1500")
     assert environment.offset_flush_timeout_s() == 1.5
-
-
-def test_worker_property_maps_to_the_environment():
-    cfg = workerconfig.worker_config({"bootstrap.servers": "k:9092", "offset.flush.interval.ms": "10000"},
-                                       environ={})
-    assert cfg.env["RAFTCONNECT_OFFSET_FLUSH_INTERVAL_MS"] == "10000"
-    assert "offset.flush.interval.ms" not in cfg.ignored
-    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.interval.ms"):
-        workerconfig.worker_config({"offset.flush.interval.ms": "-5"}, environ={})
-    with pytest.raises(workerconfig.PropertiesError, match="offset.flush.interval.ms"):
-        workerconfig.worker_config({"offset.flush.interval.ms": "ten"}, environ={})
 
 
 def test_environment_interval(monkeypatch):
