@@ -46,7 +46,7 @@ import os
 
 __all__ = [
     "DATA_DIR_ENV", "CONFIG_PROVIDER_PATHS_ENV",
-    "REST_FAST_PATH_ENV",
+    "REST_FAST_PATH_ENV", "OFFSET_FLUSH_TIMEOUT_MS_DEFAULT",
     "data_dir", "cluster_secret", "celery_broker", "admin_credentials", "forward_wait_s", "rest_fast_path",
     "agent_restart_backoff_s", "agent_log_level", "task_threads", "task_idle_max_s",
     "task_shutdown_graceful_timeout_s", "whole_ms", "offset_flush_interval_s", "offset_flush_timeout_s",
@@ -61,6 +61,8 @@ DATA_DIR_ENV = "RAFTCONNECT_DATA_DIR"
 CONFIG_PROVIDER_PATHS_ENV = "RAFTCONNECT_CONFIG_PROVIDERS_ALLOWED_PATHS"
 #: ``0`` sends every REST request through Django's full path (``webapp.connect.api.fastpath``)
 REST_FAST_PATH_ENV = "RAFTCONNECT_REST_FAST_PATH"
+#: Connect's default ``offset.flush.timeout.ms`` (:func:`offset_flush_timeout_s`; the agent client's default too)
+OFFSET_FLUSH_TIMEOUT_MS_DEFAULT = 5000
 
 
 def _get(name: str, default: str) -> str:
@@ -160,7 +162,7 @@ def offset_flush_timeout_s() -> float:
     (:class:`~webapp.runtime.worker_task.WorkerTask`): as in Connect, an unavailable offset store does
     not fail the task. 0: one request per attempt. Errors: ``ValueError`` when not an integer or negative.
     """
-    return _whole_ms("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", "5000") / 1000.0
+    return _whole_ms("RAFTCONNECT_OFFSET_FLUSH_TIMEOUT_MS", str(OFFSET_FLUSH_TIMEOUT_MS_DEFAULT)) / 1000.0
 
 
 def scheduled_rebalance_max_delay_ms() -> int:

@@ -19,6 +19,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_expo
 
 from webapp.coordinator.connections import ClusterConnections, error_message
 from webapp.coordinator.signing import signed_headers
+from webapp.environment import OFFSET_FLUSH_TIMEOUT_MS_DEFAULT
 from webapp.plugin import ConnectorTaskId, SourceOffset
 
 __all__ = ["ControlPlaneClient", "Fenced", "ControlPlaneUnavailable"]
@@ -147,7 +148,7 @@ class ControlPlaneClient:
     RETRY_S = 15.0
 
     def __init__(self, cluster: list[str], secret: str, worker_id: str, timeout: float = 10.0,
-                 commit_timeout: float = 5.0):
+                 commit_timeout: float = OFFSET_FLUSH_TIMEOUT_MS_DEFAULT / 1000.0):
         self.cluster = list(cluster)
         self.secret = secret
         self.worker_id = worker_id
