@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 
-import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -19,19 +18,11 @@ from tools.launcher import NodeProcess, wait_for
 from webapp.kafka.embedded import free_port
 from webapp.runtime.converters import decode_value
 from tests.kafka_helpers import read_topic
-from tests.storage.conftest import PG_URL, drop_database
+from tests.storage.conftest import PG_URL, drop_database, set_pg_connections
 
 pytestmark = pytest.mark.integration
 
 ROWS = 1000  # one per batch: the outage begins a few rows in, long before the end of the file
-
-
-def set_connections(db: str, allowed: bool) -> None:
-    """Let clients connect to ``db`` again, or refuse them and end the sessions it has."""
-    with psycopg.connect(PG_URL.format(db="postgres"), autocommit=True) as conn:
-        conn.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS {"true" if allowed else "false"}')
-        if not allowed:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
 
 
 def failure_percentage(client) -> float:
@@ -63,7 +54,7 @@ def test_a_task_holds_through_a_store_outage_and_resumes_without_failing(tmp_pat
         client.create_connector("src", {"connector.class": SOURCE_CLASS, "path": str(data), "format": "csv",
                                         "topic": "outage", "tasks.max": "1", "batch.max.rows": "1"})
         wait_for(lambda: client.offsets("src")["offsets"], 60, what="a first committed offset")
-        set_connections(db, allowed=False)
+        set_pg_connections(db, allowed=False)
         try:
             wait_for(lambda: "could not commit its offsets" in agent_log(), 60,
                      what="the task holding its offsets")
@@ -74,7 +65,7 @@ def test_a_task_holds_through_a_store_outage_and_resumes_without_failing(tmp_pat
             wait_for(lambda: failure_percentage(client) > first, 30, what="the task trying its commit again")
             assert len(read_topic(kafka.bootstrap_servers, "outage")) == read_during  # and no new batch ran
         finally:
-            set_connections(db, allowed=True)
+            set_pg_connections(db, allowed=True)
         assert read_during < ROWS  # held mid-file: no batch ran while its commit could not get through
         wait_for(lambda: "the control plane answered after" in agent_log(), 60, what="the held commit")
         # it carries on to the end of the file: every row arrives, the task never FAILED

@@ -24,6 +24,17 @@ MARIADB_URL = "mysql://root@127.0.0.1:3306/{db}"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
+def set_pg_connections(db: str, allowed: bool) -> None:
+    """Let clients connect to PostgreSQL database ``db`` again, or refuse them and end the sessions it has
+    (a database outage that the server itself stays up for)."""
+    import psycopg
+
+    with psycopg.connect(PG_URL.format(db="postgres"), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS {"true" if allowed else "false"}')
+        if not allowed:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
+
+
 def start_raft(data_dir: str) -> RaftNode:
     node = RaftNode(RaftConfig(self_address=f"127.0.0.1:{free_port()}", data_dir=data_dir, password="test-secret"))
     assert node.wait_ready(15), node.status()

@@ -13,7 +13,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-import psycopg
 import pytest
 
 from tools.launcher import wait_for
@@ -23,7 +22,7 @@ from webapp.storage.base import OffsetCommit, StoreUnavailable
 from webapp.storage.raft import RaftMetadataStore
 from webapp.storage.switch import StoreRouter, StoreSet, SwitchManager, canonical, snapshot_digest
 
-from .conftest import MARIADB_URL, PG_URL, drop_database, start_raft
+from .conftest import MARIADB_URL, PG_URL, drop_database, set_pg_connections, start_raft
 
 WORKER = "w1"
 
@@ -285,24 +284,17 @@ def test_switch_to_a_store_that_is_down_aborts_and_keeps_the_source(parts):
     assert snapshot_digest(parts.router.active)["config"]["count"] == before["config"]["count"]
 
 
-def _pg_block(db: str, blocked: bool) -> None:
-    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'ALTER DATABASE "{db}" ALLOW_CONNECTIONS {"false" if blocked else "true"}')
-        if blocked:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
-
-
 def test_target_going_down_during_copy_aborts_cleanly(parts):
     load = start_load(parts, connectors=8)
     try:
         parts.manager.hold_seconds = 3.0
         parts.manager.begin("pg")
         wait_for(lambda: parts.raft.state.switch["phase"] == "copy", 60, what="the copy phase")
-        _pg_block(parts.dbs["pg"][1], True)
+        set_pg_connections(parts.dbs["pg"][1], allowed=False)
         sw = parts.wait_done(60)
     finally:
         load.stop()
-        _pg_block(parts.dbs["pg"][1], False)
+        set_pg_connections(parts.dbs["pg"][1], allowed=True)
     assert sw["phase"] == "aborted", sw
     assert parts.raft.state.active_store == "raft"
     assert not load.errors, load.errors  # the source kept taking every write
@@ -313,13 +305,13 @@ def test_active_store_down_fails_writes_with_503_and_recovers(parts):
     assert parts.switch("pg")["phase"] == "completed"
     parts.router.put_connector_config("c", {"connector.class": "FileStreamSource"})
     parts.router.alter_offsets("c", [SourceOffset({"p": 0}, {"o": 1})])
-    _pg_block(parts.dbs["pg"][1], True)
+    set_pg_connections(parts.dbs["pg"][1], allowed=False)
     try:
         with pytest.raises(StoreUnavailable) as err:
             parts.router.alter_offsets("c", [SourceOffset({"p": 0}, {"o": 2})])
         assert err.value.http_status == 503
     finally:
-        _pg_block(parts.dbs["pg"][1], False)
+        set_pg_connections(parts.dbs["pg"][1], allowed=True)
 
     def write_ok() -> bool:
         try:
